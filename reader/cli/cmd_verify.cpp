@@ -1,0 +1,138 @@
+// mlpd verify [--strict] [--json] FILE...
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "json.h"
+#include "mlpd/checks.h"
+#include "mlpd/decoder.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: mlpd verify [--strict] [--json] FILE...\n"
+    "\n"
+    "Decodes every buffer and event of each FILE (plain or gzip; - reads standard input) and checks\n"
+    "header fields, buffer ids and lengths, event types and subtypes, enum values, LEB128 encodings,\n"
+    "strings and reads past a buffer's end. Prints one line per problem:\n"
+    "  FILE: offset N (buffer K): what is wrong\n"
+    "and one summary line per valid file. Exit status: 0 when every file is valid, 1 otherwise.\n"
+    "\n"
+    "  --strict  also require every method, class, vtable and image that an event references to be\n"
+    "            described by an earlier event of the file (what Mono's mprof-report needs)\n"
+    "  --json    print one JSON object per file instead:\n"
+    "            {\"file\", \"ok\", \"buffers\", \"threads\", \"counts\": {KIND: N}, \"errors\": [...]}\n";
+
+class VerifyVisitor final : public Visitor {
+ public:
+  explicit VerifyVisitor(bool strict) : strict_(strict) {}
+
+  void on_buffer(const BufferInfo& b) override { stats.add_buffer(b); }
+  void on_event(const Event& e, const EventInfo& info) override {
+    stats.add_event(e);
+    if (strict_) {
+      std::string r = checker_.check(e);
+      if (!r.empty()) problems.push_back({info.offset, static_cast<int64_t>(info.buffer->index), std::move(r)});
+    }
+  }
+  void on_problem(const Problem& p) override { problems.push_back(p); }
+
+  FileStats stats;
+  std::vector<Problem> problems;
+
+ private:
+  bool strict_;
+  ReferenceChecker checker_;
+};
+
+std::string where(const Problem& p) {
+  std::string s = "offset " + std::to_string(p.offset);
+  s += p.buffer < 0 ? " (header)" : " (buffer " + std::to_string(p.buffer) + ")";
+  return s;
+}
+
+bool verify_file(const std::string& path, bool strict, bool json) {
+  std::string open_error;
+  std::unique_ptr<Input> input = Input::open(path, open_error);
+  VerifyVisitor visitor(strict);
+  DecodeSummary summary;
+  if (!input) {
+    visitor.problems.push_back({0, -1, "cannot open: " + open_error});
+  } else {
+    summary = decode(*input, visitor);
+  }
+  const bool ok = visitor.problems.empty();
+  if (json) {
+    std::string out = "{\"file\":" + json_string(path) + ",\"ok\":" + (ok ? "true" : "false") +
+                      ",\"buffers\":" + std::to_string(visitor.stats.buffers) +
+                      ",\"threads\":" + std::to_string(visitor.stats.threads.size()) + ",\"counts\":{";
+    bool first = true;
+    for (size_t k = 0; k < kEventKindCount; ++k) {
+      if (!visitor.stats.counts[k]) continue;
+      if (!first) out += ',';
+      first = false;
+      out += json_string(kEventKindNames[k]) + ":" + std::to_string(visitor.stats.counts[k]);
+    }
+    out += "},\"errors\":[";
+    for (size_t i = 0; i < visitor.problems.size(); ++i) {
+      const Problem& p = visitor.problems[i];
+      if (i) out += ',';
+      out += "{\"offset\":" + std::to_string(p.offset) + ",\"buffer\":" +
+             (p.buffer < 0 ? std::string("null") : std::to_string(p.buffer)) +
+             ",\"message\":" + json_string(p.message) + "}";
+    }
+    out += "]}\n";
+    std::fputs(out.c_str(), stdout);
+  } else {
+    for (const Problem& p : visitor.problems) {
+      std::printf("%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
+    }
+    if (ok) {
+      std::printf("%s: ok: %llu buffers, %llu events, %zu threads, %llu bytes%s\n", path.c_str(),
+                  static_cast<unsigned long long>(summary.buffers),
+                  static_cast<unsigned long long>(summary.events), visitor.stats.threads.size(),
+                  static_cast<unsigned long long>(summary.bytes), strict ? " (strict)" : "");
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+int cmd_verify(int argc, char** argv) {
+  bool strict = false, json = false;
+  std::vector<std::string> files;
+  bool options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!options_done && a == "--") {
+      options_done = true;
+    } else if (!options_done && (a == "--help" || a == "-h")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (!options_done && a == "--strict") {
+      strict = true;
+    } else if (!options_done && a == "--json") {
+      json = true;
+    } else if (!options_done && a.size() > 1 && a[0] == '-') {
+      std::fprintf(stderr, "mlpd verify: unknown option '%s' (try 'mlpd verify --help')\n", a.c_str());
+      return 2;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "mlpd verify: no FILE given (try 'mlpd verify --help')\n");
+    return 2;
+  }
+  bool all_ok = true;
+  for (const std::string& f : files) all_ok &= verify_file(f, strict, json);
+  std::fflush(stdout);
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace mlpd::cli

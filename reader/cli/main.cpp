@@ -1,0 +1,52 @@
+// mlpd: reads, verifies and reports mlpd files (Mono log profiler format 3.0, data version 17).
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"verify", mlpd::cli::cmd_verify, "check files against the format; exit 1 if any problem"},
+    {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
+               "\n"
+               "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
+               "from files or standard input (-).\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'mlpd COMMAND --help' describes a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::printf("mlpd " MLPD_VERSION " (format 3.0, data version 17)\n");
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (cmd == c.name) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "mlpd: unknown command '%s' (try 'mlpd --help')\n", argv[1]);
+  return 2;
+}

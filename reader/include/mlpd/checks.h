@@ -1,0 +1,43 @@
+// Checks that need state across events. ReferenceChecker implements `verify --strict`: every
+// method, class, vtable and image an event references must be described by an earlier event of the
+// file (method_jit, class_load, vtable_load, image_load), which is what Mono's readers need to name
+// things. FileStats gathers what `verify --json` reports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+
+#include "mlpd/decoder.h"
+
+namespace mlpd {
+
+class ReferenceChecker {
+ public:
+  // Checks one event (and records what it defines). Returns an empty string when every reference is
+  // known, otherwise a one-line description of the first unknown one.
+  std::string check(const Event& event);
+
+ private:
+  std::string need(std::unordered_set<uint64_t>& known, uint64_t ptr, const char* what);
+
+  std::unordered_set<uint64_t> methods_;
+  std::unordered_set<uint64_t> classes_;
+  std::unordered_set<uint64_t> vtables_;
+  std::unordered_set<uint64_t> images_;
+};
+
+struct FileStats {
+  std::array<uint64_t, kEventKindCount> counts{};
+  std::unordered_set<uint64_t> threads;  // distinct buffer thread ids
+  uint64_t buffers = 0;
+
+  void add_buffer(const BufferInfo& b) {
+    ++buffers;
+    threads.insert(b.header.thread_id);
+  }
+  void add_event(const Event& e) { ++counts[static_cast<size_t>(e.kind)]; }
+};
+
+}  // namespace mlpd

@@ -1,0 +1,33 @@
+// Byte input for the reader: a file or standard input ("-"), plain or gzip-compressed (zlib detects
+// the gzip magic and otherwise passes bytes through). Offsets are positions in the uncompressed
+// stream, which is what every error message reports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlpd {
+
+class Input {
+ public:
+  // Opens `path` ("-" = stdin). On failure returns nullptr and sets `error` to a one-line reason.
+  static std::unique_ptr<Input> open(const std::string& path, std::string& error);
+  // Reads from an in-memory copy of `data` (tests, fuzzing). Gzip input is decompressed too.
+  static std::unique_ptr<Input> from_memory(const void* data, size_t size);
+
+  virtual ~Input() = default;
+  // Reads up to `n` bytes; returns how many were read (fewer only at the end of input or on error).
+  virtual size_t read(void* dst, size_t n) = 0;
+  // Empty, or a one-line description of a read or decompression error (e.g. corrupt gzip data).
+  virtual std::string error() const = 0;
+  // True when the input was gzip-compressed.
+  virtual bool compressed() const = 0;
+  uint64_t offset() const { return offset_; }
+
+ protected:
+  uint64_t offset_ = 0;
+};
+
+}  // namespace mlpd

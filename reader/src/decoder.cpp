@@ -1,0 +1,605 @@
+#include "mlpd/decoder.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "mlpd/format.h"
+#include "mlpd/leb128.h"
+
+namespace mlpd {
+
+using namespace format;
+
+namespace {
+
+uint64_t load_le(const uint8_t* p, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Reads exactly n bytes; on a short read fills `problem` with a truncation message.
+bool read_exact(Input& in, void* dst, size_t n, const char* what, int64_t buffer, Problem& problem) {
+  const uint64_t at = in.offset();
+  const size_t got = in.read(dst, n);
+  if (got == n) return true;
+  problem.offset = at + got;
+  problem.buffer = buffer;
+  problem.message = std::string("truncated ") + what + ": needs " + std::to_string(n) + " bytes, " +
+                    std::to_string(got) + " present";
+  if (!in.error().empty()) problem.message += " (" + in.error() + ")";
+  return false;
+}
+
+constexpr uint32_t kMaxHeaderString = 1u << 20;
+// No list inside one event may be longer than this (Mono writes at most a few hundred items); it keeps
+// a hostile count from making the reader allocate gigabytes even within a legal buffer.
+constexpr uint64_t kMaxItems = 1u << 20;
+
+}  // namespace
+
+bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
+  uint8_t fixed[kFileHeaderFixedSize];
+  problem.buffer = -1;
+  if (!read_exact(in, fixed, sizeof fixed, "file header", -1, problem)) return false;
+  auto bad = [&](uint64_t at, std::string msg) {
+    problem.offset = at;
+    problem.message = std::move(msg);
+    return false;
+  };
+  const uint32_t id = static_cast<uint32_t>(load_le(fixed, 4));
+  if (id != kFileId) {
+    return bad(0, "not an mlpd file: header id " + hex(id) + ", expected " + hex(kFileId));
+  }
+  h.major = fixed[4];
+  h.minor = fixed[5];
+  h.data_version = fixed[6];
+  h.ptr_size = fixed[7];
+  if (h.major != kVersionMajor) {
+    return bad(4, "unsupported format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
+                      " (mlpd reads 3.x)");
+  }
+  if (h.data_version != kDataVersion) {
+    return bad(6, "unsupported data version " + std::to_string(h.data_version) + " (mlpd reads 17)");
+  }
+  if (h.ptr_size != 4 && h.ptr_size != 8) {
+    return bad(7, "invalid pointer size " + std::to_string(h.ptr_size));
+  }
+  h.startup_ms = load_le(fixed + 8, 8);
+  h.startup_ns = load_le(fixed + 16, 8);
+  h.timer_overhead = static_cast<int32_t>(load_le(fixed + 24, 4));
+  h.flags = static_cast<int32_t>(load_le(fixed + 28, 4));
+  h.pid = static_cast<int32_t>(load_le(fixed + 32, 4));
+  h.port = static_cast<uint16_t>(load_le(fixed + 36, 2));
+  if (h.flags != 0) return bad(28, "unsupported header flags " + hex(static_cast<uint32_t>(h.flags)));
+  for (std::string* s : {&h.args, &h.arch, &h.os}) {
+    const char* what = s == &h.args ? "header args" : s == &h.arch ? "header arch" : "header os";
+    uint8_t len_bytes[4];
+    const uint64_t at = in.offset();
+    if (!read_exact(in, len_bytes, 4, what, -1, problem)) return false;
+    const uint32_t len = static_cast<uint32_t>(load_le(len_bytes, 4));
+    if (len == 0 || len > kMaxHeaderString) {
+      return bad(at, std::string(what) + ": invalid string length " + std::to_string(len));
+    }
+    s->resize(len);
+    if (!read_exact(in, s->data(), len, what, -1, problem)) return false;
+    if ((*s)[len - 1] != '\0') return bad(at + 4 + len - 1, std::string(what) + ": string not NUL-terminated");
+    s->resize(strnlen(s->data(), len));
+  }
+  return true;
+}
+
+BufferDecoder::BufferDecoder(const BufferHeader& h, const uint8_t* data, uint64_t data_offset)
+    : data_(data),
+      p_(data),
+      end_(data + h.length),
+      data_offset_(data_offset),
+      last_time_(h.time_base),
+      ptr_base_(h.ptr_base),
+      obj_base_(h.obj_base),
+      last_method_(h.method_base) {}
+
+bool BufferDecoder::fail(const char* what) {
+  if (!problem_) {
+    problem_ = what;
+    problem_offset_ = position();
+  }
+  return false;
+}
+
+bool BufferDecoder::byte(uint8_t& out) {
+  if (p_ >= end_) return fail("read past the end of the buffer");
+  out = *p_++;
+  return true;
+}
+
+bool BufferDecoder::uleb(uint64_t& out) {
+  switch (get_uleb(p_, end_, out)) {
+    case LebStatus::ok: return true;
+    case LebStatus::truncated: return fail("read past the end of the buffer (LEB128)");
+    case LebStatus::overflow: return fail("LEB128 value longer than 64 bits");
+  }
+  return false;
+}
+
+bool BufferDecoder::sleb(int64_t& out) {
+  switch (get_sleb(p_, end_, out)) {
+    case LebStatus::ok: return true;
+    case LebStatus::truncated: return fail("read past the end of the buffer (LEB128)");
+    case LebStatus::overflow: return fail("LEB128 value longer than 64 bits");
+  }
+  return false;
+}
+
+bool BufferDecoder::time(uint64_t& out) {
+  uint64_t delta;
+  if (!uleb(delta)) return false;
+  last_time_ += delta;  // wraps: Mono writes "negative" deltas as 64-bit two's complement
+  out = last_time_;
+  return true;
+}
+
+bool BufferDecoder::ptr(uint64_t& out) {
+  int64_t d;
+  if (!sleb(d)) return false;
+  out = static_cast<uint64_t>(ptr_base_) + static_cast<uint64_t>(d);
+  return true;
+}
+
+bool BufferDecoder::obj(uint64_t& out) {
+  int64_t d;
+  if (!sleb(d)) return false;
+  out = (static_cast<uint64_t>(obj_base_) + static_cast<uint64_t>(d)) << 3;
+  return true;
+}
+
+bool BufferDecoder::method(uint64_t& out) {
+  int64_t d;
+  if (!sleb(d)) return false;
+  last_method_ = static_cast<int64_t>(static_cast<uint64_t>(last_method_) + static_cast<uint64_t>(d));
+  out = static_cast<uint64_t>(last_method_);
+  return true;
+}
+
+bool BufferDecoder::string(std::string& out) {
+  const void* nul = std::memchr(p_, 0, static_cast<size_t>(end_ - p_));
+  if (!nul) return fail("unterminated string");
+  const auto* q = static_cast<const uint8_t*>(nul);
+  out.assign(reinterpret_cast<const char*>(p_), static_cast<size_t>(q - p_));
+  p_ = q + 1;
+  return true;
+}
+
+// A count of items that each take at least `min_item_size` bytes cannot exceed what is left of the
+// buffer; checking that first keeps hostile counts from driving allocations or long loops.
+bool BufferDecoder::count(uint64_t& out, size_t min_item_size) {
+  if (!uleb(out)) return false;
+  if (out > static_cast<uint64_t>(end_ - p_) / min_item_size) return fail("item count larger than the buffer");
+  if (out > kMaxItems) return fail("item count above the reader's limit of 1048576");
+  return true;
+}
+
+bool BufferDecoder::backtrace(std::vector<uint64_t>& out) {
+  uint64_t n;
+  if (!count(n, 1)) return false;
+  out.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!method(out[i])) return false;
+  }
+  return true;
+}
+
+bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
+  problem.clear();
+  if (p_ >= end_) return false;
+  event_offset = position();
+  const uint8_t event_byte = *p_++;
+  problem_ = nullptr;
+  detail_.clear();
+  if (event_body(event_byte, e)) return true;
+  problem = problem_ ? problem_ : "malformed event";
+  if (!detail_.empty()) problem += detail_;
+  char head[64];
+  std::snprintf(head, sizeof head, " (event byte 0x%02x at offset %llu)", event_byte,
+                static_cast<unsigned long long>(event_offset));
+  problem += head;
+  end_ = p_;  // nothing after a malformed event can be trusted
+  return false;
+}
+
+bool BufferDecoder::event_body(uint8_t eb, Event& e) {
+  const uint8_t type = event_type(eb);
+  const uint8_t ext = event_ext(eb);
+  auto kind_is = [&](EventKind k) {
+    e.reset(k);
+    return time(e.time);
+  };
+  auto unknown_ext = [&]() {
+    problem_offset_ = position() - 1;
+    problem_ = "unknown event subtype";
+    return false;
+  };
+  auto bad_value = [&](const char* what, uint64_t v) {
+    fail(what);
+    detail_ = " " + std::to_string(v);
+    return false;
+  };
+
+  switch (type) {
+    case TYPE_ALLOC: {
+      if (ext != TYPE_ALLOC_NO_BT && ext != TYPE_ALLOC_BT) return unknown_ext();
+      if (!kind_is(EventKind::alloc)) return false;
+      e.has_backtrace = ext == TYPE_ALLOC_BT;
+      return ptr(e.ptr) && obj(e.obj) && uleb(e.size) && (!e.has_backtrace || backtrace(e.backtrace));
+    }
+    case TYPE_GC: {
+      switch (ext) {
+        case TYPE_GC_EVENT: {
+          if (!kind_is(EventKind::gc_event) || !byte(e.code) || !byte(e.generation)) return false;
+          if (!is_valid_gc_event(e.code)) return bad_value("unknown GC event", e.code);
+          return true;
+        }
+        case TYPE_GC_RESIZE:
+          return kind_is(EventKind::gc_resize) && uleb(e.size);
+        case TYPE_GC_MOVE: {
+          uint64_t n;
+          if (!kind_is(EventKind::gc_move) || !count(n, 1)) return false;
+          if (n % 2) return bad_value("odd number of addresses in GC move", n);
+          e.objects.resize(n);
+          for (uint64_t i = 0; i < n; ++i)
+            if (!obj(e.objects[i])) return false;
+          return true;
+        }
+        case TYPE_GC_HANDLE_CREATED:
+        case TYPE_GC_HANDLE_CREATED_BT:
+        case TYPE_GC_HANDLE_DESTROYED:
+        case TYPE_GC_HANDLE_DESTROYED_BT: {
+          const bool created = ext == TYPE_GC_HANDLE_CREATED || ext == TYPE_GC_HANDLE_CREATED_BT;
+          if (!kind_is(created ? EventKind::gc_handle_created : EventKind::gc_handle_destroyed)) return false;
+          e.has_backtrace = ext == TYPE_GC_HANDLE_CREATED_BT || ext == TYPE_GC_HANDLE_DESTROYED_BT;
+          if (!uleb(e.handle_type)) return false;
+          if (e.handle_type > kMaxGcHandleType) return bad_value("unknown GC handle type", e.handle_type);
+          if (!uleb(e.handle)) return false;
+          if (created && !obj(e.obj)) return false;
+          return !e.has_backtrace || backtrace(e.backtrace);
+        }
+        case TYPE_GC_FINALIZE_START:
+          return kind_is(EventKind::gc_finalize_start);
+        case TYPE_GC_FINALIZE_END:
+          return kind_is(EventKind::gc_finalize_end);
+        case TYPE_GC_FINALIZE_OBJECT_START:
+          return kind_is(EventKind::gc_finalize_object_start) && obj(e.obj);
+        case TYPE_GC_FINALIZE_OBJECT_END:
+          return kind_is(EventKind::gc_finalize_object_end) && obj(e.obj);
+        default:
+          return unknown_ext();
+      }
+    }
+    case TYPE_METADATA: {
+      if (ext != TYPE_METADATA_NAME && ext != TYPE_END_LOAD && ext != TYPE_END_UNLOAD) return unknown_ext();
+      // The kind depends on the metadata type byte, which follows the time: decode time first.
+      e.reset(EventKind::class_load);
+      uint64_t t;
+      uint8_t mtype;
+      if (!time(t) || !byte(mtype)) return false;
+      const bool load = ext == TYPE_END_LOAD, unload = ext == TYPE_END_UNLOAD;
+      EventKind k;
+      switch (mtype) {
+        case TYPE_CLASS:
+          if (!load) return bad_value("class metadata event with unsupported subtype", ext >> 4);
+          k = EventKind::class_load;
+          break;
+        case TYPE_IMAGE:
+          if (!load && !unload) return bad_value("image metadata event with unsupported subtype", ext >> 4);
+          k = load ? EventKind::image_load : EventKind::image_unload;
+          break;
+        case TYPE_ASSEMBLY:
+          if (!load && !unload) return bad_value("assembly metadata event with unsupported subtype", ext >> 4);
+          k = load ? EventKind::assembly_load : EventKind::assembly_unload;
+          break;
+        case TYPE_DOMAIN:
+          k = load ? EventKind::domain_load : unload ? EventKind::domain_unload : EventKind::domain_name;
+          break;
+        case TYPE_THREAD:
+          k = load ? EventKind::thread_start : unload ? EventKind::thread_end : EventKind::thread_name;
+          break;
+        case TYPE_CONTEXT:
+          if (!load && !unload) return bad_value("context metadata event with unsupported subtype", ext >> 4);
+          k = load ? EventKind::context_load : EventKind::context_unload;
+          break;
+        case TYPE_VTABLE:
+          if (!load) return bad_value("vtable metadata event with unsupported subtype", ext >> 4);
+          k = EventKind::vtable_load;
+          break;
+        default:
+          return bad_value("unknown metadata type", mtype);
+      }
+      e.kind = k;
+      e.time = t;
+      if (!ptr(e.ptr)) return false;
+      switch (k) {
+        case EventKind::class_load:
+        case EventKind::assembly_load:
+        case EventKind::assembly_unload:
+          return ptr(e.ptr2) && string(e.name);
+        case EventKind::image_load:
+          return string(e.name) && string(e.mvid);
+        case EventKind::image_unload:
+        case EventKind::domain_name:
+        case EventKind::thread_name:
+          return string(e.name);
+        case EventKind::context_load:
+        case EventKind::context_unload:
+          return ptr(e.ptr2);
+        case EventKind::vtable_load:
+          return ptr(e.ptr2) && ptr(e.ptr3);
+        default:
+          return true;  // domain and thread load/unload carry nothing more
+      }
+    }
+    case TYPE_METHOD: {
+      switch (ext) {
+        case TYPE_ENTER:
+          return kind_is(EventKind::method_enter) && method(e.method);
+        case TYPE_LEAVE:
+          return kind_is(EventKind::method_leave) && method(e.method);
+        case TYPE_EXC_LEAVE:
+          return kind_is(EventKind::method_exc_leave) && method(e.method);
+        case TYPE_JIT:
+          return kind_is(EventKind::method_jit) && method(e.method) && ptr(e.ptr) && uleb(e.size) &&
+                 string(e.name);
+        default:
+          return unknown_ext();
+      }
+    }
+    case TYPE_EXCEPTION: {
+      if (ext == TYPE_CLAUSE) {
+        if (!kind_is(EventKind::exception_clause) || !byte(e.code)) return false;
+        if (!is_valid_clause_type(e.code)) return bad_value("unknown clause type", e.code);
+        return uleb(e.index) && method(e.method) && obj(e.obj);
+      }
+      if (ext != TYPE_THROW_NO_BT && ext != TYPE_THROW_BT) return unknown_ext();
+      if (!kind_is(EventKind::exception_throw)) return false;
+      e.has_backtrace = ext == TYPE_THROW_BT;
+      return obj(e.obj) && (!e.has_backtrace || backtrace(e.backtrace));
+    }
+    case TYPE_MONITOR: {
+      if (ext != TYPE_MONITOR_NO_BT && ext != TYPE_MONITOR_BT) return unknown_ext();
+      if (!kind_is(EventKind::monitor) || !byte(e.code)) return false;
+      if (e.code < MONITOR_CONTENTION || e.code > MONITOR_FAIL) return bad_value("unknown monitor event", e.code);
+      e.has_backtrace = ext == TYPE_MONITOR_BT;
+      return obj(e.obj) && (!e.has_backtrace || backtrace(e.backtrace));
+    }
+    case TYPE_HEAP: {
+      switch (ext) {
+        case TYPE_HEAP_START:
+          return kind_is(EventKind::heap_start);
+        case TYPE_HEAP_END:
+          return kind_is(EventKind::heap_end);
+        case TYPE_HEAP_OBJECT: {
+          uint64_t n;
+          if (!kind_is(EventKind::heap_object) || !obj(e.obj) || !ptr(e.ptr) || !uleb(e.size) ||
+              !byte(e.generation) || !count(n, 2))
+            return false;
+          e.refs.resize(n);
+          uint64_t offset = 0;
+          for (HeapRef& r : e.refs) {
+            uint64_t d;
+            if (!uleb(d) || !obj(r.obj)) return false;
+            offset += d;
+            r.offset = offset;
+          }
+          return true;
+        }
+        case TYPE_HEAP_ROOT: {
+          uint64_t n;
+          if (!kind_is(EventKind::heap_root) || !count(n, 2)) return false;
+          e.roots.resize(n);
+          for (RootRef& r : e.roots)
+            if (!ptr(r.address) || !obj(r.obj)) return false;
+          return true;
+        }
+        case TYPE_HEAP_ROOT_REGISTER:
+          if (!kind_is(EventKind::heap_root_register) || !ptr(e.ptr) || !uleb(e.size) || !byte(e.code)) return false;
+          if (e.code > kMaxRootSource) return bad_value("unknown GC root source", e.code);
+          return ptr(e.ptr2) && string(e.name);
+        case TYPE_HEAP_ROOT_UNREGISTER:
+          return kind_is(EventKind::heap_root_unregister) && ptr(e.ptr);
+        default:
+          return unknown_ext();
+      }
+    }
+    case TYPE_SAMPLE: {
+      switch (ext) {
+        case TYPE_SAMPLE_HIT: {
+          uint64_t n;
+          if (!kind_is(EventKind::sample_hit) || !ptr(e.ptr) || !count(n, 1)) return false;
+          e.ips.resize(n);
+          for (uint64_t& ip : e.ips)
+            if (!ptr(ip)) return false;
+          if (!count(n, 1)) return false;
+          e.frames.resize(n);
+          for (uint64_t& m : e.frames)
+            if (!method(m)) return false;
+          return true;
+        }
+        case TYPE_SAMPLE_USYM:
+          return kind_is(EventKind::sample_usym) && ptr(e.ptr) && uleb(e.size) && string(e.name);
+        case TYPE_SAMPLE_COUNTERS_DESC: {
+          uint64_t n;
+          if (!kind_is(EventKind::counter_descriptors) || !count(n, 6)) return false;
+          e.counter_descs.resize(n);
+          for (CounterDesc& d : e.counter_descs) {
+            d.section_name.clear();
+            if (!uleb(d.section)) return false;
+            if (d.section == COUNTER_SECTION_PERFCOUNTERS && !string(d.section_name)) return false;
+            if (!string(d.name) || !uleb(d.type) || !uleb(d.unit) || !uleb(d.variance) || !uleb(d.index))
+              return false;
+            if (d.type > kMaxCounterType) return bad_value("unknown counter type", d.type);
+            if (d.index == 0) return fail("counter descriptor with index 0");
+          }
+          return true;
+        }
+        case TYPE_SAMPLE_COUNTERS: {
+          if (!kind_is(EventKind::counter_samples)) return false;
+          for (;;) {
+            uint64_t index;
+            if (!uleb(index)) return false;
+            if (index == 0) return true;
+            // Each value takes at least 2 bytes (type + value), so the loop ends with the buffer.
+            if (e.counter_values.size() >= kMaxItems) return fail("more counter values than the reader's limit");
+            CounterValue& v = e.counter_values.emplace_back();
+            v.index = index;
+            v.bits = 0;
+            v.is_null = false;
+            v.str.clear();
+            if (!uleb(v.type)) return false;
+            switch (v.type) {
+              case COUNTER_INT:
+              case COUNTER_WORD:
+              case COUNTER_LONG:
+              case COUNTER_TIME_INTERVAL: {
+                int64_t s;
+                if (!sleb(s)) return false;
+                v.bits = static_cast<uint64_t>(s);
+                break;
+              }
+              case COUNTER_UINT:
+              case COUNTER_ULONG:
+                if (!uleb(v.bits)) return false;
+                break;
+              case COUNTER_DOUBLE:
+                if (end_ - p_ < 8) return fail("read past the end of the buffer (double counter)");
+                v.bits = load_le(p_, 8);
+                p_ += 8;
+                break;
+              case COUNTER_STRING: {
+                uint8_t present;
+                if (!byte(present)) return false;
+                if (present > 1) return bad_value("invalid string counter marker", present);
+                v.is_null = present == 0;
+                if (present && !string(v.str)) return false;
+                break;
+              }
+              default:
+                return bad_value("unknown counter type", v.type);
+            }
+          }
+        }
+        default:
+          return unknown_ext();
+      }
+    }
+    case TYPE_RUNTIME: {
+      if (ext != TYPE_JITHELPER) return unknown_ext();
+      if (!kind_is(EventKind::jit_helper) || !byte(e.code)) return false;
+      if (e.code > kMaxCodeBufferType) return bad_value("unknown code buffer type", e.code);
+      if (!ptr(e.ptr) || !uleb(e.size)) return false;
+      return e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE || string(e.name);
+    }
+    case TYPE_META: {
+      if (ext == TYPE_SYNC_POINT) {
+        if (!kind_is(EventKind::sync_point) || !byte(e.code)) return false;
+        if (e.code > SYNC_POINT_WORLD_START) return bad_value("unknown sync point type", e.code);
+        return true;
+      }
+      if (ext == TYPE_AOT_ID) return kind_is(EventKind::aot_id) && string(e.name);
+      return unknown_ext();
+    }
+    default:
+      problem_offset_ = position() - 1;
+      problem_ = "unknown event type";
+      return false;
+  }
+}
+
+DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
+  DecodeSummary s;
+  Problem problem;
+  FileHeader header;
+  auto report = [&](const Problem& p) {
+    ++s.problems;
+    v.on_problem(p);
+  };
+  if (!parse_file_header(in, header, problem)) {
+    report(problem);
+    s.bytes = in.offset();
+    return s;
+  }
+  s.header_ok = true;
+  v.on_header(header);
+
+  std::vector<uint8_t> data;
+  Event event;
+  std::string message;
+  BufferInfo info;
+  for (uint64_t index = 0;; ++index) {
+    uint8_t raw[kBufferHeaderSize];
+    info.index = index;
+    info.offset = in.offset();
+    const size_t got = in.read(raw, sizeof raw);
+    if (got == 0) {
+      if (!in.error().empty()) {
+        report({in.offset(), static_cast<int64_t>(index), "read error: " + in.error()});
+      }
+      break;  // clean end of file
+    }
+    if (got < sizeof raw) {
+      std::string msg = "truncated buffer header: needs 48 bytes, " + std::to_string(got) + " present";
+      if (!in.error().empty()) msg += " (" + in.error() + ")";
+      report({in.offset(), static_cast<int64_t>(index), msg});
+      break;
+    }
+    const uint32_t id = static_cast<uint32_t>(load_le(raw, 4));
+    if (id != kBufferId) {
+      report({info.offset, static_cast<int64_t>(index),
+              "bad buffer id " + hex(id) + ", expected " + hex(kBufferId)});
+      break;  // no way to find the next buffer
+    }
+    BufferHeader& h = info.header;
+    h.length = static_cast<uint32_t>(load_le(raw + 4, 4));
+    h.time_base = load_le(raw + 8, 8);
+    h.ptr_base = static_cast<int64_t>(load_le(raw + 16, 8));
+    h.obj_base = static_cast<int64_t>(load_le(raw + 24, 8));
+    h.thread_id = load_le(raw + 32, 8);
+    h.method_base = static_cast<int64_t>(load_le(raw + 40, 8));
+    if (h.length > opt.max_buffer_length) {
+      report({info.offset + 4, static_cast<int64_t>(index),
+              "buffer length " + std::to_string(h.length) + " exceeds the limit of " +
+                  std::to_string(opt.max_buffer_length) + " bytes"});
+      break;
+    }
+    data.resize(h.length);
+    if (!read_exact(in, data.data(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
+      report(problem);
+      break;
+    }
+    ++s.buffers;
+    v.on_buffer(info);
+    const uint64_t data_offset = info.offset + kBufferHeaderSize;
+    BufferDecoder dec(h, data.data(), data_offset);
+    EventInfo ei;
+    ei.buffer = &info;
+    bool failed = false;
+    while (dec.next(event, message, ei.offset)) {
+      ++s.events;
+      v.on_event(event, ei);
+    }
+    if (!message.empty()) {
+      failed = true;
+      report({dec.problem_offset(), static_cast<int64_t>(index), message});
+    }
+    v.on_buffer_end(info);
+    if (failed && opt.stop_at_first_problem) break;
+  }
+  s.bytes = in.offset();
+  return s;
+}
+
+}  // namespace mlpd
