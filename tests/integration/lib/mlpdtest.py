@@ -1,0 +1,151 @@
+"""Shared helpers for mlpd's integration tests (Python 3, stdlib only).
+
+The tools' paths come from the environment that tests/integration/CMakeLists.txt sets:
+MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+MLPD = os.environ.get("MLPD", "mlpd")
+MONO = os.environ.get("MONO", "mono")
+MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
+PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
+TOOLS = os.environ.get("MLPD_TOOLS", ".")
+
+failures = []
+
+
+def check(cond, message):
+    """Records a failure (the test goes on, so one run shows every problem)."""
+    if not cond:
+        failures.append(message)
+        print("FAIL: " + message, flush=True)
+    return cond
+
+
+def finish(name):
+    if failures:
+        print(f"{name}: {len(failures)} check(s) failed", flush=True)
+        sys.exit(1)
+    print(f"{name}: all checks passed", flush=True)
+    sys.exit(0)
+
+
+def run(cmd, timeout=120, input_bytes=None, env=None):
+    """Runs cmd; returns CompletedProcess with text stdout/stderr (bytes decoded leniently)."""
+    p = subprocess.run(cmd, input=input_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, env=env)
+    p.stdout = p.stdout.decode("utf-8", "replace")
+    p.stderr = p.stderr.decode("utf-8", "replace")
+    return p
+
+
+def program(name):
+    return os.path.join(PROGRAMS, name + ".exe")
+
+
+def mono_log_profile(prog, options, out, extra_env=None, timeout=120):
+    """Runs a test program under Mono's own log profiler, writing `out`."""
+    env = dict(os.environ)
+    env.pop("MLPD_OPTIONS", None)
+    if extra_env:
+        env.update(extra_env)
+    opts = f"log:{options},output={out}" if options else f"log:output={out}"
+    return run([MONO, f"--profile={opts}", program(prog)], timeout=timeout, env=env)
+
+
+def verify_json(path, strict=False):
+    cmd = [MLPD, "verify", "--json"] + (["--strict"] if strict else []) + [path]
+    p = run(cmd)
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    obj = json.loads(lines[0]) if lines else None
+    return p.returncode, obj, p
+
+
+def log_count(path):
+    """Counts per event kind as Mono.Profiler.Log.dll sees them (tests/programs/LogCount.cs)."""
+    p = run([MONO, program("LogCount"), path, "--detail"])
+    counts, detail = {}, {}
+    for line in p.stdout.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("detail."):
+            detail[name[len("detail."):]] = int(value)
+        elif value:
+            counts[name] = int(value)
+    return p.returncode, counts, detail, p
+
+
+def our_totals(path):
+    p = run([os.path.join(TOOLS, "mlpd_totals"), path])
+    totals = {}
+    for line in p.stdout.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("total."):
+            totals[name[len("total."):]] = int(value)
+    return p.returncode, totals, p
+
+
+_NOISE = re.compile(r"^(unmatched leave|time went backwards|callee time bigger)")
+
+
+def mprof_report(path, *args):
+    """Runs mprof-report; returns (returncode, parsed totals dict, full text)."""
+    p = run([MPROF_REPORT, *args, path], timeout=300)
+    text = p.stdout
+    t = {}
+    heapshots = []
+    for line in text.splitlines():
+        if _NOISE.match(line):
+            continue
+        m = re.match(r"^Total calls: (\d+)$", line)
+        if m:
+            t["calls"] = int(m.group(1))
+        m = re.match(r"^Total memory allocated: (\d+) bytes in (\d+) objects$", line)
+        if m:
+            t["alloc_bytes"], t["alloc_objects"] = int(m.group(1)), int(m.group(2))
+        m = re.match(r"^\tThrows: (\d+)$", line)
+        if m:
+            t["throws"] = int(m.group(1))
+        m = re.match(r"^\tExecuted (catch|filter|finally|fault) clauses: (\d+)$", line)
+        if m:
+            t["clauses." + m.group(1)] = int(m.group(2))
+        m = re.match(r"^\tObject moves: (\d+)$", line)
+        if m:
+            t["gc_moved_objects"] = int(m.group(1))
+        m = re.match(r"^\tGC resizes: (\d+)$", line)
+        if m:
+            t["gc_resizes"] = int(m.group(1))
+        m = re.match(r"^\tGen(\d) collections: (\d+),", line)
+        if m:
+            t["gc_collections.gen" + m.group(1)] = int(m.group(2))
+        m = re.match(r"^\tGC handles (weak|weaktrack|normal): created: (\d+), destroyed: (\d+), max: (\d+)$", line)
+        if m:
+            t["gc_handles_created." + m.group(1)] = int(m.group(2))
+            t["gc_handles_destroyed." + m.group(1)] = int(m.group(3))
+        m = re.match(r"^\tLock (contentions|acquired|failures): (\d+)$", line)
+        if m:
+            key = {"contentions": "contention", "acquired": "done", "failures": "fail"}[m.group(1)]
+            t["monitor." + key] = int(m.group(2))
+        m = re.match(r"^\tJIT helpers: (\d+)$", line)
+        if m:
+            t["jit_helpers"] = int(m.group(1))
+        # "Unresolved hits" are a subset of the unmanaged ones: managed + unmanaged = hit events.
+        m = re.match(r"^\t(Unmanaged|Managed) hits:\s+(\d+)", line)
+        if m:
+            t["sample_hits"] = t.get("sample_hits", 0) + int(m.group(2))
+        m = re.match(r"^\tHeap shot (\d+) at [\d.]+ secs: size: (\d+), object count: (\d+),", line)
+        if m:
+            heapshots.append((int(m.group(3)), int(m.group(2))))
+    if "GC summary" in text:
+        # A generation without collections gets no line at all.
+        for g in range(4):
+            t.setdefault(f"gc_collections.gen{g}", 0)
+    if heapshots:
+        t["heapshots"] = len(heapshots)
+        for i, (objects, size) in enumerate(heapshots):
+            t[f"heapshot.{i}.objects"] = objects
+            t[f"heapshot.{i}.bytes"] = size
+    return p.returncode, t, p
