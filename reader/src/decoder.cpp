@@ -1,10 +1,15 @@
 #include "mlpd/decoder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "mlpd/format.h"
 #include "mlpd/leb128.h"
+
+// Forced inlining for the per-field readers (see uleb below).
+#define MLPD_HOT inline __attribute__((always_inline))
 
 namespace mlpd {
 
@@ -105,7 +110,7 @@ BufferDecoder::BufferDecoder(const BufferHeader& h, const uint8_t* data, uint64_
       obj_base_(h.obj_base),
       last_method_(h.method_base) {}
 
-bool BufferDecoder::fail(const char* what) {
+__attribute__((noinline)) bool BufferDecoder::fail(const char* what) {
   if (!problem_) {
     problem_ = what;
     problem_offset_ = position();
@@ -113,54 +118,61 @@ bool BufferDecoder::fail(const char* what) {
   return false;
 }
 
-bool BufferDecoder::byte(uint8_t& out) {
+MLPD_HOT bool BufferDecoder::byte(uint8_t& out) {
   if (p_ >= end_) return fail("read past the end of the buffer");
   out = *p_++;
   return true;
 }
 
-bool BufferDecoder::uleb(uint64_t& out) {
-  switch (get_uleb(p_, end_, out)) {
-    case LebStatus::ok: return true;
-    case LebStatus::truncated: return fail("read past the end of the buffer (LEB128)");
-    case LebStatus::overflow: return fail("LEB128 value longer than 64 bits");
-  }
-  return false;
+bool BufferDecoder::leb_failed(LebStatus status) {
+  return fail(status == LebStatus::truncated ? "read past the end of the buffer (LEB128)"
+                                             : "LEB128 value longer than 64 bits");
 }
 
-bool BufferDecoder::sleb(int64_t& out) {
-  switch (get_sleb(p_, end_, out)) {
-    case LebStatus::ok: return true;
-    case LebStatus::truncated: return fail("read past the end of the buffer (LEB128)");
-    case LebStatus::overflow: return fail("LEB128 value longer than 64 bits");
+// Most values in a buffer are deltas that fit in one byte: those are decoded inline, without the
+// general loop. These small readers run several times per event, hence the forced inlining.
+MLPD_HOT bool BufferDecoder::uleb(uint64_t& out) {
+  if (p_ < end_ && *p_ < 0x80) [[likely]] {
+    out = *p_++;
+    return true;
   }
-  return false;
+  const LebStatus st = get_uleb(p_, end_, out);
+  return st == LebStatus::ok || leb_failed(st);
 }
 
-bool BufferDecoder::time(uint64_t& out) {
-  uint64_t delta;
+MLPD_HOT bool BufferDecoder::sleb(int64_t& out) {
+  if (p_ < end_ && *p_ < 0x80) [[likely]] {
+    out = static_cast<int64_t>(*p_++ ^ 0x40) - 0x40;  // sign-extend 7 bits
+    return true;
+  }
+  const LebStatus st = get_sleb(p_, end_, out);
+  return st == LebStatus::ok || leb_failed(st);
+}
+
+MLPD_HOT bool BufferDecoder::time(uint64_t& out) {
+  uint64_t delta = 0;
   if (!uleb(delta)) return false;
   last_time_ += delta;  // wraps: Mono writes "negative" deltas as 64-bit two's complement
   out = last_time_;
   return true;
 }
 
-bool BufferDecoder::ptr(uint64_t& out) {
-  int64_t d;
+MLPD_HOT bool BufferDecoder::ptr(uint64_t& out) {
+  int64_t d = 0;
   if (!sleb(d)) return false;
   out = static_cast<uint64_t>(ptr_base_) + static_cast<uint64_t>(d);
   return true;
 }
 
-bool BufferDecoder::obj(uint64_t& out) {
-  int64_t d;
+MLPD_HOT bool BufferDecoder::obj(uint64_t& out) {
+  int64_t d = 0;
   if (!sleb(d)) return false;
   out = (static_cast<uint64_t>(obj_base_) + static_cast<uint64_t>(d)) << 3;
   return true;
 }
 
-bool BufferDecoder::method(uint64_t& out) {
-  int64_t d;
+MLPD_HOT bool BufferDecoder::method(uint64_t& out) {
+  int64_t d = 0;
   if (!sleb(d)) return false;
   last_method_ = static_cast<int64_t>(static_cast<uint64_t>(last_method_) + static_cast<uint64_t>(d));
   out = static_cast<uint64_t>(last_method_);
@@ -169,6 +181,7 @@ bool BufferDecoder::method(uint64_t& out) {
 
 bool BufferDecoder::string(std::string& out) {
   const void* nul = std::memchr(p_, 0, static_cast<size_t>(end_ - p_));
+  lists_used_ = true;
   if (!nul) return fail("unterminated string");
   const auto* q = static_cast<const uint8_t*>(nul);
   out.assign(reinterpret_cast<const char*>(p_), static_cast<size_t>(q - p_));
@@ -179,15 +192,21 @@ bool BufferDecoder::string(std::string& out) {
 // A count of items that each take at least `min_item_size` bytes cannot exceed what is left of the
 // buffer; checking that first keeps hostile counts from driving allocations or long loops.
 bool BufferDecoder::count(uint64_t& out, size_t min_item_size) {
+  const uint64_t at = position();
   if (!uleb(out)) return false;
-  if (out > static_cast<uint64_t>(end_ - p_) / min_item_size) return fail("item count larger than the buffer");
-  if (out > kMaxItems) return fail("item count above the reader's limit of 1048576");
-  return true;
+  const char* bad = nullptr;
+  if (out > static_cast<uint64_t>(end_ - p_) / min_item_size) bad = "item count larger than the buffer";
+  else if (out > kMaxItems) bad = "item count above the reader's limit of 1048576";
+  if (!bad) return true;
+  fail(bad);
+  problem_offset_ = at;  // report the count field, not what follows it
+  return false;
 }
 
 bool BufferDecoder::backtrace(std::vector<uint64_t>& out) {
-  uint64_t n;
+  uint64_t n = 0;
   if (!count(n, 1)) return false;
+  lists_used_ = true;
   out.resize(n);
   for (uint64_t i = 0; i < n; ++i) {
     if (!method(out[i])) return false;
@@ -195,13 +214,26 @@ bool BufferDecoder::backtrace(std::vector<uint64_t>& out) {
   return true;
 }
 
+// Resetting the reused Event costs more than decoding a typical event, so it is done only as far as
+// needed: strings and lists only when the previous event may have filled one, scalars only when the
+// kind changes (every decode path below assigns every scalar field its kind uses, so an event of the
+// same kind overwrites all of them). Metadata events reset fully: their kind is known only mid-event.
+void BufferDecoder::start_event(Event& e, EventKind k) {
+  if (lists_used_) {
+    e.reset(k);
+  } else if (e.kind != k) {
+    e.reset_scalars(k);
+  }
+  lists_used_ = false;  // set again by every path that fills a string or a list
+}
+
 bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
-  problem.clear();
+  if (!problem.empty()) problem.clear();
   if (p_ >= end_) return false;
   event_offset = position();
   const uint8_t event_byte = *p_++;
   problem_ = nullptr;
-  detail_.clear();
+  if (!detail_.empty()) detail_.clear();
   if (event_body(event_byte, e)) return true;
   problem = problem_ ? problem_ : "malformed event";
   if (!detail_.empty()) problem += detail_;
@@ -217,7 +249,7 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
   const uint8_t type = event_type(eb);
   const uint8_t ext = event_ext(eb);
   auto kind_is = [&](EventKind k) {
-    e.reset(k);
+    start_event(e, k);
     return time(e.time);
   };
   auto unknown_ext = [&]() {
@@ -225,11 +257,14 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     problem_ = "unknown event subtype";
     return false;
   };
-  auto bad_value = [&](const char* what, uint64_t v) {
+  // An invalid value is reported at the offset of the field holding it (`at`), not after it.
+  auto bad_value = [&](const char* what, uint64_t v, uint64_t at) {
     fail(what);
+    problem_offset_ = at;
     detail_ = " " + std::to_string(v);
     return false;
   };
+  auto last_byte = [&]() { return position() - 1; };  // offset of a one-byte field just read
 
   switch (type) {
     case TYPE_ALLOC: {
@@ -241,16 +276,19 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     case TYPE_GC: {
       switch (ext) {
         case TYPE_GC_EVENT: {
-          if (!kind_is(EventKind::gc_event) || !byte(e.code) || !byte(e.generation)) return false;
-          if (!is_valid_gc_event(e.code)) return bad_value("unknown GC event", e.code);
-          return true;
+          if (!kind_is(EventKind::gc_event) || !byte(e.code)) return false;
+          if (!is_valid_gc_event(e.code)) return bad_value("unknown GC event", e.code, last_byte());
+          return byte(e.generation);
         }
         case TYPE_GC_RESIZE:
           return kind_is(EventKind::gc_resize) && uleb(e.size);
         case TYPE_GC_MOVE: {
-          uint64_t n;
-          if (!kind_is(EventKind::gc_move) || !count(n, 1)) return false;
-          if (n % 2) return bad_value("odd number of addresses in GC move", n);
+          uint64_t n = 0;
+          if (!kind_is(EventKind::gc_move)) return false;
+          const uint64_t at = position();
+          if (!count(n, 1)) return false;
+          if (n % 2) return bad_value("odd number of addresses in GC move", n, at);
+          lists_used_ = true;
           e.objects.resize(n);
           for (uint64_t i = 0; i < n; ++i)
             if (!obj(e.objects[i])) return false;
@@ -263,8 +301,9 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
           const bool created = ext == TYPE_GC_HANDLE_CREATED || ext == TYPE_GC_HANDLE_CREATED_BT;
           if (!kind_is(created ? EventKind::gc_handle_created : EventKind::gc_handle_destroyed)) return false;
           e.has_backtrace = ext == TYPE_GC_HANDLE_CREATED_BT || ext == TYPE_GC_HANDLE_DESTROYED_BT;
+          const uint64_t at = position();
           if (!uleb(e.handle_type)) return false;
-          if (e.handle_type > kMaxGcHandleType) return bad_value("unknown GC handle type", e.handle_type);
+          if (e.handle_type > kMaxGcHandleType) return bad_value("unknown GC handle type", e.handle_type, at);
           if (!uleb(e.handle)) return false;
           if (created && !obj(e.obj)) return false;
           return !e.has_backtrace || backtrace(e.backtrace);
@@ -285,22 +324,24 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
       if (ext != TYPE_METADATA_NAME && ext != TYPE_END_LOAD && ext != TYPE_END_UNLOAD) return unknown_ext();
       // The kind depends on the metadata type byte, which follows the time: decode time first.
       e.reset(EventKind::class_load);
-      uint64_t t;
-      uint8_t mtype;
+      lists_used_ = false;
+      uint64_t t = 0;
+      uint8_t mtype = 0;
       if (!time(t) || !byte(mtype)) return false;
+      const uint64_t mtype_at = last_byte();
       const bool load = ext == TYPE_END_LOAD, unload = ext == TYPE_END_UNLOAD;
       EventKind k;
       switch (mtype) {
         case TYPE_CLASS:
-          if (!load) return bad_value("class metadata event with unsupported subtype", ext >> 4);
+          if (!load) return bad_value("class metadata event with unsupported subtype", ext >> 4, mtype_at);
           k = EventKind::class_load;
           break;
         case TYPE_IMAGE:
-          if (!load && !unload) return bad_value("image metadata event with unsupported subtype", ext >> 4);
+          if (!load && !unload) return bad_value("image metadata event with unsupported subtype", ext >> 4, mtype_at);
           k = load ? EventKind::image_load : EventKind::image_unload;
           break;
         case TYPE_ASSEMBLY:
-          if (!load && !unload) return bad_value("assembly metadata event with unsupported subtype", ext >> 4);
+          if (!load && !unload) return bad_value("assembly metadata event with unsupported subtype", ext >> 4, mtype_at);
           k = load ? EventKind::assembly_load : EventKind::assembly_unload;
           break;
         case TYPE_DOMAIN:
@@ -310,15 +351,15 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
           k = load ? EventKind::thread_start : unload ? EventKind::thread_end : EventKind::thread_name;
           break;
         case TYPE_CONTEXT:
-          if (!load && !unload) return bad_value("context metadata event with unsupported subtype", ext >> 4);
+          if (!load && !unload) return bad_value("context metadata event with unsupported subtype", ext >> 4, mtype_at);
           k = load ? EventKind::context_load : EventKind::context_unload;
           break;
         case TYPE_VTABLE:
-          if (!load) return bad_value("vtable metadata event with unsupported subtype", ext >> 4);
+          if (!load) return bad_value("vtable metadata event with unsupported subtype", ext >> 4, mtype_at);
           k = EventKind::vtable_load;
           break;
         default:
-          return bad_value("unknown metadata type", mtype);
+          return bad_value("unknown metadata type", mtype, mtype_at);
       }
       e.kind = k;
       e.time = t;
@@ -361,7 +402,7 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     case TYPE_EXCEPTION: {
       if (ext == TYPE_CLAUSE) {
         if (!kind_is(EventKind::exception_clause) || !byte(e.code)) return false;
-        if (!is_valid_clause_type(e.code)) return bad_value("unknown clause type", e.code);
+        if (!is_valid_clause_type(e.code)) return bad_value("unknown clause type", e.code, last_byte());
         return uleb(e.index) && method(e.method) && obj(e.obj);
       }
       if (ext != TYPE_THROW_NO_BT && ext != TYPE_THROW_BT) return unknown_ext();
@@ -372,7 +413,7 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     case TYPE_MONITOR: {
       if (ext != TYPE_MONITOR_NO_BT && ext != TYPE_MONITOR_BT) return unknown_ext();
       if (!kind_is(EventKind::monitor) || !byte(e.code)) return false;
-      if (e.code < MONITOR_CONTENTION || e.code > MONITOR_FAIL) return bad_value("unknown monitor event", e.code);
+      if (e.code < MONITOR_CONTENTION || e.code > MONITOR_FAIL) return bad_value("unknown monitor event", e.code, last_byte());
       e.has_backtrace = ext == TYPE_MONITOR_BT;
       return obj(e.obj) && (!e.has_backtrace || backtrace(e.backtrace));
     }
@@ -383,14 +424,15 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
         case TYPE_HEAP_END:
           return kind_is(EventKind::heap_end);
         case TYPE_HEAP_OBJECT: {
-          uint64_t n;
+          uint64_t n = 0;
           if (!kind_is(EventKind::heap_object) || !obj(e.obj) || !ptr(e.ptr) || !uleb(e.size) ||
               !byte(e.generation) || !count(n, 2))
             return false;
+          lists_used_ = true;
           e.refs.resize(n);
           uint64_t offset = 0;
           for (HeapRef& r : e.refs) {
-            uint64_t d;
+            uint64_t d = 0;
             if (!uleb(d) || !obj(r.obj)) return false;
             offset += d;
             r.offset = offset;
@@ -398,8 +440,9 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
           return true;
         }
         case TYPE_HEAP_ROOT: {
-          uint64_t n;
+          uint64_t n = 0;
           if (!kind_is(EventKind::heap_root) || !count(n, 2)) return false;
+          lists_used_ = true;
           e.roots.resize(n);
           for (RootRef& r : e.roots)
             if (!ptr(r.address) || !obj(r.obj)) return false;
@@ -407,7 +450,7 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
         }
         case TYPE_HEAP_ROOT_REGISTER:
           if (!kind_is(EventKind::heap_root_register) || !ptr(e.ptr) || !uleb(e.size) || !byte(e.code)) return false;
-          if (e.code > kMaxRootSource) return bad_value("unknown GC root source", e.code);
+          if (e.code > kMaxRootSource) return bad_value("unknown GC root source", e.code, last_byte());
           return ptr(e.ptr2) && string(e.name);
         case TYPE_HEAP_ROOT_UNREGISTER:
           return kind_is(EventKind::heap_root_unregister) && ptr(e.ptr);
@@ -418,12 +461,14 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     case TYPE_SAMPLE: {
       switch (ext) {
         case TYPE_SAMPLE_HIT: {
-          uint64_t n;
+          uint64_t n = 0;
           if (!kind_is(EventKind::sample_hit) || !ptr(e.ptr) || !count(n, 1)) return false;
+          lists_used_ = true;
           e.ips.resize(n);
           for (uint64_t& ip : e.ips)
             if (!ptr(ip)) return false;
           if (!count(n, 1)) return false;
+          lists_used_ = true;
           e.frames.resize(n);
           for (uint64_t& m : e.frames)
             if (!method(m)) return false;
@@ -432,40 +477,47 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
         case TYPE_SAMPLE_USYM:
           return kind_is(EventKind::sample_usym) && ptr(e.ptr) && uleb(e.size) && string(e.name);
         case TYPE_SAMPLE_COUNTERS_DESC: {
-          uint64_t n;
+          uint64_t n = 0;
           if (!kind_is(EventKind::counter_descriptors) || !count(n, 6)) return false;
+          lists_used_ = true;
           e.counter_descs.resize(n);
           for (CounterDesc& d : e.counter_descs) {
             d.section_name.clear();
             if (!uleb(d.section)) return false;
             if (d.section == COUNTER_SECTION_PERFCOUNTERS && !string(d.section_name)) return false;
-            if (!string(d.name) || !uleb(d.type) || !uleb(d.unit) || !uleb(d.variance) || !uleb(d.index))
-              return false;
-            if (d.type > kMaxCounterType) return bad_value("unknown counter type", d.type);
-            if (d.index == 0) return fail("counter descriptor with index 0");
+            if (!string(d.name)) return false;
+            const uint64_t type_at = position();
+            if (!uleb(d.type)) return false;
+            if (d.type > kMaxCounterType) return bad_value("unknown counter type", d.type, type_at);
+            if (!uleb(d.unit) || !uleb(d.variance)) return false;
+            const uint64_t index_at = position();
+            if (!uleb(d.index)) return false;
+            if (d.index == 0) return bad_value("counter descriptor with index", 0, index_at);
           }
           return true;
         }
         case TYPE_SAMPLE_COUNTERS: {
           if (!kind_is(EventKind::counter_samples)) return false;
           for (;;) {
-            uint64_t index;
+            uint64_t index = 0;
             if (!uleb(index)) return false;
             if (index == 0) return true;
             // Each value takes at least 2 bytes (type + value), so the loop ends with the buffer.
             if (e.counter_values.size() >= kMaxItems) return fail("more counter values than the reader's limit");
+            lists_used_ = true;
             CounterValue& v = e.counter_values.emplace_back();
             v.index = index;
             v.bits = 0;
             v.is_null = false;
             v.str.clear();
+            const uint64_t type_at = position();
             if (!uleb(v.type)) return false;
             switch (v.type) {
               case COUNTER_INT:
               case COUNTER_WORD:
               case COUNTER_LONG:
               case COUNTER_TIME_INTERVAL: {
-                int64_t s;
+                int64_t s = 0;
                 if (!sleb(s)) return false;
                 v.bits = static_cast<uint64_t>(s);
                 break;
@@ -480,15 +532,15 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
                 p_ += 8;
                 break;
               case COUNTER_STRING: {
-                uint8_t present;
+                uint8_t present = 0;
                 if (!byte(present)) return false;
-                if (present > 1) return bad_value("invalid string counter marker", present);
+                if (present > 1) return bad_value("invalid string counter marker", present, last_byte());
                 v.is_null = present == 0;
                 if (present && !string(v.str)) return false;
                 break;
               }
               default:
-                return bad_value("unknown counter type", v.type);
+                return bad_value("unknown counter type", v.type, type_at);
             }
           }
         }
@@ -499,14 +551,14 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     case TYPE_RUNTIME: {
       if (ext != TYPE_JITHELPER) return unknown_ext();
       if (!kind_is(EventKind::jit_helper) || !byte(e.code)) return false;
-      if (e.code > kMaxCodeBufferType) return bad_value("unknown code buffer type", e.code);
+      if (e.code > kMaxCodeBufferType) return bad_value("unknown code buffer type", e.code, last_byte());
       if (!ptr(e.ptr) || !uleb(e.size)) return false;
       return e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE || string(e.name);
     }
     case TYPE_META: {
       if (ext == TYPE_SYNC_POINT) {
         if (!kind_is(EventKind::sync_point) || !byte(e.code)) return false;
-        if (e.code > SYNC_POINT_WORLD_START) return bad_value("unknown sync point type", e.code);
+        if (e.code > SYNC_POINT_WORLD_START) return bad_value("unknown sync point type", e.code, last_byte());
         return true;
       }
       if (ext == TYPE_AOT_ID) return kind_is(EventKind::aot_id) && string(e.name);
@@ -535,7 +587,9 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
   s.header_ok = true;
   v.on_header(header);
 
-  std::vector<uint8_t> data;
+  // Grown, never shrunk, never zero-filled: every byte is overwritten by the read before use.
+  std::unique_ptr<uint8_t[]> data;
+  size_t data_capacity = 0;
   Event event;
   std::string message;
   BufferInfo info;
@@ -575,15 +629,18 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
                   std::to_string(opt.max_buffer_length) + " bytes"});
       break;
     }
-    data.resize(h.length);
-    if (!read_exact(in, data.data(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
+    if (h.length > data_capacity) {
+      data_capacity = std::max<size_t>(h.length, 2 * data_capacity);
+      data.reset(new uint8_t[data_capacity]);
+    }
+    if (!read_exact(in, data.get(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
       report(problem);
       break;
     }
     ++s.buffers;
     v.on_buffer(info);
     const uint64_t data_offset = info.offset + kBufferHeaderSize;
-    BufferDecoder dec(h, data.data(), data_offset);
+    BufferDecoder dec(h, data.get(), data_offset);
     EventInfo ei;
     ei.buffer = &info;
     bool failed = false;

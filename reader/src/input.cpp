@@ -74,7 +74,7 @@ class MemoryInput final : public Input {
     size_t done = 0;
     if (!gzip_) {
       done = std::min(n, data_.size() - pos_);
-      std::memcpy(dst, data_.data() + pos_, done);
+      if (done) std::memcpy(dst, data_.data() + pos_, done);  // data() may be null when empty
       pos_ += done;
     } else {
       auto* out = static_cast<unsigned char*>(dst);

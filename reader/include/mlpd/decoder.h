@@ -12,6 +12,7 @@
 
 #include "mlpd/event.h"
 #include "mlpd/input.h"
+#include "mlpd/leb128.h"
 
 namespace mlpd {
 
@@ -76,6 +77,7 @@ class BufferDecoder {
 
  private:
   bool fail(const char* what);
+  bool leb_failed(LebStatus status);
   bool byte(uint8_t& out);
   bool uleb(uint64_t& out);
   bool sleb(int64_t& out);
@@ -87,6 +89,7 @@ class BufferDecoder {
   bool count(uint64_t& out, size_t min_item_size);
   bool backtrace(std::vector<uint64_t>& out);
   bool event_body(uint8_t event_byte, Event& event);
+  void start_event(Event& event, EventKind kind);
 
   const uint8_t* data_;
   const uint8_t* p_;
@@ -96,6 +99,7 @@ class BufferDecoder {
   int64_t ptr_base_;
   int64_t obj_base_;
   int64_t last_method_;
+  bool lists_used_ = true;  // the previous event may have filled a string or list of the Event
   uint64_t problem_offset_ = 0;
   const char* problem_ = nullptr;
   std::string detail_;

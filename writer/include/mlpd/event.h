@@ -180,11 +180,7 @@ struct Event {
 
   // Back to the all-zero state of `kind`, keeping vector and string capacity.
   void reset(EventKind k) {
-    kind = k;
-    time = 0;
-    has_backtrace = false;
-    ptr = ptr2 = ptr3 = obj = method = size = handle_type = handle = index = 0;
-    code = generation = 0;
+    reset_scalars(k);
     name.clear();
     mvid.clear();
     backtrace.clear();
@@ -195,6 +191,16 @@ struct Event {
     frames.clear();
     counter_descs.clear();
     counter_values.clear();
+  }
+
+  // Resets only the scalar fields: for a caller that knows every string and list is already empty
+  // (the decoder, after an event that used none).
+  void reset_scalars(EventKind k) {
+    kind = k;
+    time = 0;
+    has_backtrace = false;
+    ptr = ptr2 = ptr3 = obj = method = size = handle_type = handle = index = 0;
+    code = generation = 0;
   }
 
   bool operator==(const Event&) const = default;
