@@ -1,0 +1,78 @@
+// Names for the pointers of an mlpd file. Mono identifies methods, classes, vtables, images,
+// assemblies, domains and threads by pointer (or id) and describes each one once, in a metadata or
+// method_jit event; every other event refers to it by the bare pointer. Names collects those
+// descriptions as the file is read (call observe() for every event, in file order) and answers
+// "what is this pointer" for the events that follow.
+//
+// References are resolved at query time, so an order Mono really produces still resolves once both
+// halves are known: a vtable_load that names a class whose class_load comes later gets its class
+// name as soon as that class_load has been observed. Something not yet described simply has no
+// name (the lookups return nullptr); Mono files do contain forward references (see docs/format.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "mlpd/event.h"
+
+namespace mlpd {
+
+class Names {
+ public:
+  struct Method {
+    std::string name;
+    uint64_t code = 0;  // start of the native code; 0 when Mono did not know it
+    uint64_t size = 0;  // size of the native code; 0 when unknown
+  };
+
+  // Records what `e` describes: method_jit, class_load, image_load/unload, assembly_load/unload,
+  // domain_name, context_load, thread_start/end/name, vtable_load, sample_usym, counter_descriptors.
+  // Other kinds are ignored. Later descriptions of the same pointer replace earlier ones.
+  void observe(const Event& e);
+
+  // Each lookup returns nullptr when the pointer has not been described (yet).
+  const Method* method(uint64_t method) const;
+  const std::string* method_name(uint64_t method) const;
+  const std::string* class_name(uint64_t klass) const;
+  // The class a vtable belongs to (from vtable_load): true and `klass` set when known.
+  bool vtable_class(uint64_t vtable, uint64_t& klass) const;
+  // vtable → class → class name; nullptr when either link is missing.
+  const std::string* vtable_class_name(uint64_t vtable) const;
+  const std::string* image_name(uint64_t image) const;        // the image's file name
+  const std::string* assembly_name(uint64_t assembly) const;  // e.g. "mscorlib, Version=..."
+  const std::string* domain_name(uint64_t domain_id) const;   // the friendly name
+  // The domain a context belongs to (from context_load): true and `domain_id` set when known.
+  bool context_domain(uint64_t context_id, uint64_t& domain_id) const;
+  const std::string* thread_name(uint64_t thread_id) const;
+  const CounterDesc* counter(uint64_t index) const;
+
+  // The method whose JIT-compiled code (method_jit code start and size) contains `ip`, or 0 when
+  // none does. Methods reported with code size 0 never match.
+  uint64_t method_at(uint64_t ip) const;
+  // The unmanaged symbol (sample_usym) at or below `ip`, at most 4096 bytes below it — the rule
+  // mprof-report uses, since Mono writes probe addresses with size 0 rather than symbol ranges.
+  const std::string* symbol_at(uint64_t ip) const;
+
+  size_t method_count() const { return methods_.size(); }
+  size_t class_count() const { return classes_.size(); }
+  size_t vtable_count() const { return vtables_.size(); }
+
+ private:
+  std::unordered_map<uint64_t, Method> methods_;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> code_;  // code start → (end, method)
+  std::unordered_map<uint64_t, std::string> classes_;
+  std::unordered_map<uint64_t, uint64_t> vtables_;  // vtable → class
+  std::unordered_map<uint64_t, std::string> images_;
+  std::unordered_map<uint64_t, std::string> assemblies_;
+  std::unordered_map<uint64_t, std::string> domains_;
+  std::unordered_map<uint64_t, uint64_t> contexts_;  // context id → domain id
+  std::unordered_map<uint64_t, std::string> threads_;
+  std::unordered_set<uint64_t> ended_threads_;  // ended; a new start of the same id drops the old name
+  std::map<uint64_t, std::string> symbols_;
+  std::unordered_map<uint64_t, CounterDesc> counters_;
+};
+
+}  // namespace mlpd
