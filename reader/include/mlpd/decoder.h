@@ -74,6 +74,9 @@ class BufferDecoder {
   // Offset of the first byte not yet decoded, and of the field where the last problem was found.
   uint64_t position() const { return data_offset_ + static_cast<uint64_t>(p_ - data_); }
   uint64_t problem_offset() const { return problem_offset_; }
+  // The delta chains after the last decoded event (what the next event's deltas start from).
+  uint64_t last_time() const { return last_time_; }
+  int64_t last_method() const { return last_method_; }
 
  private:
   bool fail(const char* what);

@@ -1,0 +1,70 @@
+#include "mlpd/agent/flusher.h"
+
+#include <algorithm>
+
+#include "mlpd/decoder.h"
+#include "mlpd/encoder.h"
+#include "mlpd/format.h"
+
+namespace mlpd::agent {
+
+void Flusher::drain_queue() {
+  while (rt::LogBuffer* b = shared_.queue->pop()) popped_.push_back(b);
+}
+
+void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std::vector<uint8_t>& out) {
+  if (end <= b.slice_start) return;
+  BufferHeader h;
+  h.length = end - b.slice_start;
+  h.time_base = b.slice_time;
+  h.ptr_base = b.ptr_base;
+  h.obj_base = b.obj_base;
+  h.thread_id = b.thread_id;
+  h.method_base = b.slice_method;
+  put_le(out, format::kBufferId, 4);
+  put_le(out, h.length, 4);
+  put_le(out, h.time_base, 8);
+  put_le(out, static_cast<uint64_t>(h.ptr_base), 8);
+  put_le(out, static_cast<uint64_t>(h.obj_base), 8);
+  put_le(out, h.thread_id, 8);
+  put_le(out, static_cast<uint64_t>(h.method_base), 8);
+  const uint8_t* data = b.data + b.slice_start;
+  out.insert(out.end(), data, data + h.length);
+  ++stats_.buffers_written;
+  stats_.bytes += format::kBufferHeaderSize + h.length;
+  if (!final_slice) {
+    // The next slice continues the delta chains where this one ends: decode it to find out.
+    BufferDecoder dec(h, data, 0);
+    Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    while (dec.next(e, problem, offset)) {
+    }
+    b.slice_time = dec.last_time();
+    b.slice_method = dec.last_method();
+  }
+  b.slice_start = end;
+}
+
+void Flusher::round(std::vector<uint8_t>& out, bool live_slices, uint64_t now) {
+  popped_.clear();
+  live_.clear();
+  drain_queue();
+  if (live_slices) {
+    registry_.for_each([&](rt::ThreadLog& log) {
+      if (rt::LogBuffer* b = log.current()) live_.push_back({b, b->committed.load(std::memory_order_acquire)});
+    });
+    drain_queue();
+  }
+  stats_.meta_events += meta_.take(out, now);
+  for (rt::LogBuffer* b : popped_) {
+    write_slice(*b, b->committed.load(std::memory_order_acquire), true, out);
+  }
+  for (const Slice& s : live_) {
+    if (std::find(popped_.begin(), popped_.end(), s.buffer) != popped_.end()) continue;  // written above
+    write_slice(*s.buffer, s.end, false, out);
+  }
+  for (rt::LogBuffer* b : popped_) shared_.pool->give(b);
+}
+
+}  // namespace mlpd::agent

@@ -1,0 +1,232 @@
+// The agent's per-thread events, encoded straight into a ThreadLog's buffer. Each function reserves
+// its worst case (event byte + time + fields at 10 bytes per LEB128), encodes, commits. The bytes are
+// exactly what BufferEncoder writes for the same Event (tests/unit/writer/rt_events_test.cpp checks),
+// the layouts being those of format.h / docs/format.md.
+#pragma once
+
+#include <cstdint>
+
+#include "mlpd/format.h"
+#include "mlpd/rt/thread_log.h"
+
+namespace mlpd::rt {
+
+using namespace mlpd::format;
+
+inline constexpr size_t kHead = 1 + kMaxLeb128;  // event byte + time
+inline constexpr size_t kMaxBacktrace = kMaxFrames;
+
+// Methods of a backtrace, outermost frame first (the file's order).
+struct Backtrace {
+  uint32_t count = 0;
+  uint64_t frames[kMaxBacktrace];
+};
+
+inline uint8_t* put_backtrace(ThreadLog& log, uint8_t* p, const Backtrace& bt) {
+  p = put_uleb(p, bt.count);
+  for (uint32_t i = 0; i < bt.count; ++i) p = log.put_method(p, bt.frames[i]);
+  return p;
+}
+inline constexpr size_t backtrace_bytes(const Backtrace* bt) { return bt ? kMaxLeb128 * (1 + bt->count) : 0; }
+
+// TYPE_METHOD enter (TYPE_ENTER), leave (TYPE_LEAVE) or exceptional leave (TYPE_EXC_LEAVE).
+inline void write_method(ThreadLog& log, uint8_t ext, uint64_t time, uint64_t method) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_METHOD | ext;
+  p = log.put_time(p, time);
+  p = log.put_method(p, method);
+  log.commit(p);
+}
+
+inline void write_alloc(ThreadLog& log, uint64_t time, uint64_t vtable, uint64_t obj, uint64_t size,
+                        const Backtrace* bt) {
+  uint8_t* p = log.reserve(kHead + 3 * kMaxLeb128 + backtrace_bytes(bt));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_ALLOC | (bt ? TYPE_ALLOC_BT : TYPE_ALLOC_NO_BT);
+  p = log.put_time(p, time);
+  p = log.put_ptr(p, vtable);
+  p = log.put_obj(p, obj);
+  p = put_uleb(p, size);
+  if (bt) p = put_backtrace(log, p, *bt);
+  log.commit(p);
+}
+
+inline void write_throw(ThreadLog& log, uint64_t time, uint64_t obj, const Backtrace* bt) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128 + backtrace_bytes(bt));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_EXCEPTION | (bt ? TYPE_THROW_BT : TYPE_THROW_NO_BT);
+  p = log.put_time(p, time);
+  p = log.put_obj(p, obj);
+  if (bt) p = put_backtrace(log, p, *bt);
+  log.commit(p);
+}
+
+inline void write_clause(ThreadLog& log, uint64_t time, uint8_t clause_type, uint64_t index, uint64_t method,
+                         uint64_t obj) {
+  uint8_t* p = log.reserve(kHead + 1 + 3 * kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_EXCEPTION | TYPE_CLAUSE;
+  p = log.put_time(p, time);
+  *p++ = clause_type;
+  p = put_uleb(p, index);
+  p = log.put_method(p, method);
+  p = log.put_obj(p, obj);
+  log.commit(p);
+}
+
+inline void write_monitor(ThreadLog& log, uint64_t time, uint8_t event, uint64_t obj, const Backtrace* bt) {
+  uint8_t* p = log.reserve(kHead + 1 + kMaxLeb128 + backtrace_bytes(bt));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_MONITOR | (bt ? TYPE_MONITOR_BT : TYPE_MONITOR_NO_BT);
+  p = log.put_time(p, time);
+  *p++ = event;
+  p = log.put_obj(p, obj);
+  if (bt) p = put_backtrace(log, p, *bt);
+  log.commit(p);
+}
+
+inline void write_gc_event(ThreadLog& log, uint64_t time, uint8_t event, uint8_t generation) {
+  uint8_t* p = log.reserve(kHead + 2);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_GC | TYPE_GC_EVENT;
+  p = log.put_time(p, time);
+  *p++ = event;
+  *p++ = generation;
+  log.commit(p);
+}
+
+inline void write_gc_resize(ThreadLog& log, uint64_t time, uint64_t size) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_GC | TYPE_GC_RESIZE;
+  p = log.put_time(p, time);
+  p = put_uleb(p, size);
+  log.commit(p);
+}
+
+// `count` addresses (old0, new0, old1, new1, ...); callers split long lists into several events.
+inline void write_gc_move(ThreadLog& log, uint64_t time, const uint64_t* objects, uint32_t count) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128 * (1 + count));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_GC | TYPE_GC_MOVE;
+  p = log.put_time(p, time);
+  p = put_uleb(p, count);
+  for (uint32_t i = 0; i < count; ++i) p = log.put_obj(p, objects[i]);
+  log.commit(p);
+}
+
+inline void write_handle_created(ThreadLog& log, uint64_t time, uint64_t type, uint64_t handle, uint64_t obj,
+                                 const Backtrace* bt) {
+  uint8_t* p = log.reserve(kHead + 3 * kMaxLeb128 + backtrace_bytes(bt));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_GC | (bt ? TYPE_GC_HANDLE_CREATED_BT : TYPE_GC_HANDLE_CREATED);
+  p = log.put_time(p, time);
+  p = put_uleb(p, type);
+  p = put_uleb(p, handle);
+  p = log.put_obj(p, obj);
+  if (bt) p = put_backtrace(log, p, *bt);
+  log.commit(p);
+}
+
+inline void write_handle_destroyed(ThreadLog& log, uint64_t time, uint64_t type, uint64_t handle,
+                                   const Backtrace* bt) {
+  uint8_t* p = log.reserve(kHead + 2 * kMaxLeb128 + backtrace_bytes(bt));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_GC | (bt ? TYPE_GC_HANDLE_DESTROYED_BT : TYPE_GC_HANDLE_DESTROYED);
+  p = log.put_time(p, time);
+  p = put_uleb(p, type);
+  p = put_uleb(p, handle);
+  if (bt) p = put_backtrace(log, p, *bt);
+  log.commit(p);
+}
+
+// Events with no payload (finalize start/end, heap start/end) and with one object (finalize object
+// start/end): `event_byte` is the full type|ext byte.
+inline void write_bare(ThreadLog& log, uint8_t event_byte, uint64_t time) {
+  uint8_t* p = log.reserve(kHead);
+  if (!p) [[unlikely]] return;
+  *p++ = event_byte;
+  p = log.put_time(p, time);
+  log.commit(p);
+}
+
+inline void write_with_object(ThreadLog& log, uint8_t event_byte, uint64_t time, uint64_t obj) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = event_byte;
+  p = log.put_time(p, time);
+  p = log.put_obj(p, obj);
+  log.commit(p);
+}
+
+inline void write_sync_point(ThreadLog& log, uint64_t time, uint8_t type) {
+  uint8_t* p = log.reserve(kHead + 1);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_META | TYPE_SYNC_POINT;
+  p = log.put_time(p, time);
+  *p++ = type;
+  log.commit(p);
+}
+
+inline void write_root_register(ThreadLog& log, uint64_t time, uint64_t start, uint64_t size, uint8_t source,
+                                uint64_t key, const char* name, size_t name_len) {
+  uint8_t* p = log.reserve(kHead + 4 * kMaxLeb128 + 1 + name_len + 1);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_HEAP | TYPE_HEAP_ROOT_REGISTER;
+  p = log.put_time(p, time);
+  p = log.put_ptr(p, start);
+  p = put_uleb(p, size);
+  *p++ = source;
+  p = log.put_ptr(p, key);
+  for (size_t i = 0; i < name_len; ++i) *p++ = static_cast<uint8_t>(name[i]);
+  *p++ = 0;
+  log.commit(p);
+}
+
+inline void write_root_unregister(ThreadLog& log, uint64_t time, uint64_t start) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_HEAP | TYPE_HEAP_ROOT_UNREGISTER;
+  p = log.put_time(p, time);
+  p = log.put_ptr(p, start);
+  log.commit(p);
+}
+
+// `count` (slot address, object) pairs.
+inline void write_heap_roots(ThreadLog& log, uint64_t time, const uint64_t* addresses, const uint64_t* objects,
+                             uint32_t count) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128 * (1 + 2 * count));
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_HEAP | TYPE_HEAP_ROOT;
+  p = log.put_time(p, time);
+  p = put_uleb(p, count);
+  for (uint32_t i = 0; i < count; ++i) {
+    p = log.put_ptr(p, addresses[i]);
+    p = log.put_obj(p, objects[i]);
+  }
+  log.commit(p);
+}
+
+// One heap object with `count` references (absolute field offsets, increasing).
+inline void write_heap_object(ThreadLog& log, uint64_t time, uint64_t obj, uint64_t vtable, uint64_t size,
+                              uint8_t generation, const uint64_t* offsets, const uint64_t* refs, uint32_t count) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128 * (4 + 2 * count) + 1);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_HEAP | TYPE_HEAP_OBJECT;
+  p = log.put_time(p, time);
+  p = log.put_obj(p, obj);
+  p = log.put_ptr(p, vtable);
+  p = put_uleb(p, size);
+  *p++ = generation;
+  p = put_uleb(p, count);
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    p = put_uleb(p, offsets[i] - last);
+    last = offsets[i];
+    p = log.put_obj(p, refs[i]);
+  }
+  log.commit(p);
+}
+
+}  // namespace mlpd::rt

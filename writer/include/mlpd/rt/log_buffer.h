@@ -1,0 +1,55 @@
+// LogBuffer: one thread's event bytes, in transit between the thread that writes them (the owner) and
+// the helper thread that writes them to the file.
+//
+// Ownership protocol (docs/design.md, "The writer's concurrency protocol"):
+// * The owner appends event bytes at data[committed..] and then publishes the new end with ONE
+//   release store to `committed`: on x86 a plain mov, no fence, no read-modify-write.
+// * The helper may at any time read data[flushed, committed) (acquire) and write it to the file as a
+//   slice. It alone touches the `slice_*` fields and alone recycles buffers, so a buffer it reads is
+//   never recycled under it.
+// * The bases (ptr_base, obj_base) are fixed when the owner takes the buffer; the time and method
+//   chains of a slice start from slice_time/slice_method, which the helper advances by decoding the
+//   slice it wrote (so the owner publishes nothing but `committed`).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace mlpd::rt {
+
+struct LogBuffer {
+  // Set by the owner before the buffer becomes visible to the helper (published by the release
+  // store that makes it the thread's current buffer or pushes it to the flush queue).
+  uint64_t thread_id = 0;
+  uint64_t time_base = 0;
+  int64_t ptr_base = 0;
+  int64_t obj_base = 0;
+  int64_t method_base = 0;
+
+  std::atomic<uint32_t> committed{0};  // owner: release store; helper: acquire load
+
+  // Helper-only state: how far the buffer has been written and the delta chains at that point.
+  uint32_t slice_start = 0;
+  uint64_t slice_time = 0;
+  int64_t slice_method = 0;
+
+  std::atomic<LogBuffer*> queue_next{nullptr};  // flush queue link
+  uint32_t pool_index = 0;                      // slot in the BufferPool table
+  uint32_t capacity = 0;
+  uint8_t* data = nullptr;
+
+  // Called by the owner when it takes the buffer from the pool.
+  void start(uint64_t thread, uint64_t time, int64_t ptr_b, int64_t obj_b, int64_t method_b) {
+    thread_id = thread;
+    time_base = slice_time = time;
+    ptr_base = ptr_b;
+    obj_base = obj_b;
+    method_base = slice_method = method_b;
+    slice_start = 0;
+    committed.store(0, std::memory_order_relaxed);
+    queue_next.store(nullptr, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace mlpd::rt

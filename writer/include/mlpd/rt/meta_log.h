@@ -1,0 +1,51 @@
+// MetaLog: the shared metadata stream. Metadata events (images, assemblies, classes, vtables,
+// methods, domains, threads) are rare and must reach the file before any event that references them,
+// whatever thread emits either. They are appended here under a mutex; the helper writes this stream
+// out before the thread data it has captured (docs/design.md, "Metadata before use").
+//
+// Never call into Mono while holding the lock (compute names first): a Mono lock taken inside ours
+// and ours taken inside a Mono callback would deadlock. Never add from a callback that runs while
+// the world is stopped (a suspended thread may hold the lock).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "mlpd/encoder.h"
+#include "mlpd/event.h"
+
+namespace mlpd::rt {
+
+class MetaLog {
+ public:
+  explicit MetaLog(uint64_t thread_id, uint64_t now) : encoder_(thread_id, now), thread_id_(thread_id) {}
+
+  // Appends one event; its time is taken under the lock so the stream's times never go backwards.
+  template <typename Clock>
+  void add(Event& e, Clock&& clock) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    e.time = clock();
+    encoder_.add(e);
+    ++events_;
+    if (encoder_.data_size() >= kBufferLimit) {  // keep buffers Mono-sized
+      encoder_.finish_into(pending_);
+      encoder_.reset(thread_id_, e.time);
+    }
+  }
+
+  // Moves everything added so far, as complete buffers (header + data), to the end of `out`.
+  // Returns the number of events taken.
+  uint64_t take(std::vector<uint8_t>& out, uint64_t now);
+
+ private:
+  static constexpr size_t kBufferLimit = 60 * 1024;
+
+  std::mutex mutex_;
+  BufferEncoder encoder_;
+  std::vector<uint8_t> pending_;  // finished buffers not yet taken
+  uint64_t thread_id_;
+  uint64_t events_ = 0;
+};
+
+}  // namespace mlpd::rt

@@ -1,0 +1,88 @@
+// ThreadLog: the per-thread writer of the agent's hot path. One per thread that logs, reached through
+// an initial-exec TLS pointer. Writing an event is: reserve worst-case bytes in the current buffer,
+// encode into them, commit (one release store). No lock, no syscall, no allocation, no
+// read-modify-write on a shared cache line; when the buffer is full it goes to the flush queue (one
+// atomic exchange per buffer) and a fresh one comes from the lock-free pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "mlpd/leb128.h"
+#include "mlpd/rt/buffer_pool.h"
+
+namespace mlpd::rt {
+
+// Process-wide state the ThreadLogs share with the helper thread.
+struct WriterShared {
+  BufferPool* pool = nullptr;
+  FlushQueue* queue = nullptr;
+  // Bases for new buffers: any value works (differences are signed); values near the real pointers
+  // and objects keep the encodings short. Set once, early, by the runtime hooks.
+  std::atomic<int64_t> ptr_hint{0};
+  std::atomic<int64_t> obj_hint{0};  // an object address >> 3
+  std::atomic<uint64_t> dropped_events{0};  // events lost because no buffer could be had
+};
+
+class ThreadLog {
+ public:
+  ThreadLog(WriterShared& shared, uint64_t thread_id, uint64_t now);
+  ~ThreadLog();  // publishes what is left (call retire() first when the thread ends normally)
+  ThreadLog(const ThreadLog&) = delete;
+  ThreadLog& operator=(const ThreadLog&) = delete;
+
+  // Room for `max_bytes` at the returned pointer, or nullptr if no buffer can be had (the event is
+  // dropped and counted). `max_bytes` must not exceed the pool's buffer size.
+  uint8_t* reserve(size_t max_bytes) {
+    if (static_cast<size_t>(end_ - cur_) >= max_bytes) [[likely]] return cur_;
+    return refill(max_bytes);
+  }
+  // Makes the bytes up to `p` visible to the helper.
+  void commit(uint8_t* p) {
+    cur_ = p;
+    buf_->committed.store(static_cast<uint32_t>(p - buf_->data), std::memory_order_release);
+  }
+
+  // Field encoders, in the order the event layout needs them (format.h / docs/format.md).
+  uint8_t* put_time(uint8_t* p, uint64_t t) {
+    p = put_uleb(p, t - last_time_);  // wraps for a time earlier than the last (readers wrap too)
+    last_time_ = t;
+    return p;
+  }
+  uint8_t* put_ptr(uint8_t* p, uint64_t v) const {
+    return put_sleb(p, static_cast<int64_t>(v - static_cast<uint64_t>(buf_->ptr_base)));
+  }
+  uint8_t* put_obj(uint8_t* p, uint64_t obj) const {
+    return put_sleb(p, static_cast<int64_t>((obj >> 3) - static_cast<uint64_t>(buf_->obj_base)));
+  }
+  uint8_t* put_method(uint8_t* p, uint64_t m) {
+    p = put_sleb(p, static_cast<int64_t>(m - static_cast<uint64_t>(last_method_)));
+    last_method_ = static_cast<int64_t>(m);
+    return p;
+  }
+
+  // The thread is ending: hand the current buffer to the helper; the ThreadLog writes nothing more.
+  void retire();
+
+  uint64_t thread_id() const { return thread_id_; }
+  // For the helper: the buffer the owner is writing now (may change at any time).
+  LogBuffer* current() const { return current_.load(std::memory_order_acquire); }
+
+  ThreadLog* registry_next = nullptr;  // ThreadRegistry's list (guarded by its mutex)
+
+ private:
+  uint8_t* refill(size_t max_bytes);
+  bool start_buffer();
+
+  WriterShared& shared_;
+  uint64_t thread_id_;
+  LogBuffer* buf_ = nullptr;
+  uint8_t* cur_ = nullptr;
+  uint8_t* end_ = nullptr;
+  uint64_t last_time_;
+  int64_t last_method_ = 0;
+  std::atomic<LogBuffer*> current_{nullptr};
+  bool retired_ = false;
+};
+
+}  // namespace mlpd::rt

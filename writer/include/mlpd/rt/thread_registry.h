@@ -1,0 +1,61 @@
+// ThreadRegistry: finds the calling thread's ThreadLog (an initial-exec TLS pointer: one load on the
+// hot path), creates it on the thread's first event, and retires it when the thread exits (a pthread
+// key destructor, which runs for every thread that logged, attached to Mono or not). The helper walks
+// the registered logs under the registry's mutex; a log is unregistered under the same mutex before it
+// is freed, so the helper never sees a freed log.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "mlpd/rt/clock.h"
+#include "mlpd/rt/thread_log.h"
+
+namespace mlpd::rt {
+
+class ThreadRegistry {
+ public:
+  explicit ThreadRegistry(WriterShared& shared);
+  ~ThreadRegistry();
+
+  // The calling thread's log, created if needed; nullptr while logging is disabled.
+  ThreadLog* get() {
+    ThreadLog* log = tls_log_;
+    if (log) [[likely]] return log;
+    return create();
+  }
+
+  // Stops creating logs and makes get() return nullptr for threads without one (shutdown, fork child).
+  void disable() { enabled_.store(false, std::memory_order_release); }
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+
+  // Retires and unregisters the calling thread's log (thread exit; also safe to call twice).
+  void thread_exit();
+
+  // Calls fn(ThreadLog&) for every registered log, under the registry mutex.
+  template <typename Fn>
+  void for_each(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (ThreadLog* l = head_; l; l = l->registry_next) fn(*l);
+  }
+
+  // The current registry; the key destructor needs it. One agent per process.
+  static ThreadRegistry* instance() { return instance_; }
+
+ private:
+  ThreadLog* create();
+  static void on_thread_exit(void* log);
+
+  WriterShared& shared_;
+  std::mutex mutex_;
+  ThreadLog* head_ = nullptr;
+  pthread_key_t key_{};
+  bool key_ok_ = false;
+  std::atomic<bool> enabled_{true};
+  static inline ThreadRegistry* instance_ = nullptr;
+  static thread_local ThreadLog* tls_log_ __attribute__((tls_model("initial-exec")));
+};
+
+}  // namespace mlpd::rt

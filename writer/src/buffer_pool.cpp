@@ -1,0 +1,110 @@
+#include "mlpd/rt/buffer_pool.h"
+
+#include <sys/mman.h>
+
+#include <new>
+
+namespace mlpd::rt {
+
+namespace {
+void* map_zeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+constexpr size_t kHeaderRoom = 256;  // the LogBuffer struct lives at the start of its mapping
+}  // namespace
+
+BufferPool::BufferPool(uint32_t buffer_bytes, uint32_t max_buffers)
+    : buffer_bytes_(buffer_bytes), max_buffers_(max_buffers) {
+  static_assert(sizeof(LogBuffer) <= kHeaderRoom);
+  table_ = static_cast<LogBuffer**>(map_zeroed(sizeof(LogBuffer*) * max_buffers));
+  next_free_ = static_cast<std::atomic<uint32_t>*>(map_zeroed(sizeof(std::atomic<uint32_t>) * max_buffers));
+  if (!table_ || !next_free_) max_buffers_ = 0;
+}
+
+BufferPool::~BufferPool() {
+  const uint32_t n = allocated_.load();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (table_[i]) {
+      table_[i]->~LogBuffer();
+      munmap(table_[i], kHeaderRoom + buffer_bytes_);
+    }
+  }
+  if (table_) munmap(table_, sizeof(LogBuffer*) * max_buffers_);
+  if (next_free_) munmap(next_free_, sizeof(std::atomic<uint32_t>) * max_buffers_);
+}
+
+LogBuffer* BufferPool::take() {
+  uint64_t head = free_head_.load(std::memory_order_acquire);
+  while (static_cast<uint32_t>(head) != 0) {
+    const uint32_t index = static_cast<uint32_t>(head) - 1;
+    const uint32_t next = next_free_[index].load(std::memory_order_relaxed);
+    const uint64_t tag = (head >> 32) + 1;
+    if (free_head_.compare_exchange_weak(head, (tag << 32) | next, std::memory_order_acquire,
+                                         std::memory_order_acquire)) {
+      return table_[index];
+    }
+  }
+  // Free list empty: make a new buffer if the cap allows.
+  const uint32_t index = allocated_.fetch_add(1, std::memory_order_relaxed);
+  if (index >= max_buffers_) {
+    allocated_.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  void* mem = map_zeroed(kHeaderRoom + buffer_bytes_);
+  if (!mem) {
+    // Leave the slot empty; it is never reused (mmap failing means memory is gone anyway).
+    return nullptr;
+  }
+  auto* b = new (mem) LogBuffer();
+  b->data = static_cast<uint8_t*>(mem) + kHeaderRoom;
+  b->capacity = buffer_bytes_;
+  b->pool_index = index;
+  table_[index] = b;
+  return b;
+}
+
+void BufferPool::give(LogBuffer* b) {
+  const uint32_t index = b->pool_index;
+  uint64_t head = free_head_.load(std::memory_order_relaxed);
+  for (;;) {
+    next_free_[index].store(static_cast<uint32_t>(head), std::memory_order_relaxed);
+    const uint64_t tag = (head >> 32) + 1;
+    if (free_head_.compare_exchange_weak(head, (tag << 32) | (index + 1), std::memory_order_release,
+                                         std::memory_order_relaxed)) {
+      return;
+    }
+  }
+}
+
+FlushQueue::FlushQueue() : head_(&stub_), tail_(&stub_) {}
+
+void FlushQueue::push(LogBuffer* b) {
+  b->queue_next.store(nullptr, std::memory_order_relaxed);
+  LogBuffer* prev = head_.exchange(b, std::memory_order_acq_rel);
+  prev->queue_next.store(b, std::memory_order_release);
+}
+
+LogBuffer* FlushQueue::pop() {
+  LogBuffer* tail = tail_;
+  LogBuffer* next = tail->queue_next.load(std::memory_order_acquire);
+  if (tail == &stub_) {
+    if (!next) return nullptr;
+    tail_ = tail = next;
+    next = next->queue_next.load(std::memory_order_acquire);
+  }
+  if (next) {
+    tail_ = next;
+    return tail;
+  }
+  if (tail != head_.load(std::memory_order_acquire)) return nullptr;  // a push is half done
+  push(&stub_);
+  next = tail->queue_next.load(std::memory_order_acquire);
+  if (next) {
+    tail_ = next;
+    return tail;
+  }
+  return nullptr;
+}
+
+}  // namespace mlpd::rt

@@ -1,0 +1,67 @@
+#include "mlpd/rt/thread_log.h"
+
+namespace mlpd::rt {
+
+namespace {
+// Where cur_/end_ point while the thread has no buffer: reserve() always fails over to refill().
+uint8_t g_no_buffer[1];
+}  // namespace
+
+ThreadLog::ThreadLog(WriterShared& shared, uint64_t thread_id, uint64_t now)
+    : shared_(shared), thread_id_(thread_id), last_time_(now) {
+  cur_ = end_ = g_no_buffer;
+}
+
+ThreadLog::~ThreadLog() { retire(); }
+
+bool ThreadLog::start_buffer() {
+  LogBuffer* b = shared_.pool->take();
+  if (!b) return false;
+  b->start(thread_id_, last_time_, shared_.ptr_hint.load(std::memory_order_relaxed),
+           shared_.obj_hint.load(std::memory_order_relaxed), last_method_);
+  buf_ = b;
+  cur_ = b->data;
+  end_ = b->data + b->capacity;
+  // Release: the helper that sees this buffer as current sees it initialised, and sees every
+  // earlier buffer of this thread already in the flush queue (pushed before this store).
+  current_.store(b, std::memory_order_release);
+  return true;
+}
+
+uint8_t* ThreadLog::refill(size_t max_bytes) {
+  if (retired_) return nullptr;
+  if (buf_ && buf_->committed.load(std::memory_order_relaxed) != 0) {
+    LogBuffer* full = buf_;
+    buf_ = nullptr;
+    cur_ = end_ = g_no_buffer;
+    current_.store(nullptr, std::memory_order_release);
+    shared_.queue->push(full);
+  }
+  if (!buf_ && !start_buffer()) {
+    shared_.dropped_events.fetch_add(1, std::memory_order_relaxed);  // rare: pool exhausted
+    return nullptr;
+  }
+  if (static_cast<size_t>(end_ - cur_) < max_bytes) {
+    shared_.dropped_events.fetch_add(1, std::memory_order_relaxed);  // event larger than a buffer
+    return nullptr;
+  }
+  return cur_;
+}
+
+void ThreadLog::retire() {
+  if (retired_) return;
+  retired_ = true;
+  if (buf_) {
+    LogBuffer* last = buf_;
+    buf_ = nullptr;
+    cur_ = end_ = g_no_buffer;
+    current_.store(nullptr, std::memory_order_release);
+    if (last->committed.load(std::memory_order_relaxed) != 0) {
+      shared_.queue->push(last);
+    } else {
+      shared_.pool->give(last);
+    }
+  }
+}
+
+}  // namespace mlpd::rt
