@@ -13,91 +13,98 @@ namespace mlpd {
 
 namespace {
 
-// Files and stdin go through zlib's gz* interface, which decompresses gzip (also several concatenated
-// members) and passes any other bytes through unchanged.
-class GzFileInput final : public Input {
+// Raw bytes: a file descriptor or a copy in memory.
+class RawSource {
  public:
-  GzFileInput(gzFile f) : file_(f) {}
-  ~GzFileInput() override { gzclose(file_); }
-
-  size_t read(void* dst, size_t n) override {
-    size_t done = 0;
-    auto* out = static_cast<unsigned char*>(dst);
-    while (done < n && !eof_) {
-      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
-      const int got = gzread(file_, out + done, chunk);
-      if (got < 0) {
-        int code = 0;
-        const char* msg = gzerror(file_, &code);
-        error_ = msg ? msg : "read error";
-        eof_ = true;
-        break;
-      }
-      if (got == 0) {
-        int code = 0;
-        const char* msg = gzerror(file_, &code);
-        if (code != Z_OK && msg && *msg) error_ = msg;
-        eof_ = true;
-        break;
-      }
-      done += static_cast<size_t>(got);
-    }
-    offset_ += done;
-    return done;
-  }
-  std::string error() const override { return error_; }
-  bool compressed() const override { return gzdirect(file_) == 0; }
-
- private:
-  gzFile file_;
-  bool eof_ = false;
-  std::string error_;
+  virtual ~RawSource() = default;
+  // Reads up to n bytes; 0 at the end; -1 on error (errno set).
+  virtual ssize_t read(uint8_t* dst, size_t n) = 0;
 };
 
-class MemoryInput final : public Input {
+class FdSource final : public RawSource {
  public:
-  MemoryInput(const void* data, size_t size)
-      : data_(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + size) {
-    gzip_ = size >= 2 && data_[0] == 0x1f && data_[1] == 0x8b;
-    if (gzip_) {
-      std::memset(&zs_, 0, sizeof zs_);
-      inflateInit2(&zs_, 16 + MAX_WBITS);
-      zs_.next_in = data_.data();
-      zs_.avail_in = static_cast<uInt>(data_.size());
+  explicit FdSource(int fd) : fd_(fd) {}
+  ~FdSource() override { close(fd_); }
+  ssize_t read(uint8_t* dst, size_t n) override {
+    for (;;) {
+      const ssize_t r = ::read(fd_, dst, n);
+      if (r >= 0 || errno != EINTR) return r;
     }
   }
-  ~MemoryInput() override {
+
+ private:
+  int fd_;
+};
+
+class MemorySource final : public RawSource {
+ public:
+  MemorySource(const void* data, size_t size)
+      : data_(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + size) {}
+  ssize_t read(uint8_t* dst, size_t n) override {
+    const size_t k = std::min(n, data_.size() - pos_);
+    if (k) std::memcpy(dst, data_.data() + pos_, k);
+    pos_ += k;
+    return static_cast<ssize_t>(k);
+  }
+
+ private:
+  std::vector<uint8_t> data_;
+  size_t pos_ = 0;
+};
+
+// Plain bytes pass through; gzip (detected by its magic) is inflated, several members in a row
+// included. A gzip stream that ends before its last member's trailer is an error ("unexpected end
+// of compressed data"), so a truncated compressed file is never taken for a complete one.
+class StreamInput final : public Input {
+ public:
+  explicit StreamInput(std::unique_ptr<RawSource> src) : src_(std::move(src)), in_(1u << 18) {
+    fill();
+    gzip_ = avail_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+    if (gzip_) {
+      std::memset(&zs_, 0, sizeof zs_);
+      if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) {
+        error_ = "cannot set up decompression";
+        done_ = true;
+      }
+    }
+  }
+  ~StreamInput() override {
     if (gzip_) inflateEnd(&zs_);
   }
 
   size_t read(void* dst, size_t n) override {
+    auto* out = static_cast<uint8_t*>(dst);
     size_t done = 0;
-    if (!gzip_) {
-      done = std::min(n, data_.size() - pos_);
-      if (done) std::memcpy(dst, data_.data() + pos_, done);  // data() may be null when empty
-      pos_ += done;
-    } else {
-      auto* out = static_cast<unsigned char*>(dst);
-      while (done < n && !finished_) {
-        zs_.next_out = out + done;
-        zs_.avail_out = static_cast<uInt>(std::min<size_t>(n - done, 1u << 30));
-        const uInt before = zs_.avail_out;
-        const int rc = inflate(&zs_, Z_NO_FLUSH);
-        done += before - zs_.avail_out;
-        if (rc == Z_STREAM_END) {
-          if (zs_.avail_in == 0) {
-            finished_ = true;
-          } else {
-            inflateReset(&zs_);  // another gzip member follows
-          }
-        } else if (rc != Z_OK) {
-          if (rc == Z_BUF_ERROR && zs_.avail_in == 0) {
-            error_ = "unexpected end of compressed data";
-          } else {
-            error_ = zs_.msg ? zs_.msg : "invalid compressed data";
-          }
-          finished_ = true;
-        }
+    while (done < n && !done_) {
+      if (avail_ == 0 && !fill()) {
+        if (gzip_ && member_open_) error_ = "unexpected end of compressed data";
+        done_ = true;
+        break;
+      }
+      if (!gzip_) {
+        const size_t k = std::min(n - done, avail_);
+        std::memcpy(out + done, in_.data() + pos_, k);
+        pos_ += k;
+        avail_ -= k;
+        done += k;
+        continue;
+      }
+      zs_.next_in = in_.data() + pos_;
+      zs_.avail_in = static_cast<uInt>(avail_);
+      zs_.next_out = out + done;
+      zs_.avail_out = static_cast<uInt>(std::min<size_t>(n - done, 1u << 30));
+      const uInt before_out = zs_.avail_out;
+      member_open_ = true;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      done += before_out - zs_.avail_out;
+      pos_ += avail_ - zs_.avail_in;
+      avail_ = zs_.avail_in;
+      if (rc == Z_STREAM_END) {
+        member_open_ = false;
+        inflateReset(&zs_);  // another member may follow; if not, the input simply ends
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        error_ = zs_.msg ? zs_.msg : "invalid compressed data";
+        done_ = true;
       }
     }
     offset_ += done;
@@ -107,10 +114,26 @@ class MemoryInput final : public Input {
   bool compressed() const override { return gzip_; }
 
  private:
-  std::vector<uint8_t> data_;
+  // Refills the raw buffer when it is empty; false at the end of input or on a read error.
+  bool fill() {
+    pos_ = 0;
+    const ssize_t r = src_->read(in_.data(), in_.size());
+    if (r < 0) {
+      error_ = std::string("read error: ") + std::strerror(errno);
+      avail_ = 0;
+      return false;
+    }
+    avail_ = static_cast<size_t>(r);
+    return r > 0;
+  }
+
+  std::unique_ptr<RawSource> src_;
+  std::vector<uint8_t> in_;
   size_t pos_ = 0;
+  size_t avail_ = 0;
   bool gzip_ = false;
-  bool finished_ = false;
+  bool member_open_ = false;
+  bool done_ = false;
   z_stream zs_{};
   std::string error_;
 };
@@ -118,28 +141,16 @@ class MemoryInput final : public Input {
 }  // namespace
 
 std::unique_ptr<Input> Input::open(const std::string& path, std::string& error) {
-  int fd = -1;
-  if (path == "-") {
-    fd = dup(STDIN_FILENO);
-  } else {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  }
+  const int fd = path == "-" ? dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = std::strerror(errno);
     return nullptr;
   }
-  gzFile f = gzdopen(fd, "rb");
-  if (!f) {
-    close(fd);
-    error = "cannot set up decompression";
-    return nullptr;
-  }
-  gzbuffer(f, 1u << 18);
-  return std::make_unique<GzFileInput>(f);
+  return std::make_unique<StreamInput>(std::make_unique<FdSource>(fd));
 }
 
 std::unique_ptr<Input> Input::from_memory(const void* data, size_t size) {
-  return std::make_unique<MemoryInput>(data, size);
+  return std::make_unique<StreamInput>(std::make_unique<MemorySource>(data, size));
 }
 
 }  // namespace mlpd

@@ -192,16 +192,17 @@ TEST_CASE("gzip truncated in the middle gives a truncation problem", "[input][gz
     CHECK_THAT(d.problems[0].message, Catch::Contains("truncated"));
     CHECK(d.problems[0].offset == part.size());
   }
-  SECTION("gzip cut inside its trailer is still reported (from memory)") {
-    // Not checked for files: zlib's gzread reports a clean end of file when the deflate data is
-    // complete and only the CRC/size trailer is cut, so Input::open cannot see it.
+  SECTION("gzip cut inside its trailer is still reported (files and memory)") {
+    // The deflate data is complete and only the CRC/size trailer is cut: zlib's gzread would call
+    // this a clean end of file; our own inflate loop does not.
     const Bytes part(gz.begin(), gz.end() - 4);
-    const DecodedFile d = decode_bytes(part);
-    INFO(d.problems_text());
-    REQUIRE(d.problems.size() == 1);
-    CHECK_THAT(d.problems[0].message, Catch::Contains("unexpected end of compressed data"));
-    CHECK(d.problems[0].offset == s.plain.size());
-    CHECK(d.event_list() == s.events);
+    for (const DecodedFile& d : {decode_bytes(part), decode_path(dir.write("trailer.gz", part))}) {
+      INFO(d.problems_text());
+      REQUIRE(d.problems.size() == 1);
+      CHECK_THAT(d.problems[0].message, Catch::Contains("unexpected end of compressed data"));
+      CHECK(d.problems[0].offset == s.plain.size());
+      CHECK(d.event_list() == s.events);
+    }
   }
 }
 
