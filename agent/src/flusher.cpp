@@ -17,8 +17,8 @@ void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std:
   BufferHeader h;
   h.length = end - b.slice_start;
   h.time_base = b.slice_time;
-  h.ptr_base = b.ptr_base;
-  h.obj_base = b.obj_base;
+  h.ptr_base = b.ptr_base.load(std::memory_order_relaxed);  // after the acquire of committed
+  h.obj_base = b.obj_base.load(std::memory_order_relaxed);
   h.thread_id = b.thread_id;
   h.method_base = b.slice_method;
   put_le(out, format::kBufferId, 4);

@@ -7,8 +7,11 @@
 namespace mlpd::rt {
 
 namespace {
-void* map_zeroed(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+void* map_zeroed(size_t bytes, bool populate = false) {
+  // MAP_POPULATE: a buffer is written from end to end, so fault its pages in with the mmap (one
+  // syscall) instead of one fault per page on the hot path.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
+                 -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 constexpr size_t kHeaderRoom = 256;  // the LogBuffer struct lives at the start of its mapping
@@ -51,7 +54,7 @@ LogBuffer* BufferPool::take() {
     allocated_.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
-  void* mem = map_zeroed(kHeaderRoom + buffer_bytes_);
+  void* mem = map_zeroed(kHeaderRoom + buffer_bytes_, true);
   if (!mem) {
     // Leave the slot empty; it is never reused (mmap failing means memory is gone anyway).
     return nullptr;

@@ -17,8 +17,7 @@ ThreadLog::~ThreadLog() { retire(); }
 bool ThreadLog::start_buffer() {
   LogBuffer* b = shared_.pool->take();
   if (!b) return false;
-  b->start(thread_id_, last_time_, shared_.ptr_hint.load(std::memory_order_relaxed),
-           shared_.obj_hint.load(std::memory_order_relaxed), last_method_);
+  b->start(thread_id_, last_time_, last_method_);
   buf_ = b;
   cur_ = b->data;
   end_ = b->data + b->capacity;

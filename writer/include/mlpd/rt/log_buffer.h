@@ -7,9 +7,12 @@
 // * The helper may at any time read data[flushed, committed) (acquire) and write it to the file as a
 //   slice. It alone touches the `slice_*` fields and alone recycles buffers, so a buffer it reads is
 //   never recycled under it.
-// * The bases (ptr_base, obj_base) are fixed when the owner takes the buffer; the time and method
-//   chains of a slice start from slice_time/slice_method, which the helper advances by decoding the
-//   slice it wrote (so the owner publishes nothing but `committed`).
+// * The pointer and object bases are set by the owner at the first pointer / object written to the
+//   buffer (as Mono does: small deltas), before the commit that publishes that event, and never change
+//   after; the helper reads them after its acquire of `committed`, so a slice's header always carries
+//   the bases its events were encoded with. The time and method chains of a slice start from
+//   slice_time/slice_method, which the helper advances by decoding the slice it wrote (so the owner
+//   publishes nothing but `committed`).
 #pragma once
 
 #include <atomic>
@@ -23,9 +26,12 @@ struct LogBuffer {
   // store that makes it the thread's current buffer or pushes it to the flush queue).
   uint64_t thread_id = 0;
   uint64_t time_base = 0;
-  int64_t ptr_base = 0;
-  int64_t obj_base = 0;
   int64_t method_base = 0;
+  // Owner: set once (relaxed store, published by the next commit); helper: read after the acquire.
+  std::atomic<int64_t> ptr_base{0};
+  std::atomic<int64_t> obj_base{0};
+  bool ptr_base_set = false;  // owner-only
+  bool obj_base_set = false;  // owner-only
 
   std::atomic<uint32_t> committed{0};  // owner: release store; helper: acquire load
 
@@ -40,11 +46,12 @@ struct LogBuffer {
   uint8_t* data = nullptr;
 
   // Called by the owner when it takes the buffer from the pool.
-  void start(uint64_t thread, uint64_t time, int64_t ptr_b, int64_t obj_b, int64_t method_b) {
+  void start(uint64_t thread, uint64_t time, int64_t method_b) {
     thread_id = thread;
     time_base = slice_time = time;
-    ptr_base = ptr_b;
-    obj_base = obj_b;
+    ptr_base.store(0, std::memory_order_relaxed);
+    obj_base.store(0, std::memory_order_relaxed);
+    ptr_base_set = obj_base_set = false;
     method_base = slice_method = method_b;
     slice_start = 0;
     committed.store(0, std::memory_order_relaxed);

@@ -17,10 +17,6 @@ namespace mlpd::rt {
 struct WriterShared {
   BufferPool* pool = nullptr;
   FlushQueue* queue = nullptr;
-  // Bases for new buffers: any value works (differences are signed); values near the real pointers
-  // and objects keep the encodings short. Set once, early, by the runtime hooks.
-  std::atomic<int64_t> ptr_hint{0};
-  std::atomic<int64_t> obj_hint{0};  // an object address >> 3
   std::atomic<uint64_t> dropped_events{0};  // events lost because no buffer could be had
 };
 
@@ -49,11 +45,20 @@ class ThreadLog {
     last_time_ = t;
     return p;
   }
-  uint8_t* put_ptr(uint8_t* p, uint64_t v) const {
-    return put_sleb(p, static_cast<int64_t>(v - static_cast<uint64_t>(buf_->ptr_base)));
+  // The first pointer / object of a buffer becomes its base (NULL included: it then decodes as NULL).
+  uint8_t* put_ptr(uint8_t* p, uint64_t v) {
+    if (!buf_->ptr_base_set) [[unlikely]] {
+      buf_->ptr_base.store(static_cast<int64_t>(v), std::memory_order_relaxed);
+      buf_->ptr_base_set = true;
+    }
+    return put_sleb(p, static_cast<int64_t>(v - static_cast<uint64_t>(buf_->ptr_base.load(std::memory_order_relaxed))));
   }
-  uint8_t* put_obj(uint8_t* p, uint64_t obj) const {
-    return put_sleb(p, static_cast<int64_t>((obj >> 3) - static_cast<uint64_t>(buf_->obj_base)));
+  uint8_t* put_obj(uint8_t* p, uint64_t obj) {
+    if (!buf_->obj_base_set) [[unlikely]] {
+      buf_->obj_base.store(static_cast<int64_t>(obj >> 3), std::memory_order_relaxed);
+      buf_->obj_base_set = true;
+    }
+    return put_sleb(p, static_cast<int64_t>((obj >> 3) - static_cast<uint64_t>(buf_->obj_base.load(std::memory_order_relaxed))));
   }
   uint8_t* put_method(uint8_t* p, uint64_t m) {
     p = put_sleb(p, static_cast<int64_t>(m - static_cast<uint64_t>(last_method_)));

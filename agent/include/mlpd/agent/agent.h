@@ -1,0 +1,18 @@
+// The agent's process shell: start (from the ELF constructor or mono_profiler_init_mlpd), the helper
+// thread, shutdown (runtime shutdown, exit, Environment.Exit), fork.
+#pragma once
+
+#include <string_view>
+
+namespace mlpd::agent {
+
+// Starts profiling with `options` (the MLPD_OPTIONS syntax). `desc` is the whole profiler
+// description for the file header when started by Mono (`mlpd:calls`), empty otherwise. Does nothing
+// in a process that is not Mono, and nothing the second time. Never aborts the host: a bad option or
+// an output that cannot be opened prints one line on stderr and leaves profiling off.
+void start(std::string_view options);
+
+// Writes out everything recorded and closes the output. Idempotent; safe from exit handlers.
+void shutdown();
+
+}  // namespace mlpd::agent

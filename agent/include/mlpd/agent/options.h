@@ -1,0 +1,134 @@
+// The agent's option string: MLPD_OPTIONS=... or mono --profile=mlpd:... (docs/options.md).
+//
+// The syntax and the option names are those of Mono 6.8's log profiler (`--profile=log:...`), so that
+// existing option strings keep working; where Mono silently misreads an option we refuse it instead
+// (the agent then stays off, see DESIGN.md "Failure rules"). parse_options() only fills a struct: it
+// prints nothing, never exits and never throws; the caller prints the error line or help_text().
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mlpd/format.h"
+
+namespace mlpd::agent {
+
+enum class SampleMode : uint8_t {
+  None,     // no statistical sampling
+  Process,  // `sample`: CPU-time clock of the process
+  Real,     // `sample-real`: wall clock
+};
+
+// What `output=` said, before any %-expansion.
+enum class OutputKind : uint8_t {
+  Default,        // no output= given: default_output_name(pid), or a pipe to mprof-report with `report`
+  File,           // output=FILE
+  FileAppendPid,  // output=+FILE: FILE.PID
+  Pipe,           // output=|COMMAND
+  Fd,             // output=#FD (an already open descriptor, for embedders)
+};
+
+inline constexpr uint32_t kDefaultCallDepth = 100;
+inline constexpr uint32_t kDefaultSampleFreq = 100;  // Hz
+inline constexpr uint32_t kMaxSampleFreq = 1000000;  // Hz
+inline constexpr uint32_t kDefaultFlushMs = 1000;
+inline constexpr uint32_t kMinFlushMs = 10;
+inline constexpr uint32_t kMaxFlushMs = 3600000;
+inline constexpr const char* kDefaultBindAddress = "127.0.0.1";
+// max_sample_hits() result meaning "no limit" (maxsamples=0); compares greater than any count.
+inline constexpr uint64_t kNoSampleLimit = UINT64_MAX;
+
+struct Options {
+  // The option string as given (without the module prefix), and what the file header's args field
+  // carries: "mlpd" for an empty string, else "mlpd:" + text (Mono writes e.g. "log:calls").
+  std::string text;
+  std::string header_args = "mlpd";
+
+  // Compat ("legacy defaults") mode: true unless the first item is `nodefaults`. Enables
+  // exception|counter by default, widens `alloc`, adds gcmove to heapshot modes, accepts
+  // `sampling-real` and `nocalls`, and makes the runtime report GC roots at every GC.
+  bool compat = true;
+
+  // Event masks (mlpd::format::MASK_*). effective_mask = enable_mask & ~disable_mask.
+  // A default-constructed Options equals the result of parsing "" (compat defaults applied).
+  uint32_t enable_mask = format::MASK_EXCEPTION | format::MASK_COUNTER;
+  uint32_t disable_mask = 0;
+  uint32_t effective_mask = format::MASK_EXCEPTION | format::MASK_COUNTER;
+
+  bool calls = false;                        // method enter/leave events
+  uint32_t calldepth = kDefaultCallDepth;    // deepest call level written with `calls`
+  std::string callspec;                      // raw spec (surrounding " removed); empty: all methods
+  uint32_t maxframes = format::kMaxFrames;   // backtrace/sample depth, <= kMaxFrames; 0: none
+  // Cap on sample-hit records. nullopt: not given (max_sample_hits() gives cpu_count*1000);
+  // 0: no limit (what Mono's man page promises; Mono 6.8 itself treats 0 as "not given").
+  std::optional<uint32_t> maxsamples;
+
+  SampleMode sample_mode = SampleMode::None;
+  uint32_t sample_freq = kDefaultSampleFreq;  // Hz, 1..kMaxSampleFreq
+
+  uint8_t heapshot_mode = format::HEAPSHOT_NONE;  // format::HEAPSHOT_*
+  uint32_t heapshot_gc = 0;  // HEAPSHOT_X_GC: every NUM major collections (>= 1)
+  uint32_t heapshot_ms = 0;  // HEAPSHOT_X_MS: at most every NUM milliseconds
+  bool heapshot_on_shutdown = false;
+
+  std::string output;              // the raw value of output= (empty: not given)
+  OutputKind output_kind = OutputKind::Default;
+  std::string output_target;       // output without its +, | or # marker; not yet %-expanded
+  int output_fd = -1;              // OutputKind::Fd
+
+  bool zip = false;     // gzip the output
+  bool report = false;  // pipe the data into `mprof-report -` instead of writing raw data
+
+  // Command server: off unless port=, bind= or heapshot=ondemand asks for it (Mono always starts one
+  // on 0.0.0.0). port 0: the kernel chooses.
+  std::optional<uint16_t> port;
+  std::string bind = kDefaultBindAddress;  // numeric IPv4 or IPv6 address
+  bool bind_given = false;
+
+  uint32_t flush_ms = kDefaultFlushMs;  // flush interval for threads that log and then go quiet
+  bool verbose = false;
+  bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
+  bool help = false;   // the caller prints help_text() and does not profile
+};
+
+// Parses `text` into `out` (reset to the defaults first). On an unknown or malformed item returns
+// false and sets `error` to one line (no newline) naming the item and the reason, e.g.
+//   mlpd: unknown option 'foo' (see MLPD_OPTIONS=help)
+//   mlpd: bad value in 'calldepth=x': expected a number
+// `out` is then only partly filled and must not be used. Safe for any input; never throws.
+bool parse_options(std::string_view text, Options& out, std::string& error) noexcept;
+
+// The usage text (several lines, ending in a newline) for MLPD_OPTIONS=help / --profile=mlpd:help.
+std::string_view help_text() noexcept;
+
+// The option part of a Mono profiler description: "mlpd:calls,zip" -> "calls,zip", "mlpd" -> "".
+std::string_view options_from_profiler_desc(std::string_view desc) noexcept;
+
+// Expands %p (pid), %t (UTC time as YYYYMMDDhhmmss) and %% (%) in an output name. Any other %x,
+// and a trailing lone %, are kept as they are.
+std::string expand_output_name(std::string_view pattern, long pid, std::time_t when);
+
+// "output.<pid>.mlpd": the file written when no output= is given.
+std::string default_output_name(long pid);
+
+// Where the data goes, with +FILE, %-expansion, the default name and `report` applied.
+struct ResolvedOutput {
+  enum class Kind : uint8_t { File, Pipe, Fd };
+  Kind kind = Kind::File;
+  std::string target;  // file name (Kind::File) or shell command for popen (Kind::Pipe)
+  int fd = -1;         // Kind::Fd
+};
+ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when);
+
+// The cap on sample-hit records: maxsamples if given (0 -> kNoSampleLimit), else cpu_count * 1000
+// (cpu_count 0 counts as 1).
+uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept;
+
+// Whether the TCP command server should run: port= or bind= given, or heapshot=ondemand (whose
+// heapshots are requested through it).
+bool wants_command_server(const Options& options) noexcept;
+
+}  // namespace mlpd::agent

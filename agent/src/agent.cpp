@@ -1,0 +1,285 @@
+#include "mlpd/agent/agent.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mlpd/agent/flusher.h"
+#include "mlpd/agent/options.h"
+#include "mlpd/encoder.h"
+#include "mlpd/hooks/hooks.h"
+#include "mlpd/rt/clock.h"
+#include "mlpd/sink.h"
+
+namespace mlpd::agent {
+
+namespace {
+
+constexpr uint32_t kBufferBytes = 64 * 1024;  // per-thread buffer, as Mono's
+constexpr uint32_t kMaxBuffers = 4096;        // 256 MiB in flight at most; beyond, events are dropped
+// How often full buffers are written: often while threads are filling buffers (each recycled buffer
+// is one the pool need not map and fault in), rarely when nothing is happening.
+constexpr auto kBusyTick = std::chrono::milliseconds(10);
+constexpr auto kIdleTick = std::chrono::milliseconds(100);
+
+void say(const std::string& line) {
+  std::string l = line;
+  l += '\n';
+  (void)!::write(STDERR_FILENO, l.data(), l.size());  // no stdio locks: this may run in odd places
+}
+
+class Agent {
+ public:
+  Agent(Options options, std::unique_ptr<OutputSink> sink)
+      : options_(std::move(options)),
+        pool_(kBufferBytes, kMaxBuffers),
+        meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
+        registry_(shared_),
+        flusher_(shared_, registry_, meta_),
+        sink_(std::move(sink)) {
+    shared_.pool = &pool_;
+    shared_.queue = &queue_;
+  }
+
+  const Options& options() const { return options_; }
+  rt::WriterShared& shared() { return shared_; }
+  rt::ThreadRegistry& registry() { return registry_; }
+  rt::MetaLog& meta() { return meta_; }
+
+  bool write_header() {
+    FileHeader h;
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    h.startup_ms = static_cast<uint64_t>(wall.tv_sec) * 1000 + static_cast<uint64_t>(wall.tv_nsec) / 1000000;
+    h.startup_ns = rt::now_ns();
+    h.timer_overhead = static_cast<int32_t>(rt::measure_clock_overhead());
+    h.pid = static_cast<int32_t>(getpid());
+    h.args = options_.header_args;
+    h.arch = "x86-64";
+    h.os = "linux";
+    std::vector<uint8_t> bytes;
+    encode_file_header(h, bytes);
+    return write_out(bytes) && sink_->flush();
+  }
+
+  bool start_helper() {
+    // The helper must never receive the host's signals: block them all while creating it.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int rc = pthread_create(&helper_, nullptr, &Agent::helper_entry, this);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    helper_started_ = rc == 0;
+    return helper_started_;
+  }
+
+  // Final flush and close; the first caller does it, later callers return at once.
+  void shutdown() {
+    if (shutting_down_.exchange(true)) return;
+    hooks::stop();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (helper_started_ && !pthread_equal(pthread_self(), helper_)) pthread_join(helper_, nullptr);
+    if (!failed_ && !sink_->close()) report_failure();
+    registry_.disable();
+    if (options_.verbose) {
+      const FlushStats& f = flusher_.stats();
+      say("mlpd: wrote " + std::to_string(f.bytes) + " bytes in " + std::to_string(f.buffers_written) +
+          " buffers; " + std::to_string(pool_.allocated()) + " buffers of " + std::to_string(kBufferBytes / 1024) +
+          " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
+          std::to_string(rounds_) + " flush rounds");
+    }
+  }
+
+  // Fork child: this process must not write into the parent's output. Nothing more is recorded.
+  void forget_after_fork() {
+    shutting_down_.store(true);
+    failed_ = true;
+    hooks::stop();
+    registry_.disable();
+  }
+
+ private:
+  static void* helper_entry(void* self) {
+    static_cast<Agent*>(self)->helper_main();
+    return nullptr;
+  }
+
+  void helper_main() {
+    std::vector<uint8_t> out;
+    auto last_live = std::chrono::steady_clock::now();
+    const auto flush_every = std::chrono::milliseconds(options_.flush_ms);
+    std::unique_lock<std::mutex> lock(mutex_);
+    bool busy = false;
+    while (!stop_) {
+      cv_.wait_for(lock, std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every),
+                   [&] { return stop_; });
+      if (stop_) break;
+      lock.unlock();
+      const auto now = std::chrono::steady_clock::now();
+      const bool live = now - last_live >= flush_every;
+      if (live) last_live = now;
+      const uint64_t before = flusher_.stats().buffers_written;
+      round(out, live);
+      busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
+      lock.lock();
+    }
+    lock.unlock();
+    // Final: everything committed, including threads that are still running or never exited.
+    for (int i = 0; i < 3; ++i) round(out, true);
+  }
+
+  void round(std::vector<uint8_t>& out, bool live) {
+    ++rounds_;
+    out.clear();
+    flusher_.round(out, live, rt::now_ns());
+    if (failed_ || out.empty()) return;
+    if (!write_out(out) || (live && !sink_->flush())) report_failure();
+  }
+
+  bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
+
+  void report_failure() {
+    if (failed_) return;
+    failed_ = true;
+    hooks::stop();  // the program goes on, unprofiled
+    std::string e = sink_->error();
+    if (e.empty()) e = "mlpd: cannot write to " + sink_->describe();
+    if (e.find("profiling stopped") == std::string::npos) e += "; profiling stopped";
+    say(e);
+  }
+
+  Options options_;
+  rt::BufferPool pool_;
+  rt::FlushQueue queue_;
+  rt::WriterShared shared_;
+  rt::MetaLog meta_;
+  rt::ThreadRegistry registry_;
+  Flusher flusher_;
+  std::unique_ptr<OutputSink> sink_;
+
+  pthread_t helper_{};
+  bool helper_started_ = false;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> failed_{false};
+  uint64_t rounds_ = 0;
+};
+
+// One agent per process, never destroyed: threads may still be inside a callback at exit.
+Agent* g_agent = nullptr;
+std::atomic<bool> g_started{false};
+
+void on_runtime_shutdown_end() {
+  if (g_agent) g_agent->shutdown();
+}
+void at_exit() {
+  if (g_agent) g_agent->shutdown();
+}
+void fork_child() {
+  if (g_agent) g_agent->forget_after_fork();
+}
+
+mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
+  switch (k) {
+    case ResolvedOutput::Kind::Pipe: return mlpd::OutputKind::Pipe;
+    case ResolvedOutput::Kind::Fd: return mlpd::OutputKind::Fd;
+    default: return mlpd::OutputKind::File;
+  }
+}
+
+}  // namespace
+
+void start(std::string_view text) {
+  // Not Mono: do nothing, write nothing, print nothing.
+  if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return;
+  if (g_started.exchange(true)) return;
+
+  Options options;
+  std::string error;
+  if (!parse_options(text, options, error)) {
+    say(error + "; profiling is off");
+    return;
+  }
+  if (options.help) {
+    const std::string_view h = help_text();
+    (void)!::write(STDERR_FILENO, h.data(), h.size());
+    return;
+  }
+  // Before anything takes a time stamp (the header's startup time is the first).
+  const char* clock_name = rt::init_clock(std::getenv("MLPD_CLOCK") == nullptr ||
+                                          std::string_view(std::getenv("MLPD_CLOCK")) != "monotonic");
+  const ResolvedOutput where = resolve_output(options, static_cast<long>(getpid()), std::time(nullptr));
+  // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
+  // MLPD_OPTIONS and LD_PRELOAD.
+  std::vector<char*> child_env;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "MLPD_OPTIONS=", 13) != 0 && std::strncmp(*e, "LD_PRELOAD=", 11) != 0) child_env.push_back(*e);
+  }
+  child_env.push_back(nullptr);
+  SinkOptions sink_options;
+  sink_options.child_env = child_env.data();
+  std::unique_ptr<OutputSink> sink =
+      open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
+                options.zip, error, sink_options);
+  if (!sink) {
+    say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
+    return;
+  }
+  auto* agent = new (std::nothrow) Agent(std::move(options), std::move(sink));
+  if (!agent) return;
+  if (!agent->write_header()) {
+    say("mlpd: cannot write the output header; profiling is off");
+    return;
+  }
+  const Options& o = agent->options();
+  hooks::HookConfig config;
+  config.mask = o.effective_mask;
+  config.calls = o.calls;
+  config.calldepth = o.calldepth;
+  config.maxframes = o.maxframes;
+  config.roots_every_gc = o.compat;
+  hooks::HookEnv env;
+  env.shared = &agent->shared();
+  env.registry = &agent->registry();
+  env.meta = &agent->meta();
+  env.on_shutdown_end = on_runtime_shutdown_end;
+  if (!hooks::install(config, env, error)) {
+    say("mlpd: " + error + "; profiling is off");
+    return;
+  }
+  g_agent = agent;
+  if (!agent->start_helper()) {
+    say("mlpd: cannot start the helper thread; profiling is off");
+    hooks::stop();
+    return;
+  }
+  std::atexit(at_exit);
+  pthread_atfork(nullptr, nullptr, fork_child);
+  if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
+}
+
+void shutdown() {
+  if (g_agent) g_agent->shutdown();
+}
+
+}  // namespace mlpd::agent

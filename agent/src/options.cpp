@@ -1,0 +1,574 @@
+// The agent's option parser. Syntax and names follow Mono 6.8's log profiler (log-args.c); the places
+// where we refuse what Mono silently misreads are listed in docs/options.md.
+#include "mlpd/agent/options.h"
+
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <new>
+
+namespace mlpd::agent {
+namespace {
+
+using namespace mlpd::format;
+
+constexpr uint64_t kInt32Max = 2147483647;
+
+constexpr uint32_t kAllocAlias = MASK_GC | MASK_GC_ALLOC | MASK_GC_MOVE;
+constexpr uint32_t kLegacyAlias = MASK_EXCEPTION | MASK_MONITOR | MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT |
+                                  MASK_GC_HANDLE | MASK_GC_FINALIZATION | MASK_COUNTER;
+constexpr uint32_t kHeapshotAlias = MASK_GC | MASK_GC_ROOT;
+constexpr uint32_t kCompatDefaults = MASK_EXCEPTION | MASK_COUNTER;
+
+struct EventName {
+  std::string_view name;
+  uint32_t mask;
+  uint32_t compat_mask;  // what the name means without `nodefaults`
+};
+
+constexpr EventName kEvents[] = {
+    {"exception", MASK_EXCEPTION, MASK_EXCEPTION},
+    {"monitor", MASK_MONITOR, MASK_MONITOR},
+    {"gc", MASK_GC, MASK_GC},
+    {"gcalloc", MASK_GC_ALLOC, MASK_GC_ALLOC},
+    {"gcmove", MASK_GC_MOVE, MASK_GC_MOVE},
+    {"gcroot", MASK_GC_ROOT, MASK_GC_ROOT},
+    {"gchandle", MASK_GC_HANDLE, MASK_GC_HANDLE},
+    {"finalization", MASK_GC_FINALIZATION, MASK_GC_FINALIZATION},
+    {"counter", MASK_COUNTER, MASK_COUNTER},
+    {"jit", MASK_JIT, MASK_JIT},
+    {"counters", MASK_COUNTER, MASK_COUNTER},
+    {"alloc", kAllocAlias, kAllocAlias | MASK_GC_ROOT},
+    {"legacy", kLegacyAlias, kLegacyAlias},
+};
+
+// An item as it may appear inside a one-line message: control bytes as \xNN, long items cut short.
+std::string printable(std::string_view s) {
+  constexpr size_t kMaxShown = 160;
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= kMaxShown) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+enum class Num { Ok, NotANumber, TooBig };
+
+// Plain decimal digits only: no sign, no spaces, no 0x. Values beyond 10^18 are TooBig.
+Num parse_number(std::string_view s, uint64_t& out) {
+  if (s.empty()) return Num::NotANumber;
+  uint64_t v = 0;
+  bool big = false;
+  for (const char c : s) {
+    if (c < '0' || c > '9') return Num::NotANumber;
+    if (v >= 100000000000000000ull)
+      big = true;
+    else
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (big) return Num::TooBig;
+  out = v;
+  return Num::Ok;
+}
+
+bool all_alpha(std::string_view s) {
+  for (const char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(Options& options, std::string& error) : o_(options), error_(error) {}
+
+  bool item(std::string_view it, bool first);
+  bool finish();
+  bool fail(const std::string& message) {
+    error_ = "mlpd: " + message;
+    return false;
+  }
+
+ private:
+  bool bad_value(std::string_view it, std::string_view why) {
+    return fail("bad value in '" + printable(it) + "': " + std::string(why));
+  }
+  bool no_value_allowed(std::string_view it, std::string_view name) {
+    return bad_value(it, "'" + std::string(name) + "' takes no value");
+  }
+  bool missing_value(std::string_view it, std::string_view usage) {
+    return fail("missing value in '" + printable(it) + "': expected " + std::string(usage));
+  }
+  // A decimal number in [lo, hi].
+  bool number(std::string_view it, std::string_view value, uint64_t lo, uint64_t hi, uint64_t& out) {
+    const Num r = parse_number(value, out);
+    if (r == Num::NotANumber) return bad_value(it, "expected a number");
+    if (r == Num::TooBig || out < lo || out > hi)
+      return bad_value(it, "expected a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return true;
+  }
+  bool sample(std::string_view it, bool has_value, std::string_view value, SampleMode mode);
+  bool heapshot(std::string_view it, bool has_value, std::string_view value);
+  bool output(std::string_view it, std::string_view value);
+  bool bind(std::string_view it, std::string_view value);
+  bool event(std::string_view it, std::string_view name, bool has_value);
+
+  Options& o_;
+  std::string& error_;
+  std::string callspec_item_;  // for messages about options that conflict at the end
+  std::string output_item_;
+  bool nocalls_ = false;
+};
+
+bool Parser::item(std::string_view it, bool first) {
+  const size_t eq = it.find('=');
+  const bool has_value = eq != std::string_view::npos;
+  const std::string_view name = it.substr(0, eq);
+  const std::string_view value = has_value ? it.substr(eq + 1) : std::string_view();
+  uint64_t n = 0;
+
+  // Flags: exact name, no value.
+  auto flag = [&](bool& f) {
+    if (has_value) return no_value_allowed(it, name);
+    f = true;
+    return true;
+  };
+
+  if (name == "nodefaults") {
+    if (has_value) return no_value_allowed(it, name);
+    if (!first) return fail("'nodefaults' is only allowed as the first option");
+    o_.compat = false;
+    o_.enable_mask = 0;
+    return true;
+  }
+  // Any other first item keeps compat mode and its defaults (set in parse_all).
+
+  if (name == "help") return flag(o_.help);
+  if (name == "report") return flag(o_.report);
+  if (name == "debug") return flag(o_.debug);
+  if (name == "zip") return flag(o_.zip);
+  if (name == "verbose") return flag(o_.verbose);
+  if (name == "calls") return flag(o_.calls);
+  if (name == "nocalls") {
+    if (!o_.compat) return fail("'nocalls' is only accepted without 'nodefaults' (calls are off unless 'calls' is given)");
+    return flag(nocalls_);
+  }
+  if (name == "coverage") {
+    return fail("option 'coverage': the log profiler no longer supports code coverage; use Mono's coverage "
+                "profiler (--profile=coverage)");
+  }
+  if (name == "heapshot-on-shutdown") {
+    if (!flag(o_.heapshot_on_shutdown)) return false;
+    o_.enable_mask |= kHeapshotAlias;  // no gcmove here, even in compat mode (as Mono)
+    return true;
+  }
+  if (name == "heapshot") return heapshot(it, has_value, value);
+  if (name == "sample") return sample(it, has_value, value, SampleMode::Process);
+  if (name == "sample-real") return sample(it, has_value, value, SampleMode::Real);
+  if (name == "sampling-real") {
+    if (!o_.compat) return fail("'sampling-real' is only accepted without 'nodefaults'; use 'sample-real'");
+    return sample(it, has_value, value, SampleMode::Real);
+  }
+
+  // Options that need a value.
+  if (name == "output") {
+    if (!has_value) return missing_value(it, "output=FILE, output=+FILE, output=|COMMAND or output=#FD");
+    output_item_.assign(it);
+    return output(it, value);
+  }
+  if (name == "port") {
+    if (!has_value) return missing_value(it, "port=PORT");
+    if (!number(it, value, 0, 65535, n)) return false;
+    o_.port = static_cast<uint16_t>(n);
+    return true;
+  }
+  if (name == "bind") {
+    if (!has_value) return missing_value(it, "bind=ADDRESS");
+    return bind(it, value);
+  }
+  if (name == "maxframes") {
+    if (!has_value) return missing_value(it, "maxframes=NUM");
+    const Num r = parse_number(value, n);
+    if (r == Num::NotANumber) return bad_value(it, "expected a number");
+    o_.maxframes = (r == Num::TooBig || n > kMaxFrames) ? kMaxFrames : static_cast<uint32_t>(n);
+    return true;
+  }
+  if (name == "maxsamples") {
+    if (!has_value) return missing_value(it, "maxsamples=NUM");
+    if (!number(it, value, 0, kInt32Max, n)) return false;
+    o_.maxsamples = static_cast<uint32_t>(n);
+    return true;
+  }
+  if (name == "calldepth") {
+    if (!has_value) return missing_value(it, "calldepth=NUM");
+    if (!number(it, value, 0, kInt32Max, n)) return false;
+    o_.calldepth = static_cast<uint32_t>(n);
+    return true;
+  }
+  if (name == "callspec") {
+    if (!has_value) return missing_value(it, "callspec=SPEC");
+    std::string_view spec = value;
+    // Mono strips one " at each end (an escaped or quoted-in-quotes pair reaches us).
+    if (!spec.empty() && spec.front() == '"') spec.remove_prefix(1);
+    if (!spec.empty() && spec.back() == '"') spec.remove_suffix(1);
+    if (spec.empty()) return bad_value(it, "expected callspec=SPEC with a non-empty SPEC");
+    o_.callspec.assign(spec);
+    callspec_item_.assign(it);
+    return true;
+  }
+  if (name == "flush") {
+    if (!has_value) return missing_value(it, "flush=MILLISECONDS");
+    if (!number(it, value, kMinFlushMs, kMaxFlushMs, n)) return false;
+    o_.flush_ms = static_cast<uint32_t>(n);
+    return true;
+  }
+
+  return event(it, name, has_value);
+}
+
+bool Parser::event(std::string_view it, std::string_view name, bool has_value) {
+  const bool negated = name.size() > 2 && name.substr(0, 2) == "no";
+  const std::string_view base = negated ? name.substr(2) : name;
+  for (const EventName& e : kEvents) {
+    const uint32_t mask = o_.compat ? e.compat_mask : e.mask;
+    if (name == e.name) {
+      if (has_value) return no_value_allowed(it, name);
+      o_.enable_mask |= mask;
+      return true;
+    }
+    if (negated && base == e.name) {
+      if (has_value) return no_value_allowed(it, name);
+      o_.disable_mask |= mask;
+      return true;
+    }
+  }
+  return fail("unknown option '" + printable(it) + "' (see MLPD_OPTIONS=help)");
+}
+
+bool Parser::sample(std::string_view it, bool has_value, std::string_view value, SampleMode mode) {
+  if (has_value) {
+    // FREQ, or the pre-5.6 form TYPE/FREQ (the TYPE, e.g. "cycles", is ignored, as in Mono).
+    std::string_view digits = value;
+    const size_t slash = value.find('/');
+    if (slash != std::string_view::npos && slash > 0 && all_alpha(value.substr(0, slash)))
+      digits = value.substr(slash + 1);
+    uint64_t freq = 0;
+    const Num r = parse_number(digits, freq);
+    if (r == Num::NotANumber) return bad_value(it, "expected a frequency in Hz (e.g. sample=1000 or sample=cycles/1000)");
+    if (r == Num::TooBig || freq < 1 || freq > kMaxSampleFreq)
+      return bad_value(it, "expected a frequency from 1 to " + std::to_string(kMaxSampleFreq) + " Hz");
+    o_.sample_freq = static_cast<uint32_t>(freq);
+  }
+  // A bare `sample` keeps the frequency of an earlier sample=FREQ (as Mono).
+  o_.sample_mode = mode;
+  o_.enable_mask |= MASK_SAMPLE;
+  return true;
+}
+
+bool Parser::heapshot(std::string_view it, bool has_value, std::string_view value) {
+  if (!has_value) {
+    o_.heapshot_mode = HEAPSHOT_MAJOR;
+  } else if (value == "ondemand") {
+    o_.heapshot_mode = HEAPSHOT_ON_DEMAND;
+  } else {
+    size_t digits = 0;
+    while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
+    const std::string_view suffix = value.substr(digits);
+    constexpr std::string_view kUsage = "expected heapshot, heapshot=NUMgc, heapshot=NUMms or heapshot=ondemand";
+    if (digits == 0 || (suffix != "gc" && suffix != "ms")) return bad_value(it, kUsage);
+    uint64_t n = 0;
+    if (suffix == "gc") {
+      // 0gc would divide by zero in Mono (the process hangs); every collection is 1gc.
+      if (parse_number(value.substr(0, digits), n) != Num::Ok || n < 1 || n > kInt32Max)
+        return bad_value(it, "expected NUMgc with NUM from 1 to " + std::to_string(kInt32Max));
+      o_.heapshot_mode = HEAPSHOT_X_GC;
+      o_.heapshot_gc = static_cast<uint32_t>(n);
+    } else {
+      if (parse_number(value.substr(0, digits), n) != Num::Ok || n > kInt32Max)
+        return bad_value(it, "expected NUMms with NUM from 0 to " + std::to_string(kInt32Max));
+      o_.heapshot_mode = HEAPSHOT_X_MS;
+      o_.heapshot_ms = static_cast<uint32_t>(n);
+    }
+  }
+  o_.enable_mask |= kHeapshotAlias;
+  if (o_.compat) o_.enable_mask |= MASK_GC_MOVE;
+  return true;
+}
+
+bool Parser::output(std::string_view it, std::string_view value) {
+  if (value.empty()) return bad_value(it, "expected a file name");
+  o_.output.assign(value);
+  o_.output_fd = -1;
+  const std::string_view rest = value.substr(1);
+  switch (value.front()) {
+    case '+':
+      if (rest.empty()) return bad_value(it, "expected output=+FILE with a non-empty FILE");
+      o_.output_kind = OutputKind::FileAppendPid;
+      o_.output_target.assign(rest);
+      return true;
+    case '|':
+      if (rest.empty()) return bad_value(it, "expected output=|COMMAND with a non-empty COMMAND");
+      o_.output_kind = OutputKind::Pipe;
+      o_.output_target.assign(rest);
+      return true;
+    case '#': {
+      uint64_t fd = 0;
+      if (parse_number(rest, fd) != Num::Ok || fd > kInt32Max)
+        return bad_value(it, "expected output=#FD with FD a file descriptor number");
+      o_.output_kind = OutputKind::Fd;
+      o_.output_target.assign(rest);
+      o_.output_fd = static_cast<int>(fd);
+      return true;
+    }
+    default:
+      o_.output_kind = OutputKind::File;
+      o_.output_target.assign(value);
+      return true;
+  }
+}
+
+bool Parser::bind(std::string_view it, std::string_view value) {
+  constexpr std::string_view kWhy = "expected a numeric IPv4 or IPv6 address (e.g. 127.0.0.1, 0.0.0.0, ::1)";
+  char text[64];
+  if (value.empty() || value.size() >= sizeof text) return bad_value(it, kWhy);
+  value.copy(text, value.size());
+  text[value.size()] = '\0';
+  unsigned char addr[16];
+  if (inet_pton(AF_INET, text, addr) != 1 && inet_pton(AF_INET6, text, addr) != 1) return bad_value(it, kWhy);
+  o_.bind.assign(value);
+  o_.bind_given = true;
+  return true;
+}
+
+bool Parser::finish() {
+  if (nocalls_) o_.calls = false;  // like the event masks: the `no` form wins whatever the order
+  if (!o_.callspec.empty() && !o_.calls)
+    return fail("'" + printable(callspec_item_) + "' has no effect without 'calls'");
+  if (o_.report && (o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd))
+    return fail("'report' cannot be combined with '" + printable(output_item_) +
+                "' (report pipes the data into mprof-report)");
+  if (o_.report && o_.zip)
+    return fail("'report' cannot be combined with 'zip' (mprof-report cannot read compressed data from a pipe)");
+  o_.effective_mask = o_.enable_mask & ~o_.disable_mask;
+  return true;
+}
+
+bool parse_all(std::string_view text, Options& out, std::string& error) {
+  out = Options{};
+  // Compat mode and its defaults unless the first item is `nodefaults` (Parser::item undoes them).
+  // Mono applies them only when some item exists; we also apply them to an empty string.
+  out.compat = true;
+  out.enable_mask = kCompatDefaults;
+  out.text.assign(text);
+  out.header_args = text.empty() ? std::string("mlpd") : "mlpd:" + out.text;
+  Parser parser(out, error);
+
+  // Mono's splitting: ',' ends an item outside quotes; ' or " open a quoted section that only the same
+  // quote char closes (the quote chars are dropped); '\' takes the next char literally, inside quotes
+  // too. Empty items are skipped, so the "first item" is the first non-empty one.
+  std::string cur;
+  bool first = true;
+  bool in_quotes = false;
+  char quote = 0;
+  auto end_item = [&]() {
+    if (cur.empty()) return true;
+    const bool ok = parser.item(cur, first);
+    first = false;
+    cur.clear();
+    return ok;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\0' || (c == '\\' && i + 1 < text.size() && text[i + 1] == '\0'))
+      return parser.fail("NUL character in the option string after '" + printable(cur) + "'");
+    if (c == ',' && !in_quotes) {
+      if (!end_item()) return false;
+    } else if (c == '\\') {
+      if (i + 1 == text.size()) return parser.fail("trailing backslash in '" + printable(cur) + "\\'");
+      cur += text[++i];
+    } else if (c == '\'' || c == '"') {
+      if (!in_quotes) {
+        in_quotes = true;
+        quote = c;
+      } else if (c == quote) {
+        in_quotes = false;
+      } else {
+        cur += c;
+      }
+    } else {
+      cur += c;
+    }
+  }
+  if (in_quotes) return parser.fail("unterminated quote (" + std::string(1, quote) + ") in '" + printable(cur) + "'");
+  if (!end_item()) return false;
+  // No item at all: the compat defaults stay (Mono 6.8 enables nothing then; we do not copy that).
+  return parser.finish();
+}
+
+void append_time(std::string& out, std::time_t when) {
+  std::tm tm{};
+  if (!gmtime_r(&when, &tm)) {
+    out += "00000000000000";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec);
+  out += buf;
+}
+
+// `s` inside a single-quoted shell word.
+std::string shell_single_quoted_body(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool parse_options(std::string_view text, Options& out, std::string& error) noexcept {
+  try {
+    error.clear();
+    return parse_all(text, out, error);
+  } catch (...) {  // std::bad_alloc from a string: refuse rather than take the host down
+    try {
+      error = "mlpd: out of memory while parsing the options";
+    } catch (...) {
+    }
+    return false;
+  }
+}
+
+std::string_view help_text() noexcept {
+  static constexpr std::string_view kText =
+      "mlpd: low-overhead profiler agent for Mono; writes Mono log profiler files (.mlpd, format 3.0,\n"
+      "data version 17) that mprof-report and Mono.Profiler.Log read.\n"
+      "Usage: MLPD_OPTIONS='OPTION1[,OPTION2...]' LD_PRELOAD=libmlpd.so mono program.exe\n"
+      "   or: mono --profile=mlpd[:OPTION1[,OPTION2...]] program.exe\n"
+      "Options are comma-separated; ' or \" quote a section (commas inside are kept), \\ escapes one char.\n"
+      "Options:\n"
+      "\thelp                 show this usage info (nothing is profiled)\n"
+      "\tnodefaults           only as the first option: enable no events by default\n"
+      "\t                     (otherwise exception and counter are on, as with Mono's log profiler)\n"
+      "\t[no]EVENT            enable/disable an individual profiling event; EVENT values:\n"
+      "\t                         exception, monitor, gc, gcalloc, gcmove, gcroot, gchandle,\n"
+      "\t                         finalization, counter (or counters), jit\n"
+      "\t[no]alloc            enable/disable allocation info: gc, gcalloc, gcmove (and gcroot\n"
+      "\t                     without nodefaults)\n"
+      "\t[no]legacy           enable/disable the pre Mono 5.6 default events\n"
+      "\tsample[-real][=FREQ] statistical sampling of threads, FREQ in Hz (100 by default);\n"
+      "\t                     the -real variant uses wall clock time instead of process time\n"
+      "\tmaxsamples=NUM       keep at most NUM samples in flight (default: CPUs * 1000; 0: no limit)\n"
+      "\theapshot[=MODE]      record heapshots (by default at each major collection); MODE:\n"
+      "\t                     NUMgc every NUM major collections, NUMms at most every NUM ms,\n"
+      "\t                     ondemand when asked through the command port\n"
+      "\theapshot-on-shutdown one heapshot at runtime shutdown (independent of heapshot)\n"
+      "\tcalls                record method enter/leave events (very heavy)\n"
+      "\tcalldepth=NUM        ignore enter/leave events deeper than NUM calls (default 100)\n"
+      "\tcallspec=SPEC        limit calls to methods matching SPEC (the syntax of mono --trace)\n"
+      "\tmaxframes=NUM        collect up to NUM stack frames, at most 32 (default 32; 0: none)\n"
+      "\toutput=FILENAME      write the data to FILENAME (overwritten; default output.PID.mlpd)\n"
+      "\toutput=+FILENAME     write the data to FILENAME.PID\n"
+      "\toutput=|PROGRAM      write the data to the stdin of PROGRAM\n"
+      "\toutput=#FD           write the data to the open file descriptor FD\n"
+      "\t                     %t is substituted with the UTC date and time, %p with the pid, %% with %\n"
+      "\tzip                  compress the output data (gzip)\n"
+      "\treport               pipe the data into mprof-report instead of writing a file\n"
+      "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
+      "\t                     command port unless bind= or heapshot=ondemand is given)\n"
+      "\tbind=ADDRESS         address of the command port (default 127.0.0.1)\n"
+      "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
+      "\tverbose              report what the agent does on stderr\n";
+  return kText;
+}
+
+std::string_view options_from_profiler_desc(std::string_view desc) noexcept {
+  const size_t colon = desc.find(':');
+  return colon == std::string_view::npos ? std::string_view() : desc.substr(colon + 1);
+}
+
+std::string expand_output_name(std::string_view pattern, long pid, std::time_t when) {
+  std::string out;
+  out.reserve(pattern.size() + 16);
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c != '%' || i + 1 == pattern.size()) {
+      out += c;
+      continue;
+    }
+    const char k = pattern[++i];
+    if (k == 'p')
+      out += std::to_string(pid);
+    else if (k == 't')
+      append_time(out, when);
+    else if (k == '%')
+      out += '%';
+    else {
+      out += '%';
+      out += k;
+    }
+  }
+  return out;
+}
+
+std::string default_output_name(long pid) { return "output." + std::to_string(pid) + ".mlpd"; }
+
+ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when) {
+  ResolvedOutput r;
+  switch (options.output_kind) {
+    case OutputKind::Default:
+      if (options.report) {
+        r.kind = ResolvedOutput::Kind::Pipe;
+        r.target = "mprof-report -";
+      } else {
+        r.target = default_output_name(pid);
+      }
+      return r;
+    case OutputKind::Pipe:
+      r.kind = ResolvedOutput::Kind::Pipe;
+      r.target = expand_output_name(options.output_target, pid, when);
+      return r;
+    case OutputKind::Fd:
+      r.kind = ResolvedOutput::Kind::Fd;
+      r.fd = options.output_fd;
+      return r;
+    case OutputKind::File:
+      r.target = expand_output_name(options.output_target, pid, when);
+      break;
+    case OutputKind::FileAppendPid:
+      // As Mono: ".PID" is appended first, then the %-expansion runs over the whole name.
+      r.target = expand_output_name(options.output_target + "." + std::to_string(pid), pid, when);
+      break;
+  }
+  if (options.report) {
+    r.kind = ResolvedOutput::Kind::Pipe;
+    r.target = "mprof-report '--out=" + shell_single_quoted_body(r.target) + "' -";
+  }
+  return r;
+}
+
+uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept {
+  if (options.maxsamples) return *options.maxsamples == 0 ? kNoSampleLimit : *options.maxsamples;
+  return static_cast<uint64_t>(cpu_count == 0 ? 1 : cpu_count) * 1000;
+}
+
+bool wants_command_server(const Options& options) noexcept {
+  return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND;
+}
+
+}  // namespace mlpd::agent

@@ -1,0 +1,38 @@
+// The runtime hooks: Mono profiler callbacks translated into mlpd events.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mlpd/rt/meta_log.h"
+#include "mlpd/rt/thread_registry.h"
+
+namespace mlpd::hooks {
+
+struct HookConfig {
+  uint32_t mask = 0;         // format::MASK_* events to record
+  bool calls = false;        // enter/leave instrumentation
+  uint32_t calldepth = 100;  // enter/leave recorded up to this nesting depth
+  uint32_t maxframes = 32;   // backtrace depth (0: none); backtraces are off with `calls`
+  bool roots_every_gc = false;  // gcroot reports on every collection (Mono's compat mode), not only heapshots
+};
+
+// What the agent gives the hooks to write into, and what it wants to hear about.
+struct HookEnv {
+  rt::WriterShared* shared = nullptr;
+  rt::ThreadRegistry* registry = nullptr;
+  rt::MetaLog* meta = nullptr;
+  void (*on_runtime_initialized)() = nullptr;
+  void (*on_shutdown_begin)() = nullptr;
+  void (*on_shutdown_end)() = nullptr;
+};
+
+// Binds the Mono API and installs the profiler with callbacks for `config`. Must run before the
+// runtime starts (an ELF constructor, or mono_profiler_init_mlpd). Returns false with a one-line
+// reason when this is not a Mono process or the API is incomplete.
+bool install(const HookConfig& config, const HookEnv& env, std::string& error);
+
+// Stops recording: every callback returns at once from now on (shutdown, fork child).
+void stop();
+
+}  // namespace mlpd::hooks

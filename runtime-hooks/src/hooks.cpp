@@ -1,0 +1,582 @@
+// Mono profiler callbacks -> mlpd events.
+//
+// Rules every callback here follows:
+// * Return at once unless the agent is active (one relaxed load of a read-mostly flag).
+// * Per-thread events go to the thread's ThreadLog (no lock). Metadata goes to the MetaLog, always
+//   BEFORE the first event that references it: vtables, classes, images and methods are described on
+//   demand (and their dependencies first), and a pointer counts as described only once its event is
+//   in the MetaLog.
+// * Never hold a lock of ours while calling into Mono (names are computed before locking); never take
+//   a lock while the world is stopped (in_gc), where a suspended thread may hold it.
+#include "mlpd/hooks/hooks.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <unordered_set>
+
+#include "mlpd/format.h"
+#include "mlpd/hooks/mono_api.h"
+#include "mlpd/rt/clock.h"
+#include "mlpd/rt/events.h"
+
+namespace mlpd::hooks {
+
+namespace {
+
+using namespace mlpd::format;
+using rt::now_ns;
+
+struct State {
+  HookConfig cfg;
+  HookEnv env;
+  bool backtraces = false;
+  MonoProfilerHandle handle = nullptr;
+  std::mutex known_mutex;
+  std::unordered_set<uint64_t> images, classes, vtables, methods;
+};
+
+// Allocated by install(): a static with a constructor might not be built yet when an ELF constructor
+// of this library runs.
+State* g = nullptr;
+std::atomic<bool> g_active{false};
+std::atomic<bool> g_runtime_ready{false};
+std::atomic<int> g_in_gc{0};
+
+inline bool active() { return g_active.load(std::memory_order_relaxed); }
+inline bool enabled(uint32_t bit) { return (g->cfg.mask & bit) != 0; }
+inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// ---- per-thread state --------------------------------------------------------------------------
+
+// The methods whose enter was recorded and whose leave was not yet (a shadow stack), so that every
+// recorded enter gets exactly one leave (mprof-report prints "unmatched leave" otherwise).
+struct CallStack {
+  uint32_t depth = 0;  // real nesting depth, recorded or not
+  uint32_t count = 0;  // recorded frames on `frames`
+  uint32_t cap = 0;
+  uint64_t* frames = nullptr;
+};
+thread_local CallStack tls_calls __attribute__((tls_model("initial-exec")));
+
+// Recently seen vtables of this thread (direct-mapped): known to be described.
+constexpr unsigned kVtableCache = 64;
+thread_local uint64_t tls_vtables[kVtableCache] __attribute__((tls_model("initial-exec")));
+
+// ---- describing metadata -----------------------------------------------------------------------
+
+std::string owned(char* s) {
+  std::string r = s ? s : "";
+  if (s) mono.mono_free(s);
+  return r;
+}
+
+std::string class_name(MonoClass* k) {
+  if (g_runtime_ready.load(std::memory_order_acquire)) {
+    return owned(mono.mono_type_get_name(mono.mono_class_get_type(k)));
+  }
+  // Before the runtime is initialised mono_type_get_name is not safe; build namespace.name with
+  // nesting like Mono's log profiler does at that time.
+  std::string name;
+  if (MonoClass* outer = mono.mono_class_get_nesting_type(k)) {
+    name = class_name(outer) + "/";
+  } else if (const char* ns = mono.mono_class_get_namespace(k); ns && *ns) {
+    name = std::string(ns) + ".";
+  }
+  const char* n = mono.mono_class_get_name(k);
+  return name + (n ? n : "");
+}
+
+bool is_known(std::unordered_set<uint64_t>& set, uint64_t p) {
+  std::lock_guard<std::mutex> lock(g->known_mutex);
+  return set.count(p) != 0;
+}
+
+// Adds `e` to the MetaLog and marks `p` described, unless another thread did it meanwhile.
+void publish(std::unordered_set<uint64_t>& set, uint64_t p, Event& e) {
+  std::lock_guard<std::mutex> lock(g->known_mutex);
+  if (set.count(p)) return;
+  g->env.meta->add(e, now_ns);
+  set.insert(p);
+}
+
+void ensure_image(MonoImage* image) {
+  if (!image || is_known(g->images, u(image))) return;
+  Event e;
+  e.kind = EventKind::image_load;
+  e.ptr = u(image);
+  const char* file = mono.mono_image_get_filename(image);
+  const char* guid = mono.mono_image_get_guid(image);
+  e.name = file ? file : "";
+  e.mvid = guid ? guid : "";
+  publish(g->images, u(image), e);
+}
+
+void ensure_class(MonoClass* k) {
+  if (!k || is_known(g->classes, u(k))) return;
+  MonoImage* image = mono.mono_class_get_image(k);
+  ensure_image(image);
+  Event e;
+  e.kind = EventKind::class_load;
+  e.ptr = u(k);
+  e.ptr2 = u(image);
+  e.name = class_name(k);
+  publish(g->classes, u(k), e);
+}
+
+void ensure_vtable_slow(MonoVTable* vt) {
+  if (is_known(g->vtables, u(vt))) return;
+  MonoClass* k = mono.mono_vtable_class(vt);
+  ensure_class(k);
+  MonoDomain* d = mono.mono_vtable_domain(vt);
+  Event e;
+  e.kind = EventKind::vtable_load;
+  e.ptr = u(vt);
+  e.ptr2 = d ? static_cast<uint64_t>(mono.mono_domain_get_id(d)) : 0;
+  e.ptr3 = u(k);
+  publish(g->vtables, u(vt), e);
+}
+
+inline void ensure_vtable(MonoVTable* vt) {
+  uint64_t& slot = tls_vtables[(u(vt) >> 4) % kVtableCache];
+  if (slot == u(vt)) [[likely]] return;
+  ensure_vtable_slow(vt);
+  slot = u(vt);
+}
+
+void describe_method(MonoMethod* m, uint64_t code, uint64_t size) {
+  Event e;
+  e.kind = EventKind::method_jit;
+  e.method = u(m);
+  e.ptr = code;
+  e.size = size;
+  e.name = owned(mono.mono_method_full_name(m, 1));
+  std::lock_guard<std::mutex> lock(g->known_mutex);
+  g->env.meta->add(e, now_ns);  // a re-JIT (another domain) is described again, with its new code
+  g->methods.insert(u(m));
+}
+
+void ensure_method(MonoMethod* m) {
+  if (!m || is_known(g->methods, u(m))) return;
+  describe_method(m, 0, 0);  // never JIT'd here (AOT code): no code range
+}
+
+// ---- backtraces --------------------------------------------------------------------------------
+
+struct Walk {
+  uint32_t max;
+  uint32_t n;
+  MonoMethod* frames[kMaxFrames];
+};
+
+mono_bool walk_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
+  auto* w = static_cast<Walk*>(data);
+  if (m) w->frames[w->n++] = m;
+  return w->n >= w->max;  // stop when full
+}
+
+// Collects the calling thread's managed frames, outermost first, describing each method. Returns
+// nullptr when backtraces are off (or impossible: during a collection).
+const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
+  if (!g->backtraces || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+  Walk w{g->cfg.maxframes, 0, {}};
+  mono.mono_stack_walk_no_il(walk_frame, &w);
+  bt.count = w.n;
+  for (uint32_t i = 0; i < w.n; ++i) {
+    MonoMethod* m = w.frames[w.n - 1 - i];  // the walk gives innermost first
+    ensure_method(m);
+    bt.frames[i] = u(m);
+  }
+  return &bt;
+}
+
+// ---- callbacks ---------------------------------------------------------------------------------
+
+rt::ThreadLog* log() { return g->env.registry->get(); }
+
+void on_runtime_initialized(MonoProfiler*) {
+  g_runtime_ready.store(true, std::memory_order_release);
+  if (g->env.on_runtime_initialized) g->env.on_runtime_initialized();
+}
+void on_shutdown_begin(MonoProfiler*) {
+  if (g->env.on_shutdown_begin) g->env.on_shutdown_begin();
+}
+void on_shutdown_end(MonoProfiler*) {
+  if (g->env.on_shutdown_end) g->env.on_shutdown_end();
+}
+
+void meta_simple(EventKind kind, uint64_t ptr, uint64_t ptr2 = 0, const char* name = nullptr) {
+  Event e;
+  e.kind = kind;
+  e.ptr = ptr;
+  e.ptr2 = ptr2;
+  if (name) e.name = name;
+  g->env.meta->add(e, now_ns);
+}
+
+void on_thread_started(MonoProfiler*, uintptr_t tid) {
+  if (active()) meta_simple(EventKind::thread_start, tid);
+}
+void on_thread_stopped(MonoProfiler*, uintptr_t tid) {
+  if (active()) meta_simple(EventKind::thread_end, tid);
+}
+void on_thread_name(MonoProfiler*, uintptr_t tid, const char* name) {
+  if (active()) meta_simple(EventKind::thread_name, tid, 0, name ? name : "");
+}
+void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
+  if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
+}
+void on_domain_unloading(MonoProfiler*, MonoDomain* d) {
+  if (active()) meta_simple(EventKind::domain_unload, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
+}
+void on_domain_name(MonoProfiler*, MonoDomain* d, const char* name) {
+  if (active()) meta_simple(EventKind::domain_name, static_cast<uint64_t>(mono.mono_domain_get_id(d)), 0, name);
+}
+void on_context_loaded(MonoProfiler*, MonoAppContext* c) {
+  if (active())
+    meta_simple(EventKind::context_load, static_cast<uint64_t>(mono.mono_context_get_id(c)),
+                static_cast<uint64_t>(mono.mono_context_get_domain_id(c)));
+}
+void on_context_unloaded(MonoProfiler*, MonoAppContext* c) {
+  if (active())
+    meta_simple(EventKind::context_unload, static_cast<uint64_t>(mono.mono_context_get_id(c)),
+                static_cast<uint64_t>(mono.mono_context_get_domain_id(c)));
+}
+void on_image_loaded(MonoProfiler*, MonoImage* image) {
+  if (active()) ensure_image(image);
+}
+void on_image_unloading(MonoProfiler*, MonoImage* image) {
+  if (!active()) return;
+  const char* file = mono.mono_image_get_filename(image);
+  meta_simple(EventKind::image_unload, u(image), 0, file ? file : "");
+}
+void assembly_event(EventKind kind, MonoAssembly* a) {
+  MonoImage* image = mono.mono_assembly_get_image(a);
+  ensure_image(image);
+  std::string name = owned(mono.mono_stringify_assembly_name(mono.mono_assembly_get_name(a)));
+  meta_simple(kind, u(a), u(image), name.c_str());
+}
+void on_assembly_loaded(MonoProfiler*, MonoAssembly* a) {
+  if (active()) assembly_event(EventKind::assembly_load, a);
+}
+void on_assembly_unloading(MonoProfiler*, MonoAssembly* a) {
+  if (active()) assembly_event(EventKind::assembly_unload, a);
+}
+void on_class_loaded(MonoProfiler*, MonoClass* k) {
+  if (active()) ensure_class(k);
+}
+void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
+  if (!active()) return;
+  ensure_vtable_slow(vt);
+}
+void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
+  if (!active()) return;
+  describe_method(m, ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0,
+                  ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0);
+}
+void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
+                    const void* data) {
+  if (!active() || !enabled(MASK_JIT)) return;
+  Event e;
+  e.kind = EventKind::jit_helper;
+  e.code = static_cast<uint8_t>(type);
+  e.ptr = u(buffer);
+  e.size = size;
+  if (type == MONO_PROFILER_CODE_BUFFER_SPECIFIC_TRAMPOLINE && data) e.name = static_cast<const char*>(data);
+  g->env.meta->add(e, now_ns);
+}
+
+// -- calls
+
+bool grow(CallStack& cs) {
+  const uint32_t cap = cs.cap ? cs.cap * 2 : 64;
+  auto* f = static_cast<uint64_t*>(std::realloc(cs.frames, sizeof(uint64_t) * cap));
+  if (!f) return false;
+  cs.frames = f;
+  cs.cap = cap;
+  return true;
+}
+
+void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (!active()) return;
+  CallStack& cs = tls_calls;
+  if (cs.depth++ >= g->cfg.calldepth) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  if (cs.count == cs.cap && !grow(cs)) return;
+  cs.frames[cs.count++] = u(m);
+  rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
+}
+
+// A leave (or exceptional leave) of `m`: pops the shadow stack down to m's frame, closing frames that
+// were left without a leave event as exceptional leaves. A leave with no recorded enter is dropped.
+void leave(MonoMethod* m, uint8_t ext) {
+  CallStack& cs = tls_calls;
+  if (cs.depth == 0) return;
+  --cs.depth;
+  if (cs.count == 0) return;
+  const uint64_t mp = u(m);
+  uint32_t i = cs.count;
+  while (i > 0 && cs.frames[i - 1] != mp) --i;
+  if (i == 0) {
+    ++cs.depth;  // not a frame we recorded (beyond calldepth, or entered before we started)
+    if (cs.depth > cs.count && cs.depth > g->cfg.calldepth) --cs.depth;
+    return;
+  }
+  rt::ThreadLog* l = log();
+  const uint64_t now = now_ns();
+  while (cs.count > i) {
+    if (l) rt::write_method(*l, TYPE_EXC_LEAVE, now, cs.frames[cs.count - 1]);
+    --cs.count;
+    if (cs.depth) --cs.depth;
+  }
+  --cs.count;
+  if (l) rt::write_method(*l, ext, now, mp);
+}
+
+void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (active()) leave(m, TYPE_LEAVE);
+}
+void on_method_tail_call(MonoProfiler*, MonoMethod* m, MonoMethod*) {
+  if (active()) leave(m, TYPE_LEAVE);
+}
+void on_method_exception_leave(MonoProfiler*, MonoMethod* m, MonoObject*) {
+  if (active()) leave(m, TYPE_EXC_LEAVE);
+}
+
+MonoProfilerCallInstrumentationFlags call_filter(MonoProfiler*, MonoMethod*) {
+  return static_cast<MonoProfilerCallInstrumentationFlags>(
+      MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
+      MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL | MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE);
+}
+
+// -- allocations, exceptions, monitors
+
+void on_allocation(MonoProfiler*, MonoObject* obj) {
+  if (!active() || !enabled(MASK_GC_ALLOC)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  MonoVTable* vt = mono.mono_object_get_vtable(obj);
+  ensure_vtable(vt);
+  const uint64_t size = (static_cast<uint64_t>(mono.mono_object_get_size(obj)) + 7) & ~uint64_t{7};
+  rt::Backtrace bt;
+  const rt::Backtrace* b = collect_backtrace(bt);
+  rt::write_alloc(*l, now_ns(), u(vt), u(obj), size, b);
+}
+
+void on_exception_throw(MonoProfiler*, MonoObject* exc) {
+  if (!active() || !enabled(MASK_EXCEPTION)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* b = collect_backtrace(bt);
+  rt::write_throw(*l, now_ns(), u(exc), b);
+}
+
+void on_exception_clause(MonoProfiler*, MonoMethod* m, uint32_t index, MonoExceptionEnum type, MonoObject* exc) {
+  if (!active() || !enabled(MASK_EXCEPTION)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  ensure_method(m);
+  rt::write_clause(*l, now_ns(), static_cast<uint8_t>(type), index, u(m), u(exc));
+}
+
+void monitor_event(uint8_t event, MonoObject* obj) {
+  if (!active() || !enabled(MASK_MONITOR)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* b = collect_backtrace(bt);
+  rt::write_monitor(*l, now_ns(), event, u(obj), b);
+}
+void on_monitor_contention(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_CONTENTION, o); }
+void on_monitor_acquired(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_DONE, o); }
+void on_monitor_failed(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_FAIL, o); }
+
+// -- GC
+
+void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool) {
+  if (!active()) return;
+  if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) g_in_gc.store(1, std::memory_order_relaxed);
+  rt::ThreadLog* l = log();
+  if (l) {
+    const uint64_t now = now_ns();
+    const bool sync = (g->cfg.mask & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
+    if (sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_START);
+    if (enabled(MASK_GC)) rt::write_gc_event(*l, now, static_cast<uint8_t>(event), static_cast<uint8_t>(generation));
+    if (sync && event == MONO_GC_EVENT_POST_STOP_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_STOP);
+  }
+  if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) g_in_gc.store(0, std::memory_order_relaxed);
+}
+
+void on_gc_resize(MonoProfiler*, uintptr_t size) {
+  if (!active() || !enabled(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_resize(*l, now_ns(), size);
+}
+
+void on_gc_moves(MonoProfiler*, MonoObject* const* objects, uint64_t count) {
+  if (!active() || !enabled(MASK_GC_MOVE)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  constexpr uint32_t kChunk = 64;  // addresses per event, as Mono writes them
+  uint64_t addr[kChunk];
+  const uint64_t now = now_ns();
+  for (uint64_t i = 0; i < count;) {
+    uint32_t n = 0;
+    while (n < kChunk && i < count) addr[n++] = u(objects[i++]);
+    rt::write_gc_move(*l, now, addr, n & ~1u);
+  }
+}
+
+void on_gc_roots(MonoProfiler*, uint64_t count, const mono_byte* const* addresses, MonoObject* const* objects) {
+  if (!active() || !enabled(MASK_GC_ROOT)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  constexpr uint32_t kChunk = 32;
+  uint64_t a[kChunk], o[kChunk];
+  const uint64_t now = now_ns();
+  for (uint64_t i = 0; i < count;) {
+    uint32_t n = 0;
+    for (; n < kChunk && i < count; ++n, ++i) {
+      a[n] = u(addresses[i]);
+      o[n] = u(objects[i]);
+    }
+    rt::write_heap_roots(*l, now, a, o, n);
+  }
+}
+
+void on_gc_handle_created(MonoProfiler*, uint32_t handle, MonoGCHandleType type, MonoObject* obj) {
+  if (!active() || !enabled(MASK_GC_HANDLE)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* b = collect_backtrace(bt);
+  rt::write_handle_created(*l, now_ns(), static_cast<uint64_t>(type), handle, u(obj), b);
+}
+
+void on_gc_handle_deleted(MonoProfiler*, uint32_t handle, MonoGCHandleType type) {
+  if (!active() || !enabled(MASK_GC_HANDLE)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* b = collect_backtrace(bt);
+  rt::write_handle_destroyed(*l, now_ns(), static_cast<uint64_t>(type), handle, b);
+}
+
+void finalization_event(uint8_t event_byte) {
+  if (!active() || !enabled(MASK_GC_FINALIZATION)) return;
+  if (rt::ThreadLog* l = log()) rt::write_bare(*l, event_byte, now_ns());
+}
+void on_gc_finalizing(MonoProfiler*) { finalization_event(TYPE_GC | TYPE_GC_FINALIZE_START); }
+void on_gc_finalized(MonoProfiler*) { finalization_event(TYPE_GC | TYPE_GC_FINALIZE_END); }
+void finalization_object(uint8_t event_byte, MonoObject* obj) {
+  if (!active() || !enabled(MASK_GC_FINALIZATION)) return;
+  if (rt::ThreadLog* l = log()) rt::write_with_object(*l, event_byte, now_ns(), u(obj));
+}
+void on_gc_finalizing_object(MonoProfiler*, MonoObject* o) {
+  finalization_object(TYPE_GC | TYPE_GC_FINALIZE_OBJECT_START, o);
+}
+void on_gc_finalized_object(MonoProfiler*, MonoObject* o) {
+  finalization_object(TYPE_GC | TYPE_GC_FINALIZE_OBJECT_END, o);
+}
+
+void on_root_register(MonoProfiler*, const mono_byte* start, uintptr_t size, MonoGCRootSource source, const void* key,
+                      const char* name) {
+  if (!active()) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  const size_t len = name ? strnlen(name, 4096) : 0;
+  rt::write_root_register(*l, now_ns(), u(start), size, static_cast<uint8_t>(source), u(key), name, len);
+}
+
+void on_root_unregister(MonoProfiler*, const mono_byte* start) {
+  if (!active()) return;
+  if (rt::ThreadLog* l = log()) rt::write_root_unregister(*l, now_ns(), u(start));
+}
+
+}  // namespace
+
+bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
+  std::string missing;
+  if (!mono.bind(missing)) {
+    error = "not a Mono process (" + missing + " not found)";
+    return false;
+  }
+  g = new (std::nothrow) State;
+  if (!g) {
+    error = "out of memory";
+    return false;
+  }
+  g->cfg = config;
+  g->env = env;
+  g->backtraces = !config.calls && config.maxframes > 0;
+  if (g->cfg.maxframes > kMaxFrames) g->cfg.maxframes = kMaxFrames;
+
+  MonoProfilerHandle h = mono.mono_profiler_create(nullptr);
+  g->handle = h;
+  // Like Mono's log profiler: allocation and clause instrumentation must be requested before the
+  // runtime starts; after that these return false and the agent is too late to be useful.
+  if (!mono.mono_profiler_enable_allocations() || !mono.mono_profiler_enable_clauses()) {
+    error = "loaded after the Mono runtime started; use LD_PRELOAD or --profile=mlpd";
+    return false;
+  }
+  mono.mono_profiler_set_runtime_initialized_callback(h, on_runtime_initialized);
+  mono.mono_profiler_set_runtime_shutdown_begin_callback(h, on_shutdown_begin);
+  mono.mono_profiler_set_runtime_shutdown_end_callback(h, on_shutdown_end);
+  mono.mono_profiler_set_thread_started_callback(h, on_thread_started);
+  mono.mono_profiler_set_thread_stopped_callback(h, on_thread_stopped);
+  mono.mono_profiler_set_thread_name_callback(h, on_thread_name);
+  mono.mono_profiler_set_domain_loaded_callback(h, on_domain_loaded);
+  mono.mono_profiler_set_domain_unloading_callback(h, on_domain_unloading);
+  mono.mono_profiler_set_domain_name_callback(h, on_domain_name);
+  mono.mono_profiler_set_context_loaded_callback(h, on_context_loaded);
+  mono.mono_profiler_set_context_unloaded_callback(h, on_context_unloaded);
+  mono.mono_profiler_set_assembly_loaded_callback(h, on_assembly_loaded);
+  mono.mono_profiler_set_assembly_unloading_callback(h, on_assembly_unloading);
+  mono.mono_profiler_set_image_loaded_callback(h, on_image_loaded);
+  mono.mono_profiler_set_image_unloading_callback(h, on_image_unloading);
+  mono.mono_profiler_set_class_loaded_callback(h, on_class_loaded);
+  mono.mono_profiler_set_vtable_loaded_callback(h, on_vtable_loaded);
+  mono.mono_profiler_set_jit_done_callback(h, on_jit_done);
+  mono.mono_profiler_set_jit_code_buffer_callback(h, on_code_buffer);
+  mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
+  mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
+  mono.mono_profiler_set_gc_root_unregister_callback(h, on_root_unregister);
+  mono.mono_profiler_set_gc_allocation_callback(h, on_allocation);
+  mono.mono_profiler_set_exception_throw_callback(h, on_exception_throw);
+  mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
+  if (config.mask & MASK_MONITOR) {
+    mono.mono_profiler_set_monitor_contention_callback(h, on_monitor_contention);
+    mono.mono_profiler_set_monitor_acquired_callback(h, on_monitor_acquired);
+    mono.mono_profiler_set_monitor_failed_callback(h, on_monitor_failed);
+  }
+  if (config.mask & MASK_GC) mono.mono_profiler_set_gc_resize_callback(h, on_gc_resize);
+  if (config.mask & MASK_GC_MOVE) mono.mono_profiler_set_gc_moves_callback(h, on_gc_moves);
+  if ((config.mask & MASK_GC_ROOT) && config.roots_every_gc) mono.mono_profiler_set_gc_roots_callback(h, on_gc_roots);
+  if (config.mask & MASK_GC_HANDLE) {
+    mono.mono_profiler_set_gc_handle_created_callback(h, on_gc_handle_created);
+    mono.mono_profiler_set_gc_handle_deleted_callback(h, on_gc_handle_deleted);
+  }
+  if (config.mask & MASK_GC_FINALIZATION) {
+    mono.mono_profiler_set_gc_finalizing_callback(h, on_gc_finalizing);
+    mono.mono_profiler_set_gc_finalized_callback(h, on_gc_finalized);
+    mono.mono_profiler_set_gc_finalizing_object_callback(h, on_gc_finalizing_object);
+    mono.mono_profiler_set_gc_finalized_object_callback(h, on_gc_finalized_object);
+  }
+  if (config.calls) {
+    mono.mono_profiler_set_call_instrumentation_filter_callback(h, call_filter);
+    mono.mono_profiler_set_method_enter_callback(h, on_method_enter);
+    mono.mono_profiler_set_method_leave_callback(h, on_method_leave);
+    mono.mono_profiler_set_method_tail_call_callback(h, on_method_tail_call);
+    mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
+  }
+  g_active.store(true, std::memory_order_release);
+  return true;
+}
+
+void stop() { g_active.store(false, std::memory_order_release); }
+
+}  // namespace mlpd::hooks

@@ -1,0 +1,515 @@
+// Output sinks: files, gzip, pipes to commands, inherited descriptors, failure states and SIGPIPE safety.
+#include <catch2/catch.hpp>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mlpd/sink.h"
+
+using namespace mlpd;
+using Bytes = std::vector<uint8_t>;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() / ("mlpd_sink_test_" + std::to_string(getpid()) + "_" + std::to_string(++n));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+Bytes read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Profile-like data: compressible but not trivially so.
+Bytes make_data(size_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Bytes out(size);
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<uint8_t>((rng() % 16) + (i % 7) * 3);
+  return out;
+}
+
+// Inflates a gzip stream; `ended` tells whether the stream's end (trailer) was reached. A stream cut after a
+// sync flush inflates up to the flush and stops with Z_BUF_ERROR ("need more input"), which is fine.
+Bytes gunzip(const Bytes& in, bool& ended) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  Bytes out;
+  uint8_t buf[16384];
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  ended = false;
+  for (;;) {
+    zs.next_out = buf;
+    zs.avail_out = sizeof buf;
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    out.insert(out.end(), buf, buf + (sizeof buf - zs.avail_out));
+    if (rc == Z_STREAM_END) {
+      ended = true;
+      break;
+    }
+    if (rc == Z_BUF_ERROR) break;
+    REQUIRE(rc == Z_OK);
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+Bytes gunzip(const Bytes& in) {
+  bool ended = false;
+  Bytes out = gunzip(in, ended);
+  CHECK(ended);
+  return out;
+}
+
+void write_chunks(OutputSink& sink, const Bytes& data, size_t chunk) {
+  for (size_t pos = 0; pos < data.size(); pos += chunk) {
+    REQUIRE(sink.write(data.data() + pos, std::min(chunk, data.size() - pos)));
+  }
+}
+
+bool sigpipe_pending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  sigpending(&pending);
+  return sigismember(&pending, SIGPIPE) == 1;
+}
+
+bool sigpipe_blocked() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  return sigismember(&mask, SIGPIPE) == 1;
+}
+
+// Puts SIGPIPE at its default disposition (kills the process) and unblocked for the test's duration: if a
+// sink ever let one through, the test binary would die.
+struct DefaultSigpipe {
+  struct sigaction old_action {};
+  sigset_t old_mask;
+  DefaultSigpipe() {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, &old_action);
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_UNBLOCK, &pipe_only, &old_mask);
+  }
+  ~DefaultSigpipe() {
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    sigaction(SIGPIPE, &old_action, nullptr);
+  }
+};
+
+std::unique_ptr<OutputSink> must_open(OutputKind kind, const std::string& target, bool zip,
+                                      const SinkOptions& options = {}) {
+  std::string error;
+  auto sink = open_sink(kind, target, zip, error, options);
+  INFO(error);
+  REQUIRE(sink);
+  CHECK(error.empty());
+  return sink;
+}
+
+// Writes until the sink fails (at most max_bytes); true if it failed.
+bool write_until_failure(OutputSink& sink, size_t max_bytes) {
+  const Bytes chunk = make_data(64 * 1024, 9);
+  for (size_t written = 0; written < max_bytes; written += chunk.size()) {
+    if (!sink.write(chunk.data(), chunk.size())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("file sink: bytes round trip, file created 0644 and truncated", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd");
+  { std::ofstream(path) << "old content that must disappear, longer than nothing"; }
+  const Bytes data = make_data(3 * 1024 * 1024 + 17, 1);
+  auto sink = must_open(OutputKind::File, path, false);
+  CHECK(sink->describe() == path);
+  write_chunks(*sink, data, 100000);
+  CHECK(sink->write(data.data(), 0));
+  CHECK(sink->flush());
+  CHECK(read_all(path) == data);  // readable before close: plain writes go straight to the kernel
+  CHECK(sink->close());
+  CHECK(sink->close());  // idempotent
+  CHECK(sink->error().empty());
+  CHECK_FALSE(sink->write(data.data(), 1));  // closed
+  CHECK(read_all(path) == data);
+
+  const mode_t mask = umask(0);
+  umask(mask);
+  struct stat st {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0644 & ~mask));
+}
+
+TEST_CASE("file sink: a path in a missing directory fails to open with a clear message", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("no/such/dir/out.mlpd");
+  for (bool zip : {false, true}) {
+    std::string error;
+    auto sink = open_sink(OutputKind::File, path, zip, error);
+    CHECK_FALSE(sink);
+    CHECK(error == "mlpd: cannot create output file '" + path + "': No such file or directory");
+  }
+}
+
+TEST_CASE("file sink: /dev/full gives a clear ENOSPC failure state", "[sink]") {
+  SECTION("plain") {
+    auto sink = must_open(OutputKind::File, "/dev/full", false);
+    const Bytes data = make_data(1000, 2);
+    CHECK_FALSE(sink->write(data.data(), data.size()));
+    const std::string expected = "mlpd: cannot write to '/dev/full': No space left on device; profiling stopped";
+    CHECK(sink->error() == expected);
+    CHECK_FALSE(sink->write(data.data(), data.size()));
+    CHECK_FALSE(sink->flush());
+    CHECK_FALSE(sink->close());
+    CHECK(sink->error() == expected);  // the first failure stays the message
+  }
+  SECTION("gzip: buffered writes succeed, the flush that reaches the device fails") {
+    auto sink = must_open(OutputKind::File, "/dev/full", true);
+    const Bytes data = make_data(1000, 2);
+    CHECK(sink->write(data.data(), data.size()));
+    CHECK_FALSE(sink->flush());
+    CHECK(sink->error() == "mlpd: cannot write to '/dev/full': No space left on device; profiling stopped");
+    CHECK_FALSE(sink->write(data.data(), data.size()));
+    CHECK_FALSE(sink->close());
+  }
+}
+
+TEST_CASE("gzip file sink: round trip through zlib", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd.gz");
+  const Bytes data = make_data(2 * 1024 * 1024 + 5, 3);
+  auto sink = must_open(OutputKind::File, path, true);
+  write_chunks(*sink, data, 4096);
+  CHECK(sink->close());
+  const Bytes file = read_all(path);
+  REQUIRE(file.size() > 10);
+  CHECK(file[0] == 0x1f);
+  CHECK(file[1] == 0x8b);
+  CHECK(file.size() < data.size());
+  CHECK(gunzip(file) == data);
+}
+
+TEST_CASE("gzip file sink: a flushed but unclosed file decompresses up to the flush", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("live.mlpd.gz");
+  const Bytes a = make_data(300000, 4);
+  const Bytes b = make_data(1234, 5);
+  auto sink = must_open(OutputKind::File, path, true);
+  write_chunks(*sink, a, 7000);
+  REQUIRE(sink->flush());
+  bool ended = true;
+  CHECK(gunzip(read_all(path), ended) == a);
+  CHECK_FALSE(ended);
+
+  write_chunks(*sink, b, 100);
+  REQUIRE(sink->flush());
+  REQUIRE(sink->flush());  // a flush with nothing new is harmless
+  Bytes ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  CHECK(gunzip(read_all(path), ended) == ab);
+  CHECK_FALSE(ended);
+
+  REQUIRE(sink->close());
+  CHECK(gunzip(read_all(path), ended) == ab);
+  CHECK(ended);
+}
+
+TEST_CASE("gzip sink: destroying an open sink finishes the stream", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("dtor.gz");
+  const Bytes data = make_data(50000, 6);
+  {
+    auto sink = must_open(OutputKind::File, path, true);
+    write_chunks(*sink, data, 999);
+  }
+  CHECK(gunzip(read_all(path)) == data);
+}
+
+TEST_CASE("gzip over a memory sink: round trip, flushes reach the inner sink", "[sink]") {
+  auto memory = std::make_unique<MemorySink>();
+  MemorySink* inner = memory.get();
+  std::string error;
+  auto sink = make_gzip_sink(std::move(memory), 9, error);
+  REQUIRE(sink);
+  const Bytes data = make_data(200000, 7);
+  write_chunks(*sink, data, 333);
+  CHECK(sink->flush());
+  CHECK(inner->flush_count() == 1);
+  CHECK(sink->close());
+  CHECK(inner->closed());
+  CHECK(gunzip(inner->data()) == data);
+
+  CHECK_FALSE(make_gzip_sink(std::make_unique<MemorySink>(), 42, error));
+  CHECK(error.find("bad compression level") != std::string::npos);
+}
+
+TEST_CASE("memory sink: can fail like a full disk", "[sink]") {
+  MemorySink sink("mem");
+  const Bytes data = make_data(100, 8);
+  REQUIRE(sink.write(data.data(), 60));
+  sink.fail_after(50, ENOSPC);
+  CHECK(sink.write(data.data(), 40));
+  CHECK_FALSE(sink.write(data.data(), 40));
+  CHECK(sink.data().size() == 110);
+  CHECK(sink.error() == "mlpd: cannot write to 'mem': No space left on device; profiling stopped");
+  CHECK_FALSE(sink.flush());
+  CHECK_FALSE(sink.close());
+
+  auto inner = std::make_unique<MemorySink>();
+  inner->fail_after(10, EIO);
+  std::string error;
+  auto gz = make_gzip_sink(std::move(inner), -1, error);
+  REQUIRE(gz);
+  CHECK(gz->write(data.data(), data.size()));
+  CHECK_FALSE(gz->flush());
+  CHECK(gz->error() == "mlpd: cannot write to 'memory': Input/output error; profiling stopped");
+  CHECK_FALSE(gz->close());
+}
+
+TEST_CASE("pipe sink: `cat > FILE` receives the bytes", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("cat.out");
+  const std::string command = "cat > '" + path + "'";
+  const Bytes data = make_data(1024 * 1024 + 3, 10);
+  auto sink = must_open(OutputKind::Pipe, command, false);
+  CHECK(sink->describe() == "|" + command);
+  write_chunks(*sink, data, 50000);
+  CHECK(sink->flush());
+  CHECK(sink->close());
+  CHECK(sink->error().empty());
+  CHECK(read_all(path) == data);
+}
+
+TEST_CASE("pipe sink with zip: `gzip -dc > FILE` gets a valid gzip stream", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("gunzipped.out");
+  const Bytes data = make_data(700000, 11);
+  auto sink = must_open(OutputKind::Pipe, "gzip -dc > '" + path + "'", true);
+  write_chunks(*sink, data, 8192);
+  CHECK(sink->flush());
+  write_chunks(*sink, data, 65536);
+  CHECK(sink->close());
+  INFO(sink->error());
+  Bytes twice = data;
+  twice.insert(twice.end(), data.begin(), data.end());
+  CHECK(read_all(path) == twice);
+}
+
+TEST_CASE("pipe sink: a command that exits at once gives EPIPE, and no SIGPIPE reaches the process", "[sink]") {
+  DefaultSigpipe default_sigpipe;  // a delivered SIGPIPE would kill this test binary
+  for (bool zip : {false, true}) {
+    auto sink = must_open(OutputKind::Pipe, "true", zip);
+    CHECK(write_until_failure(*sink, 256u * 1024 * 1024));
+    if (zip) {
+      sink->flush();  // the gzip buffer may still hold the last bytes
+    }
+    CHECK(sink->error() == "mlpd: cannot write to '|true': Broken pipe; profiling stopped");
+    CHECK_FALSE(sink->write("x", 1));
+    CHECK_FALSE(sink->flush());
+    CHECK_FALSE(sink->close());
+    CHECK_FALSE(sigpipe_pending());
+    CHECK_FALSE(sigpipe_blocked());  // the thread's signal mask is restored
+  }
+}
+
+TEST_CASE("pipe sink: a SIGPIPE that was already pending is left alone", "[sink]") {
+  DefaultSigpipe default_sigpipe;
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  pthread_kill(pthread_self(), SIGPIPE);  // someone else's signal, pending on this thread
+  REQUIRE(sigpipe_pending());
+
+  auto sink = must_open(OutputKind::Pipe, "true", false);
+  CHECK(write_until_failure(*sink, 256u * 1024 * 1024));
+  CHECK(sink->error().find("Broken pipe") != std::string::npos);
+  sink->close();
+  CHECK(sigpipe_pending());  // still there: not ours to consume
+  CHECK(sigpipe_blocked());  // the mask the caller had is the mask it gets back
+
+  const timespec zero{0, 0};
+  CHECK(sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE);
+  CHECK_FALSE(sigpipe_pending());
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+TEST_CASE("pipe sink: close() of a command that never exits returns within the time bound", "[sink]") {
+  TempDir dir;
+  const std::string pid_file = dir.file("pid");
+  SinkOptions options;
+  options.child_exit_timeout = std::chrono::milliseconds(300);
+  // `exec` so that the pid we read is the process that keeps running (and that we clean up afterwards).
+  auto sink = must_open(OutputKind::Pipe, "echo $$ > '" + pid_file + "'; exec sleep 100", false, options);
+  CHECK(sink->write("abc", 3));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(sink->close());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= std::chrono::milliseconds(290));
+  CHECK(elapsed < std::chrono::seconds(3));
+  const std::string error = sink->error();
+  INFO(error);
+  CHECK(error.rfind("mlpd: output command 'echo $$ > ", 0) == 0);
+  CHECK(error.find("did not exit within 300 ms after the end of output; no longer waiting for it") !=
+        std::string::npos);
+
+  std::ifstream in(pid_file);
+  pid_t pid = 0;
+  in >> pid;
+  REQUIRE(pid > 0);
+  CHECK(error.find("(pid " + std::to_string(pid) + ")") != std::string::npos);
+  kill(pid, SIGKILL);
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+}
+
+TEST_CASE("pipe sink: the default close timeout is 5 s", "[sink]") {
+  CHECK(SinkOptions{}.child_exit_timeout == std::chrono::seconds(5));
+}
+
+TEST_CASE("pipe sink: a failing command is reported by close()", "[sink]") {
+  auto sink = must_open(OutputKind::Pipe, "cat > /dev/null; exit 3", false);
+  CHECK(sink->write("abc", 3));
+  CHECK(sink->flush());
+  CHECK_FALSE(sink->close());
+  CHECK(sink->error() == "mlpd: output command 'cat > /dev/null; exit 3' exited with status 3");
+}
+
+TEST_CASE("pipe sink: our end is close-on-exec, so a later command cannot keep the first one alive", "[sink]") {
+  TempDir dir;
+  SinkOptions options;
+  options.child_exit_timeout = std::chrono::milliseconds(2000);
+  auto first = must_open(OutputKind::Pipe, "cat > '" + dir.file("a") + "'", false, options);
+  auto second = must_open(OutputKind::Pipe, "cat > '" + dir.file("b") + "'", false, options);
+  CHECK(first->write("first", 5));
+  CHECK(second->write("second", 6));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(first->close());  // had `second`'s cat inherited our write end, this cat would never see EOF
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  CHECK(second->close());
+  const Bytes a = read_all(dir.file("a"));
+  const Bytes b = read_all(dir.file("b"));
+  CHECK(std::string(a.begin(), a.end()) == "first");
+  CHECK(std::string(b.begin(), b.end()) == "second");
+}
+
+TEST_CASE("pipe sink: a host that ignores SIGCHLD (auto-reaping) does not make close() fail", "[sink]") {
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGCHLD, &ignore, &old);
+  auto sink = must_open(OutputKind::Pipe, "cat > /dev/null", false);
+  CHECK(sink->write("abc", 3));
+  CHECK(sink->close());
+  CHECK(sink->error().empty());
+  sigaction(SIGCHLD, &old, nullptr);
+}
+
+TEST_CASE("pipe sink: messages stay on one line", "[sink]") {
+  DefaultSigpipe default_sigpipe;
+  auto sink = must_open(OutputKind::Pipe, "true\n", false);
+  CHECK(write_until_failure(*sink, 256u * 1024 * 1024));
+  CHECK(sink->error() == "mlpd: cannot write to '|true?': Broken pipe; profiling stopped");
+}
+
+TEST_CASE("fd sink: writes to the descriptor and never closes it", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("fd.out");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  const Bytes data = make_data(100000, 12);
+  {
+    auto sink = must_open(OutputKind::Fd, std::to_string(fd), false);
+    CHECK(sink->describe() == "#" + std::to_string(fd));
+    write_chunks(*sink, data, 3000);
+    CHECK(sink->close());
+  }
+  CHECK(fcntl(fd, F_GETFD) >= 0);  // still open after close() and destruction
+  REQUIRE(::write(fd, "tail", 4) == 4);
+  Bytes expected = data;
+  expected.insert(expected.end(), {'t', 'a', 'i', 'l'});
+  CHECK(read_all(path) == expected);
+  ::close(fd);
+}
+
+TEST_CASE("fd sink with zip: a gzip stream on the embedder's descriptor", "[sink]") {
+  int fds[2];
+  REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+  const Bytes data = make_data(20000, 13);  // small enough to fit in the pipe's buffer once compressed
+  auto sink = must_open(OutputKind::Fd, std::to_string(fds[1]), true);
+  write_chunks(*sink, data, 1000);
+  CHECK(sink->close());
+  CHECK(fcntl(fds[1], F_GETFD) >= 0);
+  ::close(fds[1]);
+  Bytes compressed;
+  uint8_t buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) compressed.insert(compressed.end(), buf, buf + n);
+  ::close(fds[0]);
+  CHECK(gunzip(compressed) == data);
+}
+
+TEST_CASE("fd sink: bad descriptors are refused with a clear message", "[sink]") {
+  std::string error;
+  CHECK_FALSE(open_sink(OutputKind::Fd, "abc", false, error));
+  CHECK(error == "mlpd: invalid output descriptor '#abc': expected a descriptor number");
+  CHECK_FALSE(open_sink(OutputKind::Fd, "", false, error));
+  CHECK(error == "mlpd: invalid output descriptor '#': expected a descriptor number");
+  CHECK_FALSE(open_sink(OutputKind::Fd, "99999999999", false, error));
+
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  CHECK_FALSE(open_sink(OutputKind::Fd, std::to_string(fd), false, error));
+  CHECK(error == "mlpd: cannot use output descriptor '#" + std::to_string(fd) + "': it is not open for writing");
+  ::close(fd);
+  CHECK_FALSE(open_sink(OutputKind::Fd, std::to_string(fd), false, error));
+  CHECK(error == "mlpd: cannot use output descriptor '#" + std::to_string(fd) + "': Bad file descriptor");
+}
+
+TEST_CASE("fd sink: a closed pipe reader gives EPIPE, not SIGPIPE", "[sink]") {
+  DefaultSigpipe default_sigpipe;
+  int fds[2];
+  REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+  ::close(fds[0]);
+  auto sink = must_open(OutputKind::Fd, std::to_string(fds[1]), false);
+  CHECK_FALSE(sink->write("x", 1));
+  CHECK(sink->error() ==
+        "mlpd: cannot write to '#" + std::to_string(fds[1]) + "': Broken pipe; profiling stopped");
+  CHECK_FALSE(sigpipe_pending());
+  CHECK_FALSE(sink->close());
+  CHECK(fcntl(fds[1], F_GETFD) >= 0);
+  ::close(fds[1]);
+}
