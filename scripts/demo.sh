@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: build and install mlpd, profile a bundled sample Mono program, show the result.
-# Until the mlpd agent records events (issue 3), the profile is taken with Mono's own log profiler
-# and this shows what mlpd's reader does with it. Installs missing Debian packages first.
+# The main job: build and install mlpd, profile a bundled sample Mono program with the mlpd agent
+# (LD_PRELOAD, no change to the program or its command line), and show the result: our reader's
+# verdict and event counts, Mono's own mprof-report on our file, and a few events as mlpd dump
+# prints them. Installs missing Debian packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,19 +17,23 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mcs -debug- -optimize+ -out:"$work/sample.exe" examples/sample.cs >/dev/null
 
-echo "== the program, profiled (calls, allocations, exceptions) =="
-mono --profile=log:calls,alloc,output="$work/sample.mlpd" "$work/sample.exe"
+echo "== the program, profiled: LD_PRELOAD=out/lib/libmlpd.so MLPD_OPTIONS=calls,alloc mono sample.exe =="
+LD_PRELOAD="$PWD/out/lib/libmlpd.so" MLPD_OPTIONS="calls,alloc,output=$work/sample.mlpd" \
+  mono "$work/sample.exe"
 echo
-echo "== mlpd verify =="
-"$MLPD" verify "$work/sample.mlpd"
-echo
-echo "== mlpd verify --strict (Mono's own profiler writes some vtables after their first use) =="
-"$MLPD" verify --strict "$work/sample.mlpd" | head -n 5 || true
+echo "== mlpd verify --strict (every reference described before use) =="
+"$MLPD" verify --strict "$work/sample.mlpd"
 echo
 echo "== mlpd verify --json =="
 "$MLPD" verify --json "$work/sample.mlpd"
 echo
-echo "== mlpd dump (the program's own methods) =="
-"$MLPD" dump "$work/sample.mlpd" | grep -E "Sample(App)?[.:]" | head -n 15 || true
+echo "== Mono's mprof-report on our file =="
+mprof-report --reports=header,gc,alloc,exception "$work/sample.mlpd" |
+  awk '/Allocation summary/ {a = 1} a && /^ / && ++n > 10 {next} {print}'
 echo
-echo "(installed: out/bin/mlpd and out/lib/libmlpd.so)"
+mprof-report --reports=call --verbose --method-sort=calls "$work/sample.mlpd" | head -n 12
+echo
+echo "== mlpd dump: the program's own methods and classes =="
+"$MLPD" dump "$work/sample.mlpd" | grep -E "method_enter .*SampleApp|alloc .*SampleApp" | head -n 8
+echo
+echo "(installed: out/bin/mlpd, out/lib/libmlpd.so, out/lib/libmono-profiler-mlpd.so)"
