@@ -44,23 +44,23 @@ void say(const std::string& line) {
 
 class Agent {
  public:
-  Agent(Options options, std::unique_ptr<OutputSink> sink)
+  explicit Agent(Options options)
       : options_(std::move(options)),
         pool_(kBufferBytes, kMaxBuffers),
         meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
         registry_(shared_),
-        flusher_(shared_, registry_, meta_),
-        sink_(std::move(sink)) {
+        flusher_(shared_, registry_, meta_) {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
   }
 
   const Options& options() const { return options_; }
+  void set_sink(std::unique_ptr<OutputSink> sink) { sink_ = std::move(sink); }
   rt::WriterShared& shared() { return shared_; }
   rt::ThreadRegistry& registry() { return registry_; }
   rt::MetaLog& meta() { return meta_; }
 
-  bool write_header() {
+  bool write_header(std::string& why) {
     FileHeader h;
     timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -73,7 +73,10 @@ class Agent {
     h.os = "linux";
     std::vector<uint8_t> bytes;
     encode_file_header(h, bytes);
-    return write_out(bytes) && sink_->flush();
+    if (write_out(bytes) && sink_->flush()) return true;
+    why = sink_->error();
+    if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
+    return false;
   }
 
   bool start_helper() {
@@ -90,6 +93,7 @@ class Agent {
   // Final flush and close; the first caller does it, later callers return at once.
   void shutdown() {
     if (shutting_down_.exchange(true)) return;
+    hooks::end_remaining_threads();  // before the final round, so they are written
     hooks::stop();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -228,7 +232,28 @@ void start(std::string_view text) {
   // Before anything takes a time stamp (the header's startup time is the first).
   const char* clock_name = rt::init_clock(std::getenv("MLPD_CLOCK") == nullptr ||
                                           std::string_view(std::getenv("MLPD_CLOCK")) != "monotonic");
-  const ResolvedOutput where = resolve_output(options, static_cast<long>(getpid()), std::time(nullptr));
+  auto* agent = new (std::nothrow) Agent(std::move(options));
+  if (!agent) return;
+  const Options& o = agent->options();
+  // Hooks first: they check what only Mono can (the callspec, being early enough). Nothing fires
+  // before the runtime starts, and if the output cannot be opened they are stopped again.
+  hooks::HookConfig config;
+  config.mask = o.effective_mask;
+  config.calls = o.calls;
+  config.calldepth = o.calldepth;
+  config.maxframes = o.maxframes;
+  config.roots_every_gc = o.compat;
+  config.callspec = o.callspec;
+  hooks::HookEnv env;
+  env.shared = &agent->shared();
+  env.registry = &agent->registry();
+  env.meta = &agent->meta();
+  env.on_shutdown_end = on_runtime_shutdown_end;
+  if (!hooks::install(config, env, error)) {
+    say("mlpd: " + error + "; profiling is off");
+    return;
+  }
+  const ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
   // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
   // MLPD_OPTIONS and LD_PRELOAD.
   std::vector<char*> child_env;
@@ -240,31 +265,16 @@ void start(std::string_view text) {
   sink_options.child_env = child_env.data();
   std::unique_ptr<OutputSink> sink =
       open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
-                options.zip, error, sink_options);
+                o.zip, error, sink_options);
   if (!sink) {
+    hooks::stop();
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
     return;
   }
-  auto* agent = new (std::nothrow) Agent(std::move(options), std::move(sink));
-  if (!agent) return;
-  if (!agent->write_header()) {
-    say("mlpd: cannot write the output header; profiling is off");
-    return;
-  }
-  const Options& o = agent->options();
-  hooks::HookConfig config;
-  config.mask = o.effective_mask;
-  config.calls = o.calls;
-  config.calldepth = o.calldepth;
-  config.maxframes = o.maxframes;
-  config.roots_every_gc = o.compat;
-  hooks::HookEnv env;
-  env.shared = &agent->shared();
-  env.registry = &agent->registry();
-  env.meta = &agent->meta();
-  env.on_shutdown_end = on_runtime_shutdown_end;
-  if (!hooks::install(config, env, error)) {
-    say("mlpd: " + error + "; profiling is off");
+  agent->set_sink(std::move(sink));
+  if (std::string why; !agent->write_header(why)) {
+    hooks::stop();
+    say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
     return;
   }
   g_agent = agent;

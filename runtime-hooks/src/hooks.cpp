@@ -10,8 +10,10 @@
 //   a lock while the world is stopped (in_gc), where a suspended thread may hold it.
 #include "mlpd/hooks/hooks.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -33,10 +35,13 @@ using rt::now_ns;
 struct State {
   HookConfig cfg;
   HookEnv env;
-  bool backtraces = false;
   MonoProfilerHandle handle = nullptr;
   std::mutex known_mutex;
   std::unordered_set<uint64_t> images, classes, vtables, methods;
+  std::unordered_set<uint64_t> live_threads;  // started, not yet ended (guarded by known_mutex)
+  alignas(16) unsigned char callspec[64] = {};  // Mono's MonoCallSpec (16 bytes in 6.8), opaque to us
+  bool has_callspec = false;
+  mono_bool (*callspec_eval)(MonoMethod*, const void*) = nullptr;
 };
 
 // Allocated by install(): a static with a constructor might not be built yet when an ELF constructor
@@ -45,9 +50,13 @@ State* g = nullptr;
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_runtime_ready{false};
 std::atomic<int> g_in_gc{0};
+// Run-time adjustable settings (LogProfiler API, command port): read with relaxed loads per event.
+std::atomic<uint32_t> g_mask{0};
+std::atomic<uint32_t> g_calldepth{100};
+std::atomic<uint32_t> g_maxframes{0};  // 0 also when `calls` is on: no backtraces then
 
 inline bool active() { return g_active.load(std::memory_order_relaxed); }
-inline bool enabled(uint32_t bit) { return (g->cfg.mask & bit) != 0; }
+inline bool enabled(uint32_t bit) { return (g_mask.load(std::memory_order_relaxed) & bit) != 0; }
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // ---- per-thread state --------------------------------------------------------------------------
@@ -181,8 +190,9 @@ mono_bool walk_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
 // Collects the calling thread's managed frames, outermost first, describing each method. Returns
 // nullptr when backtraces are off (or impossible: during a collection).
 const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
-  if (!g->backtraces || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
-  Walk w{g->cfg.maxframes, 0, {}};
+  const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
+  if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+  Walk w{frames, 0, {}};
   mono.mono_stack_walk_no_il(walk_frame, &w);
   bt.count = w.n;
   for (uint32_t i = 0; i < w.n; ++i) {
@@ -218,10 +228,18 @@ void meta_simple(EventKind kind, uint64_t ptr, uint64_t ptr2 = 0, const char* na
 }
 
 void on_thread_started(MonoProfiler*, uintptr_t tid) {
-  if (active()) meta_simple(EventKind::thread_start, tid);
+  if (!active()) return;
+  meta_simple(EventKind::thread_start, tid);
+  std::lock_guard<std::mutex> lock(g->known_mutex);
+  g->live_threads.insert(tid);
 }
 void on_thread_stopped(MonoProfiler*, uintptr_t tid) {
-  if (active()) meta_simple(EventKind::thread_end, tid);
+  if (!active()) return;
+  {
+    std::lock_guard<std::mutex> lock(g->known_mutex);
+    if (!g->live_threads.erase(tid)) return;  // ended already (stopped and exited both report)
+  }
+  meta_simple(EventKind::thread_end, tid);
 }
 void on_thread_name(MonoProfiler*, uintptr_t tid, const char* name) {
   if (active()) meta_simple(EventKind::thread_name, tid, 0, name ? name : "");
@@ -303,7 +321,7 @@ bool grow(CallStack& cs) {
 void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
   CallStack& cs = tls_calls;
-  if (cs.depth++ >= g->cfg.calldepth) return;
+  if (cs.depth++ >= g_calldepth.load(std::memory_order_relaxed)) return;
   rt::ThreadLog* l = log();
   if (!l) return;
   if (cs.count == cs.cap && !grow(cs)) return;
@@ -323,7 +341,7 @@ void leave(MonoMethod* m, uint8_t ext) {
   while (i > 0 && cs.frames[i - 1] != mp) --i;
   if (i == 0) {
     ++cs.depth;  // not a frame we recorded (beyond calldepth, or entered before we started)
-    if (cs.depth > cs.count && cs.depth > g->cfg.calldepth) --cs.depth;
+    if (cs.depth > cs.count && cs.depth > g_calldepth.load(std::memory_order_relaxed)) --cs.depth;
     return;
   }
   rt::ThreadLog* l = log();
@@ -347,7 +365,8 @@ void on_method_exception_leave(MonoProfiler*, MonoMethod* m, MonoObject*) {
   if (active()) leave(m, TYPE_EXC_LEAVE);
 }
 
-MonoProfilerCallInstrumentationFlags call_filter(MonoProfiler*, MonoMethod*) {
+MonoProfilerCallInstrumentationFlags call_filter(MonoProfiler*, MonoMethod* m) {
+  if (g->has_callspec && !g->callspec_eval(m, g->callspec)) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
   return static_cast<MonoProfilerCallInstrumentationFlags>(
       MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
       MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL | MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE);
@@ -404,7 +423,7 @@ void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, 
   rt::ThreadLog* l = log();
   if (l) {
     const uint64_t now = now_ns();
-    const bool sync = (g->cfg.mask & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
+    const bool sync = (g_mask.load(std::memory_order_relaxed) & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
     if (sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_START);
     if (enabled(MASK_GC)) rt::write_gc_event(*l, now, static_cast<uint8_t>(event), static_cast<uint8_t>(generation));
     if (sync && event == MONO_GC_EVENT_POST_STOP_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_STOP);
@@ -512,8 +531,26 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   }
   g->cfg = config;
   g->env = env;
-  g->backtraces = !config.calls && config.maxframes > 0;
-  if (g->cfg.maxframes > kMaxFrames) g->cfg.maxframes = kMaxFrames;
+  g_calldepth.store(config.calldepth);
+  set_max_frames(config.maxframes);
+  if (config.calls && !config.callspec.empty()) {
+    // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public
+    // headers, so looked up like everything else and refused cleanly if absent.
+    using Parse = mono_bool (*)(const char*, void*, char**);
+    auto parse = reinterpret_cast<Parse>(dlsym(RTLD_DEFAULT, "mono_callspec_parse"));
+    g->callspec_eval = reinterpret_cast<mono_bool (*)(MonoMethod*, const void*)>(dlsym(RTLD_DEFAULT, "mono_callspec_eval"));
+    if (!parse || !g->callspec_eval) {
+      error = "callspec is not supported by this Mono (mono_callspec_parse not found)";
+      return false;
+    }
+    char* err = nullptr;
+    if (!parse(config.callspec.c_str(), g->callspec, &err)) {
+      error = "bad callspec '" + config.callspec + "'" + (err ? std::string(": ") + err : std::string());
+      if (err) mono.mono_free(err);
+      return false;
+    }
+    g->has_callspec = true;
+  }
 
   MonoProfilerHandle h = mono.mono_profiler_create(nullptr);
   g->handle = h;
@@ -548,24 +585,6 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_gc_allocation_callback(h, on_allocation);
   mono.mono_profiler_set_exception_throw_callback(h, on_exception_throw);
   mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
-  if (config.mask & MASK_MONITOR) {
-    mono.mono_profiler_set_monitor_contention_callback(h, on_monitor_contention);
-    mono.mono_profiler_set_monitor_acquired_callback(h, on_monitor_acquired);
-    mono.mono_profiler_set_monitor_failed_callback(h, on_monitor_failed);
-  }
-  if (config.mask & MASK_GC) mono.mono_profiler_set_gc_resize_callback(h, on_gc_resize);
-  if (config.mask & MASK_GC_MOVE) mono.mono_profiler_set_gc_moves_callback(h, on_gc_moves);
-  if ((config.mask & MASK_GC_ROOT) && config.roots_every_gc) mono.mono_profiler_set_gc_roots_callback(h, on_gc_roots);
-  if (config.mask & MASK_GC_HANDLE) {
-    mono.mono_profiler_set_gc_handle_created_callback(h, on_gc_handle_created);
-    mono.mono_profiler_set_gc_handle_deleted_callback(h, on_gc_handle_deleted);
-  }
-  if (config.mask & MASK_GC_FINALIZATION) {
-    mono.mono_profiler_set_gc_finalizing_callback(h, on_gc_finalizing);
-    mono.mono_profiler_set_gc_finalized_callback(h, on_gc_finalized);
-    mono.mono_profiler_set_gc_finalizing_object_callback(h, on_gc_finalizing_object);
-    mono.mono_profiler_set_gc_finalized_object_callback(h, on_gc_finalized_object);
-  }
   if (config.calls) {
     mono.mono_profiler_set_call_instrumentation_filter_callback(h, call_filter);
     mono.mono_profiler_set_method_enter_callback(h, on_method_enter);
@@ -573,10 +592,56 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     mono.mono_profiler_set_method_tail_call_callback(h, on_method_tail_call);
     mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
   }
+  set_event_mask(config.mask);
   g_active.store(true, std::memory_order_release);
   return true;
 }
 
 void stop() { g_active.store(false, std::memory_order_release); }
+
+uint32_t event_mask() { return g_mask.load(); }
+
+// Callbacks that cost the runtime something even when they return at once are installed only while
+// their events are wanted; the others are installed once and check the mask.
+void set_event_mask(uint32_t mask) {
+  g_mask.store(mask);
+  if (!g) return;
+  MonoProfilerHandle h = g->handle;
+  const bool monitor = mask & MASK_MONITOR;
+  mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
+  mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
+  mono.mono_profiler_set_monitor_failed_callback(h, monitor ? on_monitor_failed : nullptr);
+  mono.mono_profiler_set_gc_resize_callback(h, (mask & MASK_GC) ? on_gc_resize : nullptr);
+  mono.mono_profiler_set_gc_moves_callback(h, (mask & MASK_GC_MOVE) ? on_gc_moves : nullptr);
+  mono.mono_profiler_set_gc_roots_callback(
+      h, ((mask & MASK_GC_ROOT) && g->cfg.roots_every_gc) ? on_gc_roots : nullptr);
+  const bool handles = mask & MASK_GC_HANDLE;
+  mono.mono_profiler_set_gc_handle_created_callback(h, handles ? on_gc_handle_created : nullptr);
+  mono.mono_profiler_set_gc_handle_deleted_callback(h, handles ? on_gc_handle_deleted : nullptr);
+  const bool fin = mask & MASK_GC_FINALIZATION;
+  mono.mono_profiler_set_gc_finalizing_callback(h, fin ? on_gc_finalizing : nullptr);
+  mono.mono_profiler_set_gc_finalized_callback(h, fin ? on_gc_finalized : nullptr);
+  mono.mono_profiler_set_gc_finalizing_object_callback(h, fin ? on_gc_finalizing_object : nullptr);
+  mono.mono_profiler_set_gc_finalized_object_callback(h, fin ? on_gc_finalized_object : nullptr);
+}
+
+uint32_t call_depth() { return g_calldepth.load(); }
+void set_call_depth(uint32_t depth) { g_calldepth.store(depth); }
+uint32_t max_frames() { return g_maxframes.load(); }
+void set_max_frames(uint32_t frames) {
+  // With `calls` the enter/leave stream already gives every stack: no backtraces (as Mono).
+  g_maxframes.store((g && g->cfg.calls) ? 0 : std::min<uint32_t>(frames, kMaxFrames));
+}
+bool calls_enabled() { return g && g->cfg.calls; }
+
+void end_remaining_threads() {
+  if (!g) return;
+  std::unordered_set<uint64_t> left;
+  {
+    std::lock_guard<std::mutex> lock(g->known_mutex);
+    left.swap(g->live_threads);
+  }
+  for (uint64_t tid : left) meta_simple(EventKind::thread_end, tid);
+}
 
 }  // namespace mlpd::hooks

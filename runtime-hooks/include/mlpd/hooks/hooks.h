@@ -15,6 +15,8 @@ struct HookConfig {
   uint32_t calldepth = 100;  // enter/leave recorded up to this nesting depth
   uint32_t maxframes = 32;   // backtrace depth (0: none); backtraces are off with `calls`
   bool roots_every_gc = false;  // gcroot reports on every collection (Mono's compat mode), not only heapshots
+  std::string callspec;          // with `calls`: instrument only the methods this spec matches (Mono's
+                                 // --trace syntax: M:Type:Method, T:Type, N:Namespace, program, ...)
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.
@@ -34,5 +36,18 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error);
 
 // Stops recording: every callback returns at once from now on (shutdown, fork child).
 void stop();
+
+// Run-time control (the Mono.Profiler.Log.LogProfiler API, the command port). The event mask takes
+// effect for the next event; callbacks are installed or removed with their mask bits, as Mono does.
+uint32_t event_mask();
+void set_event_mask(uint32_t mask);
+uint32_t call_depth();
+void set_call_depth(uint32_t depth);
+uint32_t max_frames();  // backtrace depth now (0: none)
+void set_max_frames(uint32_t frames);  // clamped to format::kMaxFrames
+bool calls_enabled();   // `calls` was given at start (instrumentation cannot be added later)
+
+// Synthesizes thread end events for threads that started and never ended (at shutdown), as Mono does.
+void end_remaining_threads();
 
 }  // namespace mlpd::hooks
