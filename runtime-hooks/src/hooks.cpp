@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "mlpd/format.h"
+#include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
@@ -209,6 +210,7 @@ rt::ThreadLog* log() { return g->env.registry->get(); }
 
 void on_runtime_initialized(MonoProfiler*) {
   g_runtime_ready.store(true, std::memory_order_release);
+  if (active()) register_log_profiler_icalls();  // Mono.Profiler.Log.LogProfiler, as Mono's profiler
   if (g->env.on_runtime_initialized) g->env.on_runtime_initialized();
 }
 void on_shutdown_begin(MonoProfiler*) {
@@ -356,7 +358,16 @@ void leave(MonoMethod* m, uint8_t ext) {
 }
 
 void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
-  if (active()) leave(m, TYPE_LEAVE);
+  if (!active()) return;
+  CallStack& cs = tls_calls;
+  // The usual case: the method leaving is the one on top, and every frame is recorded.
+  if (cs.count != 0 && cs.count == cs.depth && cs.frames[cs.count - 1] == u(m)) [[likely]] {
+    --cs.count;
+    --cs.depth;
+    if (rt::ThreadLog* l = log()) rt::write_method(*l, TYPE_LEAVE, now_ns(), u(m));
+    return;
+  }
+  leave(m, TYPE_LEAVE);
 }
 void on_method_tail_call(MonoProfiler*, MonoMethod* m, MonoMethod*) {
   if (active()) leave(m, TYPE_LEAVE);

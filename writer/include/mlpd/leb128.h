@@ -12,6 +12,16 @@ namespace mlpd {
 inline constexpr size_t kMaxLeb128 = 10;
 
 inline uint8_t* put_uleb(uint8_t* p, uint64_t v) {
+  // Most values the agent writes (time and pointer deltas) take one or two bytes: no loop for those.
+  if (v < 0x80) [[likely]] {
+    *p = static_cast<uint8_t>(v);
+    return p + 1;
+  }
+  if (v < 0x4000) {
+    p[0] = static_cast<uint8_t>(v | 0x80);
+    p[1] = static_cast<uint8_t>(v >> 7);
+    return p + 2;
+  }
   while (v >= 0x80) {
     *p++ = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
@@ -21,6 +31,15 @@ inline uint8_t* put_uleb(uint8_t* p, uint64_t v) {
 }
 
 inline uint8_t* put_sleb(uint8_t* p, int64_t v) {
+  if (v >= -64 && v < 64) [[likely]] {
+    *p = static_cast<uint8_t>(v & 0x7F);
+    return p + 1;
+  }
+  if (v >= -8192 && v < 8192) {
+    p[0] = static_cast<uint8_t>((v & 0x7F) | 0x80);
+    p[1] = static_cast<uint8_t>((v >> 7) & 0x7F);
+    return p + 2;
+  }
   for (;;) {
     const uint8_t byte = static_cast<uint8_t>(v & 0x7F);
     v >>= 7;  // arithmetic shift (C++20 defines it for negative values)
