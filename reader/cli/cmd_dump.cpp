@@ -525,7 +525,7 @@ class JsonFormat final : public Format {
 
 class Dumper final : public Visitor {
  public:
-  Dumper(OutBuffer& out, bool json) : out_(out) {
+  Dumper(OutBuffer& out, bool json) {
     if (json) {
       format_ = std::make_unique<JsonFormat>(out, names_);
     } else {
@@ -721,7 +721,6 @@ class Dumper final : public Visitor {
     if (e.has_backtrace) format_->methods("backtrace", e.backtrace);
   }
 
-  OutBuffer& out_;
   Names names_;
   std::unique_ptr<Format> format_;
   bool have_start_ = false;

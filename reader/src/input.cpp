@@ -19,6 +19,8 @@ class RawSource {
   virtual ~RawSource() = default;
   // Reads up to n bytes; 0 at the end; -1 on error (errno set).
   virtual ssize_t read(uint8_t* dst, size_t n) = 0;
+  // How much it is worth buffering at once.
+  virtual size_t read_size() const { return 1u << 18; }
 };
 
 class FdSource final : public RawSource {
@@ -40,6 +42,7 @@ class MemorySource final : public RawSource {
  public:
   MemorySource(const void* data, size_t size)
       : data_(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + size) {}
+  size_t read_size() const override { return std::clamp<size_t>(data_.size(), 1, 1u << 18); }
   ssize_t read(uint8_t* dst, size_t n) override {
     const size_t k = std::min(n, data_.size() - pos_);
     if (k) std::memcpy(dst, data_.data() + pos_, k);
@@ -57,7 +60,10 @@ class MemorySource final : public RawSource {
 // of compressed data"), so a truncated compressed file is never taken for a complete one.
 class StreamInput final : public Input {
  public:
-  explicit StreamInput(std::unique_ptr<RawSource> src) : src_(std::move(src)), in_(1u << 18) {
+  // The raw buffer is not zero-filled (every byte is read into before use); a memory source gets one
+  // of its own size (fuzzing reads many small inputs).
+  explicit StreamInput(std::unique_ptr<RawSource> src)
+      : src_(std::move(src)), in_size_(src_->read_size()), in_(new uint8_t[in_size_]) {
     fill();
     gzip_ = avail_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
     if (gzip_) {
@@ -83,13 +89,13 @@ class StreamInput final : public Input {
       }
       if (!gzip_) {
         const size_t k = std::min(n - done, avail_);
-        std::memcpy(out + done, in_.data() + pos_, k);
+        std::memcpy(out + done, in_.get() + pos_, k);
         pos_ += k;
         avail_ -= k;
         done += k;
         continue;
       }
-      zs_.next_in = in_.data() + pos_;
+      zs_.next_in = in_.get() + pos_;
       zs_.avail_in = static_cast<uInt>(avail_);
       zs_.next_out = out + done;
       zs_.avail_out = static_cast<uInt>(std::min<size_t>(n - done, 1u << 30));
@@ -117,7 +123,7 @@ class StreamInput final : public Input {
   // Refills the raw buffer when it is empty; false at the end of input or on a read error.
   bool fill() {
     pos_ = 0;
-    const ssize_t r = src_->read(in_.data(), in_.size());
+    const ssize_t r = src_->read(in_.get(), in_size_);
     if (r < 0) {
       error_ = std::string("read error: ") + std::strerror(errno);
       avail_ = 0;
@@ -128,7 +134,8 @@ class StreamInput final : public Input {
   }
 
   std::unique_ptr<RawSource> src_;
-  std::vector<uint8_t> in_;
+  size_t in_size_;
+  std::unique_ptr<uint8_t[]> in_;
   size_t pos_ = 0;
   size_t avail_ = 0;
   bool gzip_ = false;
