@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The agent never disturbs the host: output errors stop profiling with one message while the program
+runs on unchanged; child processes (fork + exec) neither corrupt the parent's file nor lose its data."""
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import mlpdtest as t  # noqa: E402
+
+AGENT = os.environ["MLPD_AGENT"]
+
+
+def env_with(**kw):
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPD_OPTIONS", "LD_PRELOAD")}
+    env.update(kw)
+    return env
+
+
+def mlpd_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("mlpd:")]
+
+
+def check_output_errors(workdir):
+    plain = t.run([t.MONO, t.program("alloc")], env=env_with())
+    cases = [
+        ("/dev/full", "No space left on device"),
+        ("|head -c 1000 >/dev/null", "Broken pipe"),
+        (os.path.join(workdir, "missing", "x.mlpd"), "No such file or directory"),
+    ]
+    for output, reason in cases:
+        p = t.run([t.MONO, t.program("alloc")], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"alloc,calls,output={output}"))
+        label = f"output={output}"
+        t.check(p.stdout == plain.stdout and p.returncode == plain.returncode,
+                f"{label}: program output or status changed ({p.returncode})")
+        lines = mlpd_lines(p.stderr)
+        t.check(len(lines) == 1 and reason in lines[0], f"{label}: expected one line with '{reason}', got {lines}")
+        print(f"ok  {label}: program unchanged; {lines[0] if lines else ''}", flush=True)
+
+
+def check_children(workdir):
+    # Default output names carry the pid: parent and Mono child each write their own file.
+    run_dir = os.path.join(workdir, "spawn")
+    os.makedirs(run_dir)
+    env = env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="nodefaults,gcalloc")
+    p = t.run([t.MONO, t.program("spawn"), t.program("alloc")], env=env)
+    plain = t.run([t.MONO, t.program("spawn"), t.program("alloc")], env=env_with())
+    t.check(p.stdout == plain.stdout and p.returncode == 0, f"spawn: output changed: {p.stdout!r}")
+    t.check(not mlpd_lines(p.stderr), f"spawn: the agent complained: {p.stderr[-300:]}")
+    files = sorted(f for f in os.listdir(".") if re.match(r"^output\.\d+\.mlpd$", f))
+    t.check(len(files) == 2, f"spawn: expected a file for the parent and one for the Mono child, got {files}")
+    parents = 0
+    for f in files:
+        rc, v, _ = t.verify_json(f, strict=True)
+        t.check(rc == 0 and v["ok"], f"spawn: {f} does not verify: {v and v['errors'][:3]}")
+        d = t.run([t.MLPD, "dump", f]).stdout
+        n = sum(1 for line in d.splitlines() if " alloc " in line and " Parent " in line)
+        if n:
+            parents += 1
+            t.check(n == 200, f"spawn: parent file has {n} Parent allocations, expected 200")
+    t.check(parents == 1, f"spawn: {parents} files hold the parent's allocations")
+    for f in files:
+        os.remove(f)
+    print("ok  child processes: one file each, parent's data complete", flush=True)
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="mlpd-failures-") as workdir:
+        check_output_errors(workdir)
+        os.chdir(workdir)
+        check_children(workdir)
+    t.finish("failures")
+
+
+if __name__ == "__main__":
+    main()
