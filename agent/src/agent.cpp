@@ -22,6 +22,7 @@
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/hooks/hooks.h"
+#include "mlpd/hooks/icalls.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
 
@@ -249,6 +250,13 @@ void start(std::string_view text) {
   env.registry = &agent->registry();
   env.meta = &agent->meta();
   env.on_shutdown_end = on_runtime_shutdown_end;
+  hooks::LogProfilerSettings lp;  // what Mono.Profiler.Log.LogProfiler reads back at first
+  lp.heapshot_mode = o.heapshot_mode;
+  lp.heapshot_ms = o.heapshot_ms;
+  lp.heapshot_gc = o.heapshot_gc;
+  lp.sample_mode = static_cast<uint8_t>(o.sample_mode);
+  lp.sample_freq = o.sample_freq;
+  hooks::seed_log_profiler_settings(lp);
   if (!hooks::install(config, env, error)) {
     say("mlpd: " + error + "; profiling is off");
     return;

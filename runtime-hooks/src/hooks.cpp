@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "mlpd/format.h"
+#include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
@@ -209,6 +210,7 @@ rt::ThreadLog* log() { return g->env.registry->get(); }
 
 void on_runtime_initialized(MonoProfiler*) {
   g_runtime_ready.store(true, std::memory_order_release);
+  if (active()) register_log_profiler_icalls();  // Mono.Profiler.Log.LogProfiler, as Mono's profiler
   if (g->env.on_runtime_initialized) g->env.on_runtime_initialized();
 }
 void on_shutdown_begin(MonoProfiler*) {

@@ -1,0 +1,245 @@
+// The Mono.Profiler.Log.LogProfiler internal calls, implemented on the hooks' run-time control API.
+//
+// Managed signatures, as found with `monodis --method /usr/lib/mono/4.5/Mono.Profiler.Log.dll` (Mono
+// 6.8.0.105). All are `private static` except TriggerHeapshot (`public static`); the public properties
+// around them validate first and throw ArgumentException / ArgumentOutOfRangeException themselves, but
+// the private methods can still be reached with reflection, so every setter here checks again.
+//   int32 GetMaxStackTraceFrames ()
+//   int32 GetStackTraceFrames ()                  void SetStackTraceFrames (int32)
+//   LogHeapshotMode GetHeapshotMode ()            void SetHeapshotMode (LogHeapshotMode)
+//   int32 GetHeapshotMillisecondsFrequency ()     void SetHeapshotMillisecondsFrequency (int32)
+//   int32 GetHeapshotCollectionsFrequency ()      void SetHeapshotCollectionsFrequency (int32)
+//   void TriggerHeapshot ()
+//   int32 GetCallDepth ()                         void SetCallDepth (int32)
+//   void GetSampleMode ([out] LogSampleMode&, [out] int32&)
+//   bool SetSampleMode (LogSampleMode, int32)
+//   bool GetXEvents ()                            void SetXEvents (bool)
+//     for X in Exception, Monitor, GC, GCAllocation, GCMove, GCRoot, GCHandle, GCFinalization, Counter, Jit
+// Both enums have an int32 underlying type:
+//   LogHeapshotMode: None 0, EveryMajor 1, OnDemand 2, Milliseconds 3, Collections 4
+//   LogSampleMode:   None 0, Process 1, Real 2            (= MonoProfilerSampleMode)
+// Native side: int32 -> int32_t, bool -> MonoBoolean (one byte), enum -> int32_t, out -> pointer to
+// the caller's local (plain stores, no managed object is touched).
+//
+// Decisions:
+// * Negative integers (only reachable through reflection) are CLAMPED to 0: call depth 0 records no
+//   enter/leave (as Mono's negative max depth does), 0 frames means no backtraces, frequency 0 means
+//   "no periodic heapshot". Frames above format::kMaxFrames are clamped to it (set_max_frames).
+// * Enum values outside the managed enums are IGNORED (the setting keeps its value; SetSampleMode
+//   returns false), as is a sample frequency below 1.
+// * The managed LogHeapshotMode numbers Milliseconds 3 / Collections 4, but Mono's internal mode (and
+//   format::HEAPSHOT_*) numbers X_GC 3 / X_MS 4; Mono 6.8 passes the number through unchanged, so
+//   there `HeapshotMode = Milliseconds` really selects every-N-collections. We translate, so the mode a
+//   program sets is the mode it gets (and reads back).
+// * GetStackTraceFrames returns the depth in effect (max_frames()), which is 0 with `calls` (no
+//   backtraces then); Mono returns its configured value there although it takes no backtraces either.
+// * Heapshots (issue 5) and sampling (issue 4) are not implemented yet: their settings are stored and
+//   read back, nothing else. SetSampleMode therefore returns false ("not applied"; Mono returns true
+//   when its profiler owns sampling), and TriggerHeapshot does nothing.
+// * Setters take one mutex, so that two threads changing different event bits do not lose one of the
+//   changes (read-modify-write of the mask). The command port changes the mask through the same hooks
+//   API without this mutex; a race between the two can lose one change, never corrupt anything.
+#include "mlpd/hooks/icalls.h"
+
+#include <dlfcn.h>
+#include <mono/metadata/loader.h>
+#include <mono/metadata/profiler.h>
+#include <mono/utils/mono-publib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+
+#include "mlpd/format.h"
+#include "mlpd/hooks/hooks.h"
+
+namespace mlpd::hooks {
+
+namespace {
+
+using namespace mlpd::format;
+
+// Heap-allocated on first use, never destroyed: no static constructor/destructor order to worry about
+// (this library is loaded by an ELF constructor and may be called during exit).
+struct IcallState {
+  std::mutex mutex;
+  LogProfilerSettings settings;
+};
+
+IcallState& state() {
+  static IcallState* s = new IcallState;
+  return *s;
+}
+
+// Managed LogHeapshotMode <-> format::HEAPSHOT_*.
+constexpr int32_t kManagedHeapshotMilliseconds = 3;
+constexpr int32_t kManagedHeapshotCollections = 4;
+
+bool heapshot_from_managed(int32_t managed, uint8_t& mode) {
+  switch (managed) {
+    case HEAPSHOT_NONE: mode = HEAPSHOT_NONE; return true;
+    case HEAPSHOT_MAJOR: mode = HEAPSHOT_MAJOR; return true;
+    case HEAPSHOT_ON_DEMAND: mode = HEAPSHOT_ON_DEMAND; return true;
+    case kManagedHeapshotMilliseconds: mode = HEAPSHOT_X_MS; return true;
+    case kManagedHeapshotCollections: mode = HEAPSHOT_X_GC; return true;
+    default: return false;
+  }
+}
+
+int32_t heapshot_to_managed(uint8_t mode) {
+  switch (mode) {
+    case HEAPSHOT_X_MS: return kManagedHeapshotMilliseconds;
+    case HEAPSHOT_X_GC: return kManagedHeapshotCollections;
+    default: return mode;  // NONE, MAJOR, ON_DEMAND share their numbers
+  }
+}
+
+uint32_t non_negative(int32_t v) { return v < 0 ? 0u : static_cast<uint32_t>(v); }
+int32_t as_int32(uint32_t v) { return static_cast<int32_t>(std::min<uint32_t>(v, INT32_MAX)); }
+
+// -- backtraces, call depth
+
+int32_t GetMaxStackTraceFrames() { return static_cast<int32_t>(kMaxFrames); }
+int32_t GetStackTraceFrames() { return as_int32(max_frames()); }
+void SetStackTraceFrames(int32_t value) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  set_max_frames(non_negative(value));  // clamps to kMaxFrames
+}
+
+int32_t GetCallDepth() { return as_int32(call_depth()); }
+void SetCallDepth(int32_t value) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  set_call_depth(non_negative(value));
+}
+
+// -- heapshots (stored only: issue 5)
+
+int32_t GetHeapshotMode() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return heapshot_to_managed(state().settings.heapshot_mode);
+}
+void SetHeapshotMode(int32_t value) {
+  uint8_t mode;
+  if (!heapshot_from_managed(value, mode)) return;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().settings.heapshot_mode = mode;
+}
+int32_t GetHeapshotMillisecondsFrequency() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return as_int32(state().settings.heapshot_ms);
+}
+void SetHeapshotMillisecondsFrequency(int32_t value) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().settings.heapshot_ms = non_negative(value);
+}
+int32_t GetHeapshotCollectionsFrequency() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return as_int32(state().settings.heapshot_gc);
+}
+void SetHeapshotCollectionsFrequency(int32_t value) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().settings.heapshot_gc = non_negative(value);
+}
+// Deliberately a no-op until heapshots exist (issue 5). Under Mono's profiler it requests a heap walk
+// at the next collection, which happens only in ON_DEMAND mode.
+void TriggerHeapshot() {}
+
+// -- sampling (stored only: issue 4)
+
+void GetSampleMode(int32_t* mode, int32_t* frequency) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (mode) *mode = state().settings.sample_mode;
+  if (frequency) *frequency = as_int32(state().settings.sample_freq);
+}
+MonoBoolean SetSampleMode(int32_t mode, int32_t frequency) {
+  if (mode != MONO_PROFILER_SAMPLE_MODE_NONE && mode != MONO_PROFILER_SAMPLE_MODE_PROCESS &&
+      mode != MONO_PROFILER_SAMPLE_MODE_REAL) {
+    return 0;
+  }
+  if (frequency < 1) return 0;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().settings.sample_mode = static_cast<uint8_t>(mode);
+  state().settings.sample_freq = static_cast<uint32_t>(frequency);
+  return 0;  // stored, not applied: no sampler yet
+}
+
+// -- event mask bits
+
+MonoBoolean get_bit(uint32_t bit) { return (event_mask() & bit) ? 1 : 0; }
+void set_bit(uint32_t bit, MonoBoolean on) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const uint32_t mask = event_mask();
+  const uint32_t next = on ? (mask | bit) : (mask & ~bit);
+  if (next != mask) set_event_mask(next);  // also installs/removes the bit's callbacks
+}
+
+template <uint32_t Bit>
+MonoBoolean get_events() {
+  return get_bit(Bit);
+}
+template <uint32_t Bit>
+void set_events(MonoBoolean on) {
+  set_bit(Bit, on);
+}
+
+struct Icall {
+  const char* name;
+  const void* fn;
+};
+
+#define MLPD_ICALL(name) {"Mono.Profiler.Log.LogProfiler::" #name, reinterpret_cast<const void*>(&name)}
+#define MLPD_EVENT_ICALLS(name, bit)                                                                     \
+  {"Mono.Profiler.Log.LogProfiler::Get" #name "Events", reinterpret_cast<const void*>(&get_events<bit>)}, \
+  {"Mono.Profiler.Log.LogProfiler::Set" #name "Events", reinterpret_cast<const void*>(&set_events<bit>)}
+
+const Icall kIcalls[] = {
+    MLPD_ICALL(GetMaxStackTraceFrames),
+    MLPD_ICALL(GetStackTraceFrames),
+    MLPD_ICALL(SetStackTraceFrames),
+    MLPD_ICALL(GetHeapshotMode),
+    MLPD_ICALL(SetHeapshotMode),
+    MLPD_ICALL(GetHeapshotMillisecondsFrequency),
+    MLPD_ICALL(SetHeapshotMillisecondsFrequency),
+    MLPD_ICALL(GetHeapshotCollectionsFrequency),
+    MLPD_ICALL(SetHeapshotCollectionsFrequency),
+    MLPD_ICALL(TriggerHeapshot),
+    MLPD_ICALL(GetCallDepth),
+    MLPD_ICALL(SetCallDepth),
+    MLPD_ICALL(GetSampleMode),
+    MLPD_ICALL(SetSampleMode),
+    MLPD_EVENT_ICALLS(Exception, MASK_EXCEPTION),
+    MLPD_EVENT_ICALLS(Monitor, MASK_MONITOR),
+    MLPD_EVENT_ICALLS(GC, MASK_GC),
+    MLPD_EVENT_ICALLS(GCAllocation, MASK_GC_ALLOC),
+    MLPD_EVENT_ICALLS(GCMove, MASK_GC_MOVE),
+    MLPD_EVENT_ICALLS(GCRoot, MASK_GC_ROOT),
+    MLPD_EVENT_ICALLS(GCHandle, MASK_GC_HANDLE),
+    MLPD_EVENT_ICALLS(GCFinalization, MASK_GC_FINALIZATION),
+    MLPD_EVENT_ICALLS(Counter, MASK_COUNTER),
+    MLPD_EVENT_ICALLS(Jit, MASK_JIT),
+};
+
+#undef MLPD_EVENT_ICALLS
+#undef MLPD_ICALL
+
+}  // namespace
+
+void seed_log_profiler_settings(const LogProfilerSettings& settings) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().settings = settings;
+}
+
+LogProfilerSettings log_profiler_settings() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().settings;
+}
+
+void register_log_profiler_icalls() {
+  // Resolved here rather than in the required API list: the agent works without it, only
+  // LogProfiler.IsAttached then says false.
+  auto add = reinterpret_cast<decltype(&::mono_add_internal_call)>(dlsym(RTLD_DEFAULT, "mono_add_internal_call"));
+  if (!add) return;
+  for (const Icall& icall : kIcalls) add(icall.name, icall.fn);
+}
+
+}  // namespace mlpd::hooks
