@@ -227,7 +227,7 @@ void BufferDecoder::start_event(Event& e, EventKind k) {
   lists_used_ = false;  // set again by every path that fills a string or a list
 }
 
-bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
+MLPD_HOT bool BufferDecoder::next_event(Event& e, std::string& problem, uint64_t& event_offset) {
   if (!problem.empty()) problem.clear();
   if (p_ >= end_) return false;
   event_offset = position();
@@ -243,6 +243,11 @@ bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset)
   problem += head;
   end_ = p_;  // nothing after a malformed event can be trusted
   return false;
+}
+
+// The public, out-of-line entry; decode() below uses the inlined next_event() directly.
+bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
+  return next_event(e, problem, event_offset);
 }
 
 bool BufferDecoder::event_body(uint8_t eb, Event& e) {
@@ -644,7 +649,7 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
     EventInfo ei;
     ei.buffer = &info;
     bool failed = false;
-    while (dec.next(event, message, ei.offset)) {
+    while (dec.next_event(event, message, ei.offset)) {
       ++s.events;
       v.on_event(event, ei);
     }

@@ -79,6 +79,8 @@ class BufferDecoder {
   int64_t last_method() const { return last_method_; }
 
  private:
+  friend DecodeSummary decode(Input&, Visitor&, const DecodeOptions&);
+  bool next_event(Event& event, std::string& problem, uint64_t& event_offset);  // next(), inlined
   bool fail(const char* what);
   bool leb_failed(LebStatus status);
   bool byte(uint8_t& out);
