@@ -53,6 +53,13 @@ class Agent {
         flusher_(shared_, registry_, meta_) {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
+    // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
+    shared_.wake_helper = [](void* self) {
+      auto* a = static_cast<Agent*>(self);
+      a->wake_.store(true, std::memory_order_relaxed);
+      a->cv_.notify_one();
+    };
+    shared_.wake_ctx = this;
   }
 
   const Options& options() const { return options_; }
@@ -128,35 +135,42 @@ class Agent {
   }
 
   void helper_main() {
-    std::vector<uint8_t> out;
     auto last_live = std::chrono::steady_clock::now();
     const auto flush_every = std::chrono::milliseconds(options_.flush_ms);
     std::unique_lock<std::mutex> lock(mutex_);
-    bool busy = false;
+    bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
     while (!stop_) {
       cv_.wait_for(lock, std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every),
-                   [&] { return stop_; });
+                   [&] { return stop_ || wake_.exchange(false, std::memory_order_relaxed); });
       if (stop_) break;
       lock.unlock();
       const auto now = std::chrono::steady_clock::now();
       const bool live = now - last_live >= flush_every;
       if (live) last_live = now;
       const uint64_t before = flusher_.stats().buffers_written;
-      round(out, live);
+      round(live);
       busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
       lock.lock();
     }
     lock.unlock();
     // Final: everything committed, including threads that are still running or never exited.
-    for (int i = 0; i < 3; ++i) round(out, true);
+    for (int i = 0; i < 3; ++i) round(true);
   }
 
-  void round(std::vector<uint8_t>& out, bool live) {
+  // The round's pieces go to the sink straight from the buffers (no copy: fresh memory is expensive
+  // to fault in), then the buffers go back to the pool.
+  void round(bool live) {
     ++rounds_;
-    out.clear();
-    flusher_.round(out, live, rt::now_ns());
-    if (failed_ || out.empty()) return;
-    if (!write_out(out) || (live && !sink_->flush())) report_failure();
+    const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
+    bool ok = true;
+    if (!failed_) {
+      for (const Flusher::Piece& p : pieces) {
+        if (!(ok = sink_->write(p.data, p.size))) break;
+      }
+      if (ok && live && !pieces.empty()) ok = sink_->flush();
+      if (!ok) report_failure();
+    }
+    flusher_.end_round();
   }
 
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
@@ -187,6 +201,7 @@ class Agent {
   bool stop_ = false;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<bool> wake_{false};  // a thread asked for a round now (see WriterShared::wake_helper)
   uint64_t rounds_ = 0;
 };
 

@@ -12,7 +12,11 @@ void Flusher::drain_queue() {
   while (rt::LogBuffer* b = shared_.queue->pop()) popped_.push_back(b);
 }
 
-void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std::vector<uint8_t>& out) {
+void Flusher::add_own(size_t from) {
+  if (bytes_.size() > from) pending_.push_back({true, from, nullptr, bytes_.size() - from});
+}
+
+void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice) {
   if (end <= b.slice_start) return;
   BufferHeader h;
   h.length = end - b.slice_start;
@@ -21,15 +25,17 @@ void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std:
   h.obj_base = b.obj_base.load(std::memory_order_relaxed);
   h.thread_id = b.thread_id;
   h.method_base = b.slice_method;
-  put_le(out, format::kBufferId, 4);
-  put_le(out, h.length, 4);
-  put_le(out, h.time_base, 8);
-  put_le(out, static_cast<uint64_t>(h.ptr_base), 8);
-  put_le(out, static_cast<uint64_t>(h.obj_base), 8);
-  put_le(out, h.thread_id, 8);
-  put_le(out, static_cast<uint64_t>(h.method_base), 8);
+  const size_t from = bytes_.size();
+  put_le(bytes_, format::kBufferId, 4);
+  put_le(bytes_, h.length, 4);
+  put_le(bytes_, h.time_base, 8);
+  put_le(bytes_, static_cast<uint64_t>(h.ptr_base), 8);
+  put_le(bytes_, static_cast<uint64_t>(h.obj_base), 8);
+  put_le(bytes_, h.thread_id, 8);
+  put_le(bytes_, static_cast<uint64_t>(h.method_base), 8);
+  add_own(from);
   const uint8_t* data = b.data + b.slice_start;
-  out.insert(out.end(), data, data + h.length);
+  pending_.push_back({false, 0, data, h.length});  // the event bytes are written from the buffer itself
   ++stats_.buffers_written;
   stats_.bytes += format::kBufferHeaderSize + h.length;
   if (!final_slice) {
@@ -46,9 +52,12 @@ void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std:
   b.slice_start = end;
 }
 
-void Flusher::round(std::vector<uint8_t>& out, bool live_slices, uint64_t now) {
+const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64_t now) {
   popped_.clear();
   live_.clear();
+  bytes_.clear();
+  pending_.clear();
+  pieces_.clear();
   drain_queue();
   if (live_slices) {
     registry_.for_each([&](rt::ThreadLog& log) {
@@ -56,15 +65,27 @@ void Flusher::round(std::vector<uint8_t>& out, bool live_slices, uint64_t now) {
     });
     drain_queue();
   }
-  stats_.meta_events += meta_.take(out, now);
+  stats_.meta_events += meta_.take(bytes_, now);
+  add_own(0);
   for (rt::LogBuffer* b : popped_) {
-    write_slice(*b, b->committed.load(std::memory_order_acquire), true, out);
+    write_slice(*b, b->committed.load(std::memory_order_acquire), true);
   }
   for (const Slice& s : live_) {
     if (std::find(popped_.begin(), popped_.end(), s.buffer) != popped_.end()) continue;  // written above
-    write_slice(*s.buffer, s.end, false, out);
+    write_slice(*s.buffer, s.end, false);
   }
+  for (const PendingPiece& p : pending_) pieces_.push_back({p.own ? bytes_.data() + p.offset : p.data, p.size});
+  return pieces_;
+}
+
+void Flusher::end_round() {
   for (rt::LogBuffer* b : popped_) shared_.pool->give(b);
+  popped_.clear();
+}
+
+void Flusher::round(std::vector<uint8_t>& out, bool live_slices, uint64_t now) {
+  for (const Piece& p : begin_round(live_slices, now)) out.insert(out.end(), p.data, p.data + p.size);
+  end_round();
 }
 
 }  // namespace mlpd::agent

@@ -214,6 +214,17 @@ void on_runtime_initialized(MonoProfiler*) {
   if (g->env.on_runtime_initialized) g->env.on_runtime_initialized();
 }
 void on_shutdown_begin(MonoProfiler*) {
+  // The AOT id of the entry assembly, when it was AOT-compiled (as Mono's profiler writes it).
+  // mono_runtime_get_aotid is exported by the runtime but not in its public headers.
+  using GetAotId = char* (*)();
+  if (auto get = reinterpret_cast<GetAotId>(dlsym(RTLD_DEFAULT, "mono_runtime_get_aotid")); get && active()) {
+    if (char* id = get()) {
+      Event e;
+      e.kind = EventKind::aot_id;
+      e.name = owned(id);
+      g->env.meta->add(e, now_ns);
+    }
+  }
   if (g->env.on_shutdown_begin) g->env.on_shutdown_begin();
 }
 void on_shutdown_end(MonoProfiler*) {

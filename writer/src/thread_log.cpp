@@ -15,8 +15,10 @@ ThreadLog::ThreadLog(WriterShared& shared, uint64_t thread_id, uint64_t now)
 ThreadLog::~ThreadLog() { retire(); }
 
 bool ThreadLog::start_buffer() {
+  const uint32_t made = shared_.pool->allocated();
   LogBuffer* b = shared_.pool->take();
   if (!b) return false;
+  if (shared_.pool->allocated() != made && shared_.wake_helper) shared_.wake_helper(shared_.wake_ctx);
   b->start(thread_id_, last_time_, last_method_);
   buf_ = b;
   cur_ = b->data;

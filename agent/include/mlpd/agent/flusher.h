@@ -32,9 +32,21 @@ class Flusher {
   Flusher(rt::WriterShared& shared, rt::ThreadRegistry& registry, rt::MetaLog& meta)
       : shared_(shared), registry_(registry), meta_(meta) {}
 
-  // Appends the bytes of one round to `out`. With `live_slices` false only the metadata and full
-  // buffers are written (the cheap, frequent round); with true, also what threads have committed
-  // to their current buffers (the flush-interval round, and the final one).
+  // One piece of a round's output, in file order: bytes of the flusher's own (slice headers,
+  // metadata) or event bytes still in a LogBuffer (never copied).
+  struct Piece {
+    const uint8_t* data;
+    size_t size;
+  };
+
+  // Runs one round and returns its output as pieces, valid until end_round(). With `live_slices`
+  // false only the metadata and full buffers are written (the cheap, frequent round); with true, also
+  // what threads have committed to their current buffers (the flush-interval round, the final one).
+  const std::vector<Piece>& begin_round(bool live_slices, uint64_t now);
+  // Returns the round's full buffers to the pool (after their pieces were written).
+  void end_round();
+
+  // begin_round + all pieces appended to `out` + end_round (tests, small outputs).
   void round(std::vector<uint8_t>& out, bool live_slices, uint64_t now);
 
   const FlushStats& stats() const { return stats_; }
@@ -44,8 +56,19 @@ class Flusher {
     rt::LogBuffer* buffer;
     uint32_t end;
   };
+  struct PendingPiece {  // bytes_ may still grow: pieces of it are resolved at the end of begin_round
+    bool own;
+    size_t offset;  // into bytes_ when own
+    const uint8_t* data;
+    size_t size;
+  };
   void drain_queue();
-  void write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice, std::vector<uint8_t>& out);
+  void write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice);
+  void add_own(size_t from);
+
+  std::vector<uint8_t> bytes_;
+  std::vector<PendingPiece> pending_;
+  std::vector<Piece> pieces_;
 
   rt::WriterShared& shared_;
   rt::ThreadRegistry& registry_;

@@ -18,6 +18,10 @@ struct WriterShared {
   BufferPool* pool = nullptr;
   FlushQueue* queue = nullptr;
   std::atomic<uint64_t> dropped_events{0};  // events lost because no buffer could be had
+  // Called (from any thread) when a thread had to have a new buffer made because none was free: the
+  // helper is behind and should run now rather than at its next tick. Never on the per-event path.
+  void (*wake_helper)(void* ctx) = nullptr;
+  void* wake_ctx = nullptr;
 };
 
 class ThreadLog {
