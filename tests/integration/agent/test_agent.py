@@ -245,6 +245,27 @@ def check_logprofiler_api(workdir):
           flush=True)
 
 
+def check_aot_id(workdir):
+    """An AOT-compiled entry assembly: the file carries its AOT id (a GUID) once, as Mono's does."""
+    import shutil
+    exe = os.path.join(workdir, "aotcalls.exe")
+    shutil.copy(t.program("calls"), exe)
+    aot = t.run([t.MONO, "--aot", exe], env=env_with(), timeout=300)
+    if not t.check(aot.returncode == 0 and os.path.exists(exe + ".so"), f"aot: mono --aot failed: {aot.stderr[-300:]}"):
+        return
+    out = os.path.join(workdir, "aot.mlpd")
+    p = t.run([t.MONO, exe], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,output={out}"))
+    t.check(p.returncode == 0, "aot: program failed under the agent")
+    rc, v, _ = t.verify_json(out, strict=True)
+    t.check(rc == 0 and v["counts"].get("aot_id") == 1, f"aot: expected one aot_id event: {v and v['counts']}")
+    lrc, lcounts, _, _ = t.log_count(out)
+    t.check(lrc == 0 and lcounts.get("aot_id") == 1, "aot: Mono.Profiler.Log does not read the aot_id (GUID) event")
+    dump = t.run([t.MLPD, "dump", out]).stdout
+    t.check(re.search(r'aot_id id="[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}"', dump) is not None,
+            "aot: the aot_id is not a GUID")
+    print("ok  AOT-compiled program: its AOT id is in the file", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="mlpd-agent-") as workdir:
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
@@ -253,6 +274,7 @@ def main():
         check_bad_option_and_help(workdir)
         check_profile_switch(workdir)
         check_default_name(workdir)
+        check_aot_id(workdir)
         check_logprofiler_api(workdir)
     t.finish("agent")
 
