@@ -26,13 +26,7 @@ void Flusher::write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice) {
   h.thread_id = b.thread_id;
   h.method_base = b.slice_method;
   const size_t from = bytes_.size();
-  put_le(bytes_, format::kBufferId, 4);
-  put_le(bytes_, h.length, 4);
-  put_le(bytes_, h.time_base, 8);
-  put_le(bytes_, static_cast<uint64_t>(h.ptr_base), 8);
-  put_le(bytes_, static_cast<uint64_t>(h.obj_base), 8);
-  put_le(bytes_, h.thread_id, 8);
-  put_le(bytes_, static_cast<uint64_t>(h.method_base), 8);
+  encode_buffer_header(h, bytes_);
   add_own(from);
   const uint8_t* data = b.data + b.slice_start;
   pending_.push_back({false, 0, data, h.length});  // the event bytes are written from the buffer itself

@@ -15,6 +15,7 @@
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
+#include "args.h"
 #include "out_buffer.h"
 
 namespace mlpd::cli {
@@ -732,27 +733,7 @@ class Dumper final : public Visitor {
 int cmd_dump(int argc, char** argv) {
   bool json = false;
   std::vector<std::string> files;
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && (a == "--help" || a == "-h")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (!options_done && a == "--json") {
-      json = true;
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "mlpd dump: unknown option '%s' (try 'mlpd dump --help')\n", a.c_str());
-      return 2;
-    } else {
-      files.push_back(a);
-    }
-  }
-  if (files.empty()) {
-    std::fprintf(stderr, "mlpd dump: no FILE given (try 'mlpd dump --help')\n");
-    return 2;
-  }
+  if (const int rc = parse_args(argc, argv, "dump", kHelp, {{"--json", &json}}, files); rc >= 0) return rc;
   if (files.size() > 1) {
     std::fprintf(stderr, "mlpd dump: only one FILE can be dumped at a time (try 'mlpd dump --help')\n");
     return 2;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "commands.h"
 #include "json.h"
 #include "mlpd/checks.h"
@@ -106,29 +107,9 @@ bool verify_file(const std::string& path, bool strict, bool json) {
 int cmd_verify(int argc, char** argv) {
   bool strict = false, json = false;
   std::vector<std::string> files;
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && (a == "--help" || a == "-h")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (!options_done && a == "--strict") {
-      strict = true;
-    } else if (!options_done && a == "--json") {
-      json = true;
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "mlpd verify: unknown option '%s' (try 'mlpd verify --help')\n", a.c_str());
-      return 2;
-    } else {
-      files.push_back(a);
-    }
-  }
-  if (files.empty()) {
-    std::fprintf(stderr, "mlpd verify: no FILE given (try 'mlpd verify --help')\n");
-    return 2;
-  }
+  if (const int rc = parse_args(argc, argv, "verify", kHelp, {{"--strict", &strict}, {"--json", &json}}, files);
+      rc >= 0)
+    return rc;
   bool all_ok = true;
   for (const std::string& f : files) all_ok &= verify_file(f, strict, json);
   std::fflush(stdout);

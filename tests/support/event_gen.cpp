@@ -422,15 +422,7 @@ FileHeader default_header() {
   return h;
 }
 
-void append_buffer_header(std::vector<uint8_t>& out, const BufferHeader& h) {
-  put_le(out, kBufferId, 4);
-  put_le(out, h.length, 4);
-  put_le(out, h.time_base, 8);
-  put_le(out, static_cast<uint64_t>(h.ptr_base), 8);
-  put_le(out, static_cast<uint64_t>(h.obj_base), 8);
-  put_le(out, h.thread_id, 8);
-  put_le(out, static_cast<uint64_t>(h.method_base), 8);
-}
+void append_buffer_header(std::vector<uint8_t>& out, const BufferHeader& h) { encode_buffer_header(h, out); }
 
 std::vector<uint8_t> encode_buffer(const ThreadBuffer& buffer) {
   BufferEncoder enc(buffer.thread_id, buffer.time_base);

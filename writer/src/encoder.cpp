@@ -34,6 +34,16 @@ void encode_file_header(const FileHeader& h, std::vector<uint8_t>& out) {
   put_header_string(out, h.os);
 }
 
+void encode_buffer_header(const BufferHeader& h, std::vector<uint8_t>& out) {
+  put_le(out, kBufferId, 4);
+  put_le(out, h.length, 4);
+  put_le(out, h.time_base, 8);
+  put_le(out, static_cast<uint64_t>(h.ptr_base), 8);
+  put_le(out, static_cast<uint64_t>(h.obj_base), 8);
+  put_le(out, h.thread_id, 8);
+  put_le(out, static_cast<uint64_t>(h.method_base), 8);
+}
+
 void BufferEncoder::reset(uint64_t thread_id, uint64_t time_base) {
   data_.clear();
   thread_id_ = thread_id;
@@ -54,14 +64,7 @@ BufferHeader BufferEncoder::header() const {
 }
 
 void BufferEncoder::finish_into(std::vector<uint8_t>& out) const {
-  const BufferHeader h = header();
-  put_le(out, kBufferId, 4);
-  put_le(out, h.length, 4);
-  put_le(out, h.time_base, 8);
-  put_le(out, static_cast<uint64_t>(h.ptr_base), 8);
-  put_le(out, static_cast<uint64_t>(h.obj_base), 8);
-  put_le(out, h.thread_id, 8);
-  put_le(out, static_cast<uint64_t>(h.method_base), 8);
+  encode_buffer_header(header(), out);
   out.insert(out.end(), data_.begin(), data_.end());
 }
 

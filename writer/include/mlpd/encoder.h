@@ -13,6 +13,9 @@ namespace mlpd {
 // Appends the file header (fixed part, then args/arch/os as length-prefixed NUL-terminated strings).
 void encode_file_header(const FileHeader& header, std::vector<uint8_t>& out);
 
+// Appends the 48-byte header of a buffer of header.length bytes.
+void encode_buffer_header(const BufferHeader& header, std::vector<uint8_t>& out);
+
 // Builds the events of one buffer. Pointer, object and method bases are taken from the first value of
 // each kind written to the buffer -- including NULL, so a NULL first object or method still decodes as
 // NULL (Mono's own writer gets this wrong, FORMAT-NOTES section 3).
