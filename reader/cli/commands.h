@@ -7,5 +7,6 @@ namespace mlpd::cli {
 
 int cmd_verify(int argc, char** argv);
 int cmd_dump(int argc, char** argv);
+int cmd_heapshots(int argc, char** argv);
 
 }  // namespace mlpd::cli

@@ -16,6 +16,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"verify", mlpd::cli::cmd_verify, "check files against the format; exit 1 if any problem"},
     {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},
+    {"heapshots", mlpd::cli::cmd_heapshots, "list the heapshots per class, or what changed between two"},
 };
 
 void usage(FILE* out) {
@@ -24,7 +25,7 @@ void usage(FILE* out) {
                "\n"
                "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
                "from files or standard input (-).\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'mlpd COMMAND --help' describes a command.\n");
 }
 

@@ -1,0 +1,281 @@
+// mlpd heapshots [--json] [--top N] [--diff A B [--all]] FILE
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "mlpd/decoder.h"
+#include "mlpd/heapshots.h"
+#include "out_buffer.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: mlpd heapshots [--json] [--top N] FILE\n"
+    "       mlpd heapshots --diff A B [--all] [--json] [--top N] FILE\n"
+    "\n"
+    "Lists the heapshots in FILE (plain or gzip; - reads standard input), as mprof-report counts them:\n"
+    "a heapshot is what one thread writes between heap_start and heap_end; its objects are the\n"
+    "heap_object events with a size (continuation chunks of big objects carry none), grouped by class\n"
+    "through their vtable. Per heapshot, a header line then one line per class, most bytes first:\n"
+    "  heapshot INDEX at SECONDS s: N objects, B bytes, C classes, R roots\n"
+    "        BYTES    OBJECTS  CLASS\n"
+    "SECONDS counts from the first buffer's time_base (mprof-report's \"at X secs\"); R is the number of\n"
+    "GC roots reported during the heapshot. A file without heapshots prints 'FILE: no heapshots'.\n"
+    "\n"
+    "  --diff A B  what changed from heapshot A to heapshot B (0-based indices): one line per class\n"
+    "              whose objects or bytes changed, largest byte growth first, then a totals line:\n"
+    "                      +BYTES   +OBJECTS  CLASS\n"
+    "                total: +BYTES bytes, +OBJECTS objects (FROM -> TO bytes, FROM -> TO objects)\n"
+    "  --all       with --diff, also list the classes that did not change\n"
+    "  --top N     print at most N class lines per heapshot (default: all)\n"
+    "  --json      JSON Lines instead: one object per heapshot\n"
+    "              {\"index\",\"time\",\"objects\",\"bytes\",\"roots\",\"complete\",\"class_count\",\n"
+    "               \"classes\":[{\"name\",\"objects\",\"bytes\"}]}\n"
+    "              or, with --diff, one object {\"from\",\"to\",\"objects\",\"bytes\",\n"
+    "               \"classes\":[{\"name\",\"objects\",\"bytes\"}]} holding the deltas (B minus A)\n"
+    "\n"
+    "Problems in FILE go to standard error, spelled as in 'mlpd verify':\n"
+    "  FILE: offset N (buffer K): what is wrong\n"
+    "and what could be read is still listed. Exit status: 0 on success, 1 when FILE has problems or\n"
+    "cannot be read, 2 for bad usage (including a heapshot index that is not in FILE).\n";
+
+constexpr char kCmd[] = "heapshots";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --help')\n", kCmd, message.c_str(), kCmd);
+  return 2;
+}
+
+bool parse_index(const char* s, uint64_t& out) {
+  const char* end = s + std::strlen(s);
+  if (s == end || *s < '0' || *s > '9') return false;
+  const auto r = std::from_chars(s, end, out);
+  return r.ec == std::errc() && r.ptr == end;
+}
+
+std::string where(const Problem& p) {
+  std::string s = "offset " + std::to_string(p.offset);
+  s += p.buffer < 0 ? " (header)" : " (buffer " + std::to_string(p.buffer) + ")";
+  return s;
+}
+
+void seconds3(OutBuffer& out, int64_t ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e9);
+  out.put(buf);
+}
+
+void seconds_json(OutBuffer& out, int64_t ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(ns) / 1e9);
+  out.put(buf);
+}
+
+// Right-aligns `s` in `width` columns.
+void padded(OutBuffer& out, std::string_view s, size_t width) {
+  for (size_t i = s.size(); i < width; ++i) out.put(' ');
+  out.put(s);
+}
+
+std::string signed_str(int64_t v) { return (v >= 0 ? "+" : "") + std::to_string(v); }
+
+void class_line(OutBuffer& out, const std::string& bytes, const std::string& objects, std::string_view name) {
+  out.put("  ");
+  padded(out, bytes, 12);
+  out.put(' ');
+  padded(out, objects, 10);
+  out.put("  ").text(name, false).put('\n');
+}
+
+void list_text(OutBuffer& out, const std::string& path, const std::vector<HeapshotSummary>& shots, uint64_t top) {
+  if (shots.empty()) {
+    out.text(path, false).put(": no heapshots\n");
+    return;
+  }
+  for (const HeapshotSummary& s : shots) {
+    if (s.index) out.put('\n');
+    out.put("heapshot ").dec(s.index).put(" at ");
+    seconds3(out, s.time_ns);
+    out.put(" s: ").dec(s.objects).put(" objects, ").dec(s.bytes).put(" bytes, ").dec(s.classes.size());
+    out.put(" classes, ").dec(s.roots).put(" roots");
+    if (!s.complete) out.put(" (incomplete: no heap_end)");
+    out.put('\n');
+    class_line(out, "bytes", "objects", "class");
+    size_t shown = 0;
+    for (const HeapshotClass& c : s.classes) {
+      if (shown == top) break;
+      class_line(out, std::to_string(c.bytes), std::to_string(c.objects), c.name);
+      ++shown;
+    }
+    if (shown < s.classes.size()) out.put("  (").dec(s.classes.size() - shown).put(" more classes)\n");
+  }
+}
+
+void list_json(OutBuffer& out, const std::vector<HeapshotSummary>& shots, uint64_t top) {
+  for (const HeapshotSummary& s : shots) {
+    out.put("{\"index\":").dec(s.index).put(",\"time\":");
+    seconds_json(out, s.time_ns);
+    out.put(",\"objects\":").dec(s.objects).put(",\"bytes\":").dec(s.bytes).put(",\"roots\":").dec(s.roots);
+    out.put(",\"complete\":").put(s.complete ? "true" : "false");
+    out.put(",\"class_count\":").dec(s.classes.size()).put(",\"classes\":[");
+    size_t shown = 0;
+    for (const HeapshotClass& c : s.classes) {
+      if (shown == top) break;
+      if (shown++) out.put(',');
+      out.put("{\"name\":").json(c.name).put(",\"objects\":").dec(c.objects).put(",\"bytes\":").dec(c.bytes);
+      out.put('}');
+    }
+    out.put("]}\n");
+  }
+}
+
+void diff_text(OutBuffer& out, const HeapshotDiff& d, const HeapshotSummary& a, const HeapshotSummary& b,
+               bool all, uint64_t top) {
+  out.put("heapshot ").dec(d.from).put(" -> ").dec(d.to).put(" (");
+  seconds3(out, a.time_ns);
+  out.put(" s -> ");
+  seconds3(out, b.time_ns);
+  out.put(" s)\n");
+  class_line(out, "bytes", "objects", "class");
+  size_t shown = 0, changed = 0, unchanged = 0;
+  for (const HeapshotClassDelta& c : d.classes) {
+    const bool same = c.objects == 0 && c.bytes == 0;
+    (same ? unchanged : changed)++;
+    if (same && !all) continue;
+    if (shown == top) continue;
+    class_line(out, signed_str(c.bytes), signed_str(c.objects), c.name);
+    ++shown;
+  }
+  const size_t listable = all ? d.classes.size() : changed;
+  if (shown < listable) out.put("  (").dec(listable - shown).put(" more classes)\n");
+  if (changed == 0) out.put("  (no class changed)\n");
+  if (!all && unchanged) out.put("  (").dec(unchanged).put(" unchanged classes; --all lists them)\n");
+  out.put("total: ").put(signed_str(d.bytes)).put(" bytes, ").put(signed_str(d.objects)).put(" objects (");
+  out.dec(a.bytes).put(" -> ").dec(b.bytes).put(" bytes, ").dec(a.objects).put(" -> ").dec(b.objects);
+  out.put(" objects)\n");
+}
+
+void diff_json(OutBuffer& out, const HeapshotDiff& d, bool all, uint64_t top) {
+  out.put("{\"from\":").dec(d.from).put(",\"to\":").dec(d.to).put(",\"objects\":").sdec(d.objects);
+  out.put(",\"bytes\":").sdec(d.bytes).put(",\"classes\":[");
+  size_t shown = 0;
+  for (const HeapshotClassDelta& c : d.classes) {
+    if (!all && c.objects == 0 && c.bytes == 0) continue;
+    if (shown == top) break;
+    if (shown++) out.put(',');
+    out.put("{\"name\":").json(c.name).put(",\"objects\":").sdec(c.objects).put(",\"bytes\":").sdec(c.bytes);
+    out.put('}');
+  }
+  out.put("]}\n");
+}
+
+}  // namespace
+
+int cmd_heapshots(int argc, char** argv) {
+  // Options with values (--diff A B, --top N) are taken out here; parse_args handles the rest.
+  bool diff = false, have_top = false;
+  uint64_t diff_from = 0, diff_to = 0, top = UINT64_MAX;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") {  // everything after it is a file name
+      for (; i < argc; ++i) rest.push_back(argv[i]);
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (a == "--diff") {
+      if (diff) return usage_error("--diff given twice");
+      if (i + 2 >= argc || !parse_index(argv[i + 1], diff_from) || !parse_index(argv[i + 2], diff_to))
+        return usage_error("--diff needs two heapshot indices (0, 1, ...)");
+      diff = true;
+      i += 2;
+      continue;
+    }
+    if (a == "--top" || a.starts_with("--top=")) {
+      const char* v = a == "--top" ? (i + 1 < argc ? argv[++i] : "") : argv[i] + 6;
+      if (have_top) return usage_error("--top given twice");
+      if (!parse_index(v, top)) return usage_error("--top needs a number of classes");
+      have_top = true;
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  bool json = false, all = false;
+  std::vector<std::string> files;
+  if (const int rc = parse_args(static_cast<int>(rest.size()), rest.data(), kCmd, kHelp,
+                                {{"--json", &json}, {"--all", &all}}, files);
+      rc >= 0)
+    return rc;
+  if (files.size() > 1) return usage_error("only one FILE at a time");
+  if (all && !diff) return usage_error("--all only applies to --diff");
+
+  const std::string& path = files[0];
+  struct stat st {};
+  if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
+    return 1;
+  }
+  std::string open_error;
+  std::unique_ptr<Input> input = Input::open(path, open_error);
+  if (!input) {
+    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
+    return 1;
+  }
+  HeapshotCollector collector;
+  decode(*input, collector);
+  collector.finish();
+  for (const Problem& p : collector.problems())
+    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
+  const int status = collector.problems().empty() ? 0 : 1;
+
+  const std::vector<HeapshotSummary>& shots = collector.heapshots();
+  if (diff) {
+    for (const uint64_t ix : {diff_from, diff_to}) {
+      if (ix < shots.size()) continue;
+      if (shots.empty())
+        std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has no heapshots\n", kCmd,
+                     static_cast<unsigned long long>(ix), path.c_str());
+      else
+        std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has %zu (0..%zu)\n", kCmd,
+                     static_cast<unsigned long long>(ix), path.c_str(), shots.size(), shots.size() - 1);
+      return 2;
+    }
+  }
+
+  OutBuffer out(stdout);
+  if (diff) {
+    const HeapshotSummary& a = shots[diff_from];
+    const HeapshotSummary& b = shots[diff_to];
+    const HeapshotDiff d = diff_heapshots(a, b);
+    if (json)
+      diff_json(out, d, all, top);
+    else
+      diff_text(out, d, a, b, all, top);
+  } else if (json) {
+    list_json(out, shots, top);
+  } else {
+    list_text(out, path, shots, top);
+  }
+  out.flush();
+  if (std::fflush(stdout) != 0 || out.failed()) {
+    std::fprintf(stderr, "mlpd %s: cannot write the output: %s\n", kCmd, std::strerror(errno));
+    return 1;
+  }
+  return status;
+}
+
+}  // namespace mlpd::cli

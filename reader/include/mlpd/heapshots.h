@@ -1,0 +1,104 @@
+// Heapshots of an mlpd file, per class, counted the way Mono's mprof-report counts them, and the
+// difference between two of them ("what grew").
+//
+// A heapshot is what one buffer thread writes between HEAP_START and HEAP_END (FORMAT-NOTES §6): the
+// heap_object events of that thread in between are its objects. An object whose references fill
+// more than one chunk is written as several heap_object events; only the first carries the size,
+// the continuation chunks carry size 0 and are not counted. Objects are grouped by class through
+// their vtable (vtable_load → class_load). Names are resolved when the file has been read, so a
+// vtable or class that Mono describes after the heapshot still gets its name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mlpd/decoder.h"
+#include "mlpd/names.h"
+
+namespace mlpd {
+
+// One class in one heapshot.
+struct HeapshotClass {
+  uint64_t klass = 0;   // the class pointer; 0 when the vtable was never described
+  uint64_t vtable = 0;  // only when klass == 0: the undescribed vtable (0 otherwise)
+  // The class name; "unresolved class 0x..." when the class, "unresolved vtable 0x..." when the
+  // vtable was never described.
+  std::string name;
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+};
+
+struct HeapshotSummary {
+  size_t index = 0;          // 0-based, in the order the HEAP_START events occur in the file
+  uint64_t thread = 0;       // the buffer thread that wrote HEAP_START
+  uint64_t start_time = 0;   // absolute ns of HEAP_START
+  uint64_t end_time = 0;     // absolute ns of HEAP_END (0 when incomplete)
+  int64_t time_ns = 0;       // start_time - the first buffer's time_base (mprof-report's "at X secs")
+  bool complete = false;     // HEAP_END seen (false: the file ends, or the thread starts another one)
+  uint64_t objects = 0;      // heap_object events with size > 0
+  uint64_t bytes = 0;        // sum of their sizes
+  uint64_t roots = 0;        // (slot, object) pairs of the thread's heap_root events inside the shot
+  std::vector<HeapshotClass> classes;  // bytes descending, then objects descending, then name
+
+  double seconds() const { return static_cast<double>(time_ns) / 1e9; }
+};
+
+// A Visitor: pass it to decode(), then call finish() once and read heapshots().
+class HeapshotCollector final : public Visitor {
+ public:
+  void on_buffer(const BufferInfo& b) override;
+  void on_event(const Event& e, const EventInfo& info) override;
+  void on_problem(const Problem& p) override { problems_.push_back(p); }
+
+  // Resolves the class names and sorts the classes. Call after decoding, before heapshots().
+  void finish();
+
+  const std::vector<HeapshotSummary>& heapshots() const { return shots_; }
+  const std::vector<Problem>& problems() const { return problems_; }
+  // heap_object events with size > 0 that no open heapshot of their thread could take.
+  uint64_t stray_objects() const { return stray_objects_; }
+  const Names& names() const { return names_; }
+
+ private:
+  struct Count {
+    uint64_t objects = 0;
+    uint64_t bytes = 0;
+  };
+
+  Names names_;
+  std::vector<HeapshotSummary> shots_;
+  std::vector<std::unordered_map<uint64_t, Count>> by_vtable_;  // per heapshot: vtable → counts
+  std::unordered_map<uint64_t, size_t> open_;                   // thread → open heapshot
+  std::vector<Problem> problems_;
+  bool have_start_ = false;
+  uint64_t start_ = 0;
+  uint64_t stray_objects_ = 0;
+  bool finished_ = false;
+};
+
+// One class's change between two heapshots (classes are matched by class pointer, or by vtable for
+// the unresolved ones).
+struct HeapshotClassDelta {
+  uint64_t klass = 0;
+  uint64_t vtable = 0;
+  std::string name;
+  int64_t objects = 0;  // to - from
+  int64_t bytes = 0;
+  uint64_t from_objects = 0, from_bytes = 0;
+  uint64_t to_objects = 0, to_bytes = 0;
+};
+
+struct HeapshotDiff {
+  size_t from = 0, to = 0;  // heapshot indices
+  int64_t objects = 0;      // total deltas
+  int64_t bytes = 0;
+  // Every class present in either heapshot (unchanged ones too), the largest byte growth first:
+  // bytes delta descending, then objects delta descending, then name.
+  std::vector<HeapshotClassDelta> classes;
+};
+
+HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to);
+
+}  // namespace mlpd

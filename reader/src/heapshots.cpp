@@ -1,0 +1,157 @@
+#include "mlpd/heapshots.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <utility>
+
+namespace mlpd {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24] = {'0', 'x'};
+  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+void HeapshotCollector::on_buffer(const BufferInfo& b) {
+  // mprof-report's "startup": the time_base of the first buffer of the file.
+  if (!have_start_) {
+    have_start_ = true;
+    start_ = b.header.time_base;
+  }
+}
+
+void HeapshotCollector::on_event(const Event& e, const EventInfo& info) {
+  names_.observe(e);
+  const uint64_t thread = info.buffer ? info.buffer->header.thread_id : 0;
+  switch (e.kind) {
+    case EventKind::heap_start: {
+      // A second HEAP_START on the same thread replaces the open heapshot (which stays incomplete),
+      // as mprof-report's thread->current_heap_shot does.
+      HeapshotSummary s;
+      s.index = shots_.size();
+      s.thread = thread;
+      s.start_time = e.time;
+      s.time_ns = static_cast<int64_t>(e.time - start_);
+      open_[thread] = shots_.size();
+      shots_.push_back(std::move(s));
+      by_vtable_.emplace_back();
+      break;
+    }
+    case EventKind::heap_object: {
+      if (e.size == 0) break;  // a continuation chunk of an object already counted
+      const auto it = open_.find(thread);
+      if (it == open_.end()) {
+        ++stray_objects_;
+        break;
+      }
+      HeapshotSummary& s = shots_[it->second];
+      ++s.objects;
+      s.bytes += e.size;
+      Count& c = by_vtable_[it->second][e.ptr];
+      ++c.objects;
+      c.bytes += e.size;
+      break;
+    }
+    case EventKind::heap_root: {
+      const auto it = open_.find(thread);
+      if (it != open_.end()) shots_[it->second].roots += e.roots.size();
+      break;
+    }
+    case EventKind::heap_end: {
+      const auto it = open_.find(thread);
+      if (it == open_.end()) break;
+      shots_[it->second].complete = true;
+      shots_[it->second].end_time = e.time;
+      open_.erase(it);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void HeapshotCollector::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (size_t i = 0; i < shots_.size(); ++i) {
+    // Several vtables (one per domain) can share a class: merge them, keyed by class pointer, or
+    // by vtable when the vtable was never described.
+    std::map<std::pair<uint64_t, uint64_t>, HeapshotClass> merged;
+    for (const auto& [vtable, count] : by_vtable_[i]) {
+      uint64_t klass = 0;
+      const bool known = names_.vtable_class(vtable, klass);
+      HeapshotClass& c = merged[known ? std::pair{klass, uint64_t{0}} : std::pair{uint64_t{0}, vtable}];
+      if (c.name.empty()) {
+        c.klass = known ? klass : 0;
+        c.vtable = known ? 0 : vtable;
+        if (!known) {
+          c.name = "unresolved vtable " + hex(vtable);
+        } else if (const std::string* n = names_.class_name(klass)) {
+          c.name = *n;
+        } else {
+          c.name = "unresolved class " + hex(klass);
+        }
+      }
+      c.objects += count.objects;
+      c.bytes += count.bytes;
+    }
+    std::vector<HeapshotClass>& out = shots_[i].classes;
+    out.reserve(merged.size());
+    for (auto& [key, c] : merged) out.push_back(std::move(c));
+    std::sort(out.begin(), out.end(), [](const HeapshotClass& a, const HeapshotClass& b) {
+      if (a.bytes != b.bytes) return a.bytes > b.bytes;
+      if (a.objects != b.objects) return a.objects > b.objects;
+      if (a.name != b.name) return a.name < b.name;
+      return std::pair{a.klass, a.vtable} < std::pair{b.klass, b.vtable};
+    });
+    by_vtable_[i] = {};
+  }
+}
+
+HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to) {
+  HeapshotDiff d;
+  d.from = from.index;
+  d.to = to.index;
+  d.objects = static_cast<int64_t>(to.objects - from.objects);
+  d.bytes = static_cast<int64_t>(to.bytes - from.bytes);
+  std::map<std::pair<uint64_t, uint64_t>, HeapshotClassDelta> m;
+  auto entry = [&m](const HeapshotClass& c) -> HeapshotClassDelta& {
+    HeapshotClassDelta& x = m[{c.klass, c.vtable}];
+    if (x.name.empty()) {
+      x.klass = c.klass;
+      x.vtable = c.vtable;
+      x.name = c.name;
+    }
+    return x;
+  };
+  for (const HeapshotClass& c : from.classes) {
+    HeapshotClassDelta& x = entry(c);
+    x.from_objects += c.objects;
+    x.from_bytes += c.bytes;
+  }
+  for (const HeapshotClass& c : to.classes) {
+    HeapshotClassDelta& x = entry(c);
+    x.to_objects += c.objects;
+    x.to_bytes += c.bytes;
+  }
+  d.classes.reserve(m.size());
+  for (auto& [key, x] : m) {
+    x.objects = static_cast<int64_t>(x.to_objects - x.from_objects);
+    x.bytes = static_cast<int64_t>(x.to_bytes - x.from_bytes);
+    d.classes.push_back(std::move(x));
+  }
+  std::sort(d.classes.begin(), d.classes.end(), [](const HeapshotClassDelta& a, const HeapshotClassDelta& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.objects != b.objects) return a.objects > b.objects;
+    if (a.name != b.name) return a.name < b.name;
+    return std::pair{a.klass, a.vtable} < std::pair{b.klass, b.vtable};
+  });
+  return d;
+}
+
+}  // namespace mlpd
