@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +39,7 @@ constexpr uint32_t kMaxBuffers = 4096;        // 256 MiB in flight at most; beyo
 // is one the pool need not map and fault in), rarely when nothing is happening.
 constexpr auto kBusyTick = std::chrono::milliseconds(10);
 constexpr auto kIdleTick = std::chrono::milliseconds(100);
+constexpr int kExitWriteLimitSeconds = 5;  // longest the host's exit waits for the last writes
 
 void say(const std::string& line) {
   std::string l = line;
@@ -54,11 +58,10 @@ class Agent {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
     // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
-    shared_.wake_helper = [](void* self) {
-      auto* a = static_cast<Agent*>(self);
-      a->wake_.store(true, std::memory_order_relaxed);
-      a->cv_.notify_one();
-    };
+    // Only a write(2) to an eventfd: no user-space lock, so it is safe from any thread at any time,
+    // including the GC thread while the world is stopped (a condition variable's notify takes glibc's
+    // internal lock, which a suspended thread may hold).
+    shared_.wake_helper = [](void* self) { static_cast<Agent*>(self)->wake(); };
     shared_.wake_ctx = this;
   }
 
@@ -88,6 +91,7 @@ class Agent {
   }
 
   bool start_helper() {
+    if (!open_wakeup()) return false;
     // The helper must never receive the host's signals: block them all while creating it.
     sigset_t all, old;
     sigfillset(&all);
@@ -98,17 +102,36 @@ class Agent {
     return helper_started_;
   }
 
+  bool open_wakeup() {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return wake_fd_ >= 0;
+  }
+
+  void wake() {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);  // EAGAIN (counter full) still leaves it readable
+  }
+
   // Final flush and close; the first caller does it, later callers return at once.
   void shutdown() {
     if (shutting_down_.exchange(true)) return;
     hooks::end_remaining_threads();  // before the final round, so they are written
     hooks::stop();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+    stop_.store(true, std::memory_order_release);
+    wake();
+    if (helper_started_ && !pthread_equal(pthread_self(), helper_)) {
+      // Bounded: an output that stops draining (a pipe whose reader never reads) must not hang the
+      // host's exit. After the limit the data still in flight is given up, with one message.
+      timespec deadline;
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += kExitWriteLimitSeconds;
+      if (pthread_timedjoin_np(helper_, nullptr, &deadline) != 0) {
+        failed_ = true;
+        say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
+            " s (" + sink_->describe() + "); the rest is lost");
+        return;
+      }
     }
-    cv_.notify_all();
-    if (helper_started_ && !pthread_equal(pthread_self(), helper_)) pthread_join(helper_, nullptr);
     if (!failed_ && !sink_->close()) report_failure();
     registry_.disable();
     if (options_.verbose) {
@@ -137,24 +160,28 @@ class Agent {
   void helper_main() {
     auto last_live = std::chrono::steady_clock::now();
     const auto flush_every = std::chrono::milliseconds(options_.flush_ms);
-    std::unique_lock<std::mutex> lock(mutex_);
     bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
-    while (!stop_) {
-      cv_.wait_for(lock, std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every),
-                   [&] { return stop_ || wake_.exchange(false, std::memory_order_relaxed); });
-      if (stop_) break;
-      lock.unlock();
+    while (!stop_.load(std::memory_order_acquire)) {
+      const auto tick = std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
+      pollfd p{wake_fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(tick.count())) > 0) {
+        uint64_t n;
+        (void)!::read(wake_fd_, &n, sizeof n);
+      }
+      if (stop_.load(std::memory_order_acquire)) break;
       const auto now = std::chrono::steady_clock::now();
       const bool live = now - last_live >= flush_every;
       if (live) last_live = now;
       const uint64_t before = flusher_.stats().buffers_written;
       round(live);
       busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
-      lock.lock();
     }
-    lock.unlock();
-    // Final: everything committed, including threads that are still running or never exited.
-    for (int i = 0; i < 3; ++i) round(true);
+    // Final: everything committed, including threads that are still running or never exited. A push
+    // another thread has half done holds the queue up: wait for it a little (bounded).
+    for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
+      if (i >= 3) sched_yield();
+      round(true);
+    }
   }
 
   // The round's pieces go to the sink straight from the buffers (no copy: fresh memory is expensive
@@ -196,12 +223,10 @@ class Agent {
 
   pthread_t helper_{};
   bool helper_started_ = false;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  int wake_fd_ = -1;               // eventfd: threads and shutdown wake the helper through it
+  std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> failed_{false};
-  std::atomic<bool> wake_{false};  // a thread asked for a round now (see WriterShared::wake_helper)
   uint64_t rounds_ = 0;
 };
 

@@ -53,11 +53,16 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
   pending_.clear();
   pieces_.clear();
   drain_queue();
+  queue_blocked_ = false;
   if (live_slices) {
     registry_.for_each([&](rt::ThreadLog& log) {
       if (rt::LogBuffer* b = log.current()) live_.push_back({b, b->committed.load(std::memory_order_acquire)});
     });
     drain_queue();
+    if (shared_.queue->blocked()) {
+      queue_blocked_ = true;
+      live_.clear();  // a thread's older buffer may be behind the half-done push: slice next round
+    }
   }
   stats_.meta_events += meta_.take(bytes_, now);
   add_own(0);

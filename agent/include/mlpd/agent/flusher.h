@@ -3,7 +3,9 @@
 // A round (docs/design.md, "The writer's concurrency protocol"):
 //   1. pop every full buffer from the flush queue;
 //   2. under the registry mutex, note each thread's current buffer and its committed length;
-//   3. pop the queue again (a buffer published before the current one we noted is in it now);
+//   3. pop the queue again (a buffer published before the current one we noted is in it now, unless
+//      another thread's push is half done and holds the queue up: then no live slice is written this
+//      round, since an older buffer of the same thread may be stuck behind that push);
 //   4. take the metadata stream (everything any event captured in 1-3 can reference is in it,
 //      because each thread added its metadata before committing the events that use it);
 //   5. write, in this order, the metadata, the popped buffers' unwritten parts (queue order is each
@@ -50,6 +52,8 @@ class Flusher {
   void round(std::vector<uint8_t>& out, bool live_slices, uint64_t now);
 
   const FlushStats& stats() const { return stats_; }
+  // The last round met a half-done push (see FlushQueue::blocked) and so wrote no live slices.
+  bool queue_blocked() const { return queue_blocked_; }
 
  private:
   struct Slice {
@@ -69,6 +73,7 @@ class Flusher {
   std::vector<uint8_t> bytes_;
   std::vector<PendingPiece> pending_;
   std::vector<Piece> pieces_;
+  bool queue_blocked_ = false;
 
   rt::WriterShared& shared_;
   rt::ThreadRegistry& registry_;

@@ -47,6 +47,9 @@ class FlushQueue {
   void push(LogBuffer* buffer);
   // Next buffer, or nullptr when the queue is empty or a push is half done (try again later).
   LogBuffer* pop();
+  // After pop() returned nullptr: true when that was a push still half done, not an empty queue (a
+  // producer between its exchange and its link; everything pushed after it waits behind it).
+  bool blocked() const { return tail_ != head_.load(std::memory_order_acquire) || tail_->queue_next.load(std::memory_order_acquire); }
 
  private:
   std::atomic<LogBuffer*> head_;
