@@ -67,6 +67,12 @@ class Agent {
 
   const Options& options() const { return options_; }
   void set_sink(std::unique_ptr<OutputSink> sink) { sink_ = std::move(sink); }
+  // Closes the output opened for a start that then failed, and removes the file if we created one.
+  void abandon_output(const ResolvedOutput& where) {
+    if (!sink_) return;
+    sink_->close();
+    if (where.kind == ResolvedOutput::Kind::File) ::unlink(where.target.c_str());
+  }
   rt::WriterShared& shared() { return shared_; }
   rt::ThreadRegistry& registry() { return registry_; }
   rt::MetaLog& meta() { return meta_; }
@@ -276,8 +282,32 @@ void start(std::string_view text) {
   auto* agent = new (std::nothrow) Agent(std::move(options));
   if (!agent) return;
   const Options& o = agent->options();
-  // Hooks first: they check what only Mono can (the callspec, being early enough). Nothing fires
-  // before the runtime starts, and if the output cannot be opened they are stopped again.
+  // The output first: if it cannot be opened, Mono is left untouched (no callbacks, no allocation
+  // instrumentation) and the program runs at full speed.
+  const ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
+  // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
+  // MLPD_OPTIONS and LD_PRELOAD.
+  std::vector<char*> child_env;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "MLPD_OPTIONS=", 13) != 0 && std::strncmp(*e, "LD_PRELOAD=", 11) != 0) child_env.push_back(*e);
+  }
+  child_env.push_back(nullptr);
+  SinkOptions sink_options;
+  sink_options.child_env = child_env.data();
+  std::unique_ptr<OutputSink> sink =
+      open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
+                o.zip, error, sink_options);
+  if (!sink) {
+    say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
+    return;
+  }
+  agent->set_sink(std::move(sink));
+  if (std::string why; !agent->write_header(why)) {
+    say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
+    return;
+  }
+  // Then the hooks. They check what only Mono can (the callspec, being early enough); if that fails,
+  // the file just created is removed again, so a refused configuration leaves nothing behind.
   hooks::HookConfig config;
   config.mask = o.effective_mask;
   config.calls = o.calls;
@@ -298,31 +328,8 @@ void start(std::string_view text) {
   lp.sample_freq = o.sample_freq;
   hooks::seed_log_profiler_settings(lp);
   if (!hooks::install(config, env, error)) {
+    agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
-    return;
-  }
-  const ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
-  // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
-  // MLPD_OPTIONS and LD_PRELOAD.
-  std::vector<char*> child_env;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "MLPD_OPTIONS=", 13) != 0 && std::strncmp(*e, "LD_PRELOAD=", 11) != 0) child_env.push_back(*e);
-  }
-  child_env.push_back(nullptr);
-  SinkOptions sink_options;
-  sink_options.child_env = child_env.data();
-  std::unique_ptr<OutputSink> sink =
-      open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
-                o.zip, error, sink_options);
-  if (!sink) {
-    hooks::stop();
-    say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
-    return;
-  }
-  agent->set_sink(std::move(sink));
-  if (std::string why; !agent->write_header(why)) {
-    hooks::stop();
-    say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
     return;
   }
   g_agent = agent;

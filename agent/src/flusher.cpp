@@ -70,6 +70,9 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
     write_slice(*b, b->committed.load(std::memory_order_acquire), true);
   }
   for (const Slice& s : live_) {
+    // Nothing committed: the owner may already have given this buffer back to the pool (retire), so
+    // it must not be touched.
+    if (s.end == 0) continue;
     if (std::find(popped_.begin(), popped_.end(), s.buffer) != popped_.end()) continue;  // written above
     write_slice(*s.buffer, s.end, false);
   }

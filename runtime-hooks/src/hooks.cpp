@@ -105,16 +105,18 @@ bool is_known(std::unordered_set<uint64_t>& set, uint64_t p) {
   return set.count(p) != 0;
 }
 
-// Adds `e` to the MetaLog and marks `p` described, unless another thread did it meanwhile.
-void publish(std::unordered_set<uint64_t>& set, uint64_t p, Event& e) {
+// Adds `e` to the MetaLog and marks `p` described, unless another thread did it meanwhile. `force`
+// (the runtime's own load callbacks) describes it again even if the address was seen: after an
+// AppDomain unload Mono reuses the addresses of freed classes and vtables for new ones.
+void publish(std::unordered_set<uint64_t>& set, uint64_t p, Event& e, bool force = false) {
   std::lock_guard<std::mutex> lock(g->known_mutex);
-  if (set.count(p)) return;
+  if (!force && set.count(p)) return;
   g->env.meta->add(e, now_ns);
   set.insert(p);
 }
 
-void ensure_image(MonoImage* image) {
-  if (!image || is_known(g->images, u(image))) return;
+void ensure_image(MonoImage* image, bool force = false) {
+  if (!image || (!force && is_known(g->images, u(image)))) return;
   Event e;
   e.kind = EventKind::image_load;
   e.ptr = u(image);
@@ -122,11 +124,11 @@ void ensure_image(MonoImage* image) {
   const char* guid = mono.mono_image_get_guid(image);
   e.name = file ? file : "";
   e.mvid = guid ? guid : "";
-  publish(g->images, u(image), e);
+  publish(g->images, u(image), e, force);
 }
 
-void ensure_class(MonoClass* k) {
-  if (!k || is_known(g->classes, u(k))) return;
+void ensure_class(MonoClass* k, bool force = false) {
+  if (!k || (!force && is_known(g->classes, u(k)))) return;
   MonoImage* image = mono.mono_class_get_image(k);
   ensure_image(image);
   Event e;
@@ -134,11 +136,11 @@ void ensure_class(MonoClass* k) {
   e.ptr = u(k);
   e.ptr2 = u(image);
   e.name = class_name(k);
-  publish(g->classes, u(k), e);
+  publish(g->classes, u(k), e, force);
 }
 
-void ensure_vtable_slow(MonoVTable* vt) {
-  if (is_known(g->vtables, u(vt))) return;
+void ensure_vtable_slow(MonoVTable* vt, bool force = false) {
+  if (!force && is_known(g->vtables, u(vt))) return;
   MonoClass* k = mono.mono_vtable_class(vt);
   ensure_class(k);
   MonoDomain* d = mono.mono_vtable_domain(vt);
@@ -147,7 +149,7 @@ void ensure_vtable_slow(MonoVTable* vt) {
   e.ptr = u(vt);
   e.ptr2 = d ? static_cast<uint64_t>(mono.mono_domain_get_id(d)) : 0;
   e.ptr3 = u(k);
-  publish(g->vtables, u(vt), e);
+  publish(g->vtables, u(vt), e, force);
 }
 
 inline void ensure_vtable(MonoVTable* vt) {
@@ -277,7 +279,7 @@ void on_context_unloaded(MonoProfiler*, MonoAppContext* c) {
                 static_cast<uint64_t>(mono.mono_context_get_domain_id(c)));
 }
 void on_image_loaded(MonoProfiler*, MonoImage* image) {
-  if (active()) ensure_image(image);
+  if (active()) ensure_image(image, true);
 }
 void on_image_unloading(MonoProfiler*, MonoImage* image) {
   if (!active()) return;
@@ -297,11 +299,11 @@ void on_assembly_unloading(MonoProfiler*, MonoAssembly* a) {
   if (active()) assembly_event(EventKind::assembly_unload, a);
 }
 void on_class_loaded(MonoProfiler*, MonoClass* k) {
-  if (active()) ensure_class(k);
+  if (active()) ensure_class(k, true);
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;
-  ensure_vtable_slow(vt);
+  ensure_vtable_slow(vt, true);
 }
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   if (!active()) return;

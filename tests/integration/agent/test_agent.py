@@ -245,6 +245,25 @@ def check_logprofiler_api(workdir):
           flush=True)
 
 
+def check_domain_reuse(workdir):
+    """After AppDomain unloads Mono reuses vtable addresses: each new vtable is described again, as many
+    times as Mono's own profiler does, and every allocation resolves to a class."""
+    out = os.path.join(workdir, "domains.mlpd")
+    theirs = os.path.join(workdir, "domains-mono.mlpd")
+    p = t.run([t.MONO, t.program("domainloop")], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"alloc,output={out}"))
+    t.check(p.returncode == 0 and p.stdout.strip() == "30 domains", "domains: program failed under the agent")
+    t.mono_log_profile("domainloop", "alloc", theirs)
+    count = lambda f: sum(1 for l in t.run([t.MLPD, "dump", f]).stdout.splitlines()
+                          if " vtable_load " in l and " Worker" in l)
+    ours, mono = count(out), count(theirs)
+    t.check(ours == mono and ours >= 31, f"domains: {ours} Worker vtable descriptions, Mono writes {mono}")
+    rc, v, _ = t.verify_json(out, strict=True)
+    t.check(rc == 0 and v["ok"], f"domains: verify --strict: {v and v['errors'][:3]}")
+    rep = t.run([t.MPROF_REPORT, out]).stdout
+    t.check("unresolved class" not in rep, "domains: mprof-report has unresolved classes")
+    print(f"ok  30 AppDomains: {ours} Worker vtables described (Mono {mono})", flush=True)
+
+
 def check_aot_id(workdir):
     """An AOT-compiled entry assembly: the file carries its AOT id (a GUID) once, as Mono's does."""
     import shutil
@@ -275,6 +294,7 @@ def main():
         check_profile_switch(workdir)
         check_default_name(workdir)
         check_aot_id(workdir)
+        check_domain_reuse(workdir)
         check_logprofiler_api(workdir)
     t.finish("agent")
 
