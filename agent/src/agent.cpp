@@ -154,7 +154,7 @@ class Agent {
     shutting_down_.store(true);
     failed_ = true;
     hooks::stop();
-    registry_.disable();
+    registry_.forget_in_fork_child();
   }
 
  private:

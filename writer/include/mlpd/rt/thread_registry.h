@@ -34,6 +34,13 @@ class ThreadRegistry {
   // Retires and unregisters the calling thread's log (thread exit; also safe to call twice).
   void thread_exit();
 
+  // In a fork child: the registry's mutex may have been held by a thread that does not exist there,
+  // so nothing may take it again. Thread exits in the child then leave the registry alone.
+  void forget_in_fork_child() {
+    disable();
+    instance_ = nullptr;
+  }
+
   // Calls fn(ThreadLog&) for every registered log, under the registry mutex.
   template <typename Fn>
   void for_each(Fn&& fn) {
