@@ -18,10 +18,8 @@ gzip -1 -c "$work/big.mlpd" > "$work/big.mlpd.gz"
 bytes=$(stat -c %s "$work/big.mlpd")
 echo "file: $bytes bytes ($(( bytes / 1000000 )) MB), gzip: $(stat -c %s "$work/big.mlpd.gz") bytes"
 
-# cpu_seconds CMD...: user+sys CPU seconds of one run (output discarded).
-cpu_seconds() {
-  local t0 t1
-  t0=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
+# run_seconds CMD...: "cpu wall" seconds of one run (output discarded); the figures use wall time.
+run_seconds() {
   /usr/bin/time -f "%U %S %e" -o "$work/time" "$@" >/dev/null 2>&1 || true
   awk '{printf "%.3f %.3f\n", $1+$2, $3}' "$work/time"
 }
@@ -29,9 +27,9 @@ cpu_seconds() {
 best() { sort -n | head -n1; }
 : > "$work/mlpd"; : > "$work/mlpdgz"; : > "$work/mprof"
 for ((i = 0; i < runs; i++)); do
-  cpu_seconds "$mlpd" verify "$work/big.mlpd" >> "$work/mlpd"
-  cpu_seconds "$mlpd" verify "$work/big.mlpd.gz" >> "$work/mlpdgz"
-  cpu_seconds mprof-report "$work/big.mlpd" >> "$work/mprof"
+  run_seconds "$mlpd" verify "$work/big.mlpd" >> "$work/mlpd"
+  run_seconds "$mlpd" verify "$work/big.mlpd.gz" >> "$work/mlpdgz"
+  run_seconds mprof-report "$work/big.mlpd" >> "$work/mprof"
 done
 m=$(cut -d' ' -f2 "$work/mlpd" | best)
 g=$(cut -d' ' -f2 "$work/mlpdgz" | best)

@@ -143,9 +143,10 @@ def check_case(case, workdir):
 
 def check_non_mono(workdir):
     for cmd in (["sh", "-c", "echo hi; exit 7"], ["python3", "-c", "print(40 + 2)"], ["ls", "/"]):
-        plain = t.run(cmd, env=env_with())
+        plain = t.run(cmd, env=env_with(), cwd=workdir)
         before = set(os.listdir(workdir))
-        pre = t.run(cmd, env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="calls,alloc"))
+        # Run inside workdir: a default output file (output.<pid>.mlpd) would appear there.
+        pre = t.run(cmd, env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="calls,alloc"), cwd=workdir)
         t.check((pre.stdout, pre.stderr, pre.returncode) == (plain.stdout, plain.stderr, plain.returncode),
                 f"non-Mono {cmd[0]}: behaviour changed under LD_PRELOAD")
         t.check(set(os.listdir(workdir)) == before, f"non-Mono {cmd[0]}: files were created")
@@ -154,7 +155,8 @@ def check_non_mono(workdir):
 
 def check_bad_option_and_help(workdir):
     plain = run_plain("calls")
-    bad = t.run([t.MONO, t.program("calls")], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="calls,bogus=1"))
+    bad = t.run([t.MONO, t.program("calls")], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="calls,bogus=1"),
+                cwd=workdir)
     t.check(bad.stdout == plain.stdout and bad.returncode == plain.returncode, "bad option: program changed")
     lines = [l for l in bad.stderr.splitlines() if l.strip()]
     t.check(len(lines) == 1 and "bogus" in lines[0], f"bad option: expected one line naming it, got {lines}")

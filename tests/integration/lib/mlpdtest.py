@@ -34,10 +34,10 @@ def finish(name):
     sys.exit(0)
 
 
-def run(cmd, timeout=120, input_bytes=None, env=None):
+def run(cmd, timeout=120, input_bytes=None, env=None, cwd=None):
     """Runs cmd; returns CompletedProcess with text stdout/stderr (bytes decoded leniently)."""
     p = subprocess.run(cmd, input=input_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=env)
+                       timeout=timeout, env=env, cwd=cwd)
     p.stdout = p.stdout.decode("utf-8", "replace")
     p.stderr = p.stderr.decode("utf-8", "replace")
     return p

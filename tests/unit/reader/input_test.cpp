@@ -1,6 +1,8 @@
 // Input: files and stdin, plain and gzip (one or several members), truncated and corrupt gzip.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,25 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("mlpd_input_test_" + std::to_string(getpid()) + "_" + std::to_string(++n));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const Bytes& bytes) const {
-    const fs::path p = path / name;
-    std::ofstream out(p, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return p.string();
-  }
-};
+using mlpd::test::TempDir;
 
 struct Sample {
   std::vector<ThreadBuffer> buffers;

@@ -1,6 +1,8 @@
 // Output sinks: files, gzip, pipes to commands, inherited descriptors, failure states and SIGPIPE safety.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,19 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("mlpd_sink_test_" + std::to_string(getpid()) + "_" + std::to_string(++n));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using mlpd::test::TempDir;
 
 Bytes read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
