@@ -10,20 +10,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
+#include "mlpd/format.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/rt/clock.h"
@@ -340,6 +338,15 @@ void start(std::string_view text) {
   }
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
+  // Parsed and checked, not acted on yet (issues 4 and 5): say so once rather than ignore silently.
+  std::string later;
+  if (o.sample_mode != SampleMode::None) later += "sample, ";
+  if (o.heapshot_mode != format::HEAPSHOT_NONE || o.heapshot_on_shutdown) later += "heapshot, ";
+  if (o.port || o.bind_given) later += "port/bind, ";
+  if (!later.empty()) {
+    later.resize(later.size() - 2);
+    say("mlpd: " + later + " not implemented in this build yet; ignored (the other events are recorded)");
+  }
   if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
 }
 
