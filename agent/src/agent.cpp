@@ -22,6 +22,7 @@
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
+#include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/rt/clock.h"
@@ -324,7 +325,8 @@ void start(std::string_view text) {
   lp.heapshot_gc = o.heapshot_gc;
   lp.sample_mode = static_cast<uint8_t>(o.sample_mode);
   lp.sample_freq = o.sample_freq;
-  hooks::seed_log_profiler_settings(lp);
+  hooks::seed_log_profiler_settings(lp);  // also the heapshot policy
+  hooks::set_heapshot_on_shutdown(o.heapshot_on_shutdown);
   if (!hooks::install(config, env, error)) {
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
@@ -341,7 +343,6 @@ void start(std::string_view text) {
   // Parsed and checked, not acted on yet (issues 4 and 5): say so once rather than ignore silently.
   std::string later;
   if (o.sample_mode != SampleMode::None) later += "sample, ";
-  if (o.heapshot_mode != format::HEAPSHOT_NONE || o.heapshot_on_shutdown) later += "heapshot, ";
   if (o.port || o.bind_given) later += "port/bind, ";
   if (!later.empty()) {
     later.resize(later.size() - 2);

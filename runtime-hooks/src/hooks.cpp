@@ -20,6 +20,7 @@
 #include <new>
 #include <unordered_set>
 
+#include "hooks_detail.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
@@ -227,6 +228,7 @@ void on_shutdown_begin(MonoProfiler*) {
       g->env.meta->add(e, now_ns);
     }
   }
+  if (active()) heapshot::shutdown_begin();  // heapshot-on-shutdown: a collection on this thread
   if (g->env.on_shutdown_begin) g->env.on_shutdown_begin();
 }
 void on_shutdown_end(MonoProfiler*) {
@@ -441,17 +443,20 @@ void on_monitor_failed(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_FAI
 
 // -- GC
 
-void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool) {
+// Mono's order: the GC event, then at world stop the sync point and HEAP_START (heapshot.cpp), at
+// world start the heap walk and HEAP_END, then the sync point.
+void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool serial) {
   if (!active()) return;
   if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) g_in_gc.store(1, std::memory_order_relaxed);
   rt::ThreadLog* l = log();
+  const bool sync = (g_mask.load(std::memory_order_relaxed) & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
   if (l) {
     const uint64_t now = now_ns();
-    const bool sync = (g_mask.load(std::memory_order_relaxed) & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
-    if (sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_START);
     if (enabled(MASK_GC)) rt::write_gc_event(*l, now, static_cast<uint8_t>(event), static_cast<uint8_t>(generation));
     if (sync && event == MONO_GC_EVENT_POST_STOP_WORLD) rt::write_sync_point(*l, now, SYNC_POINT_WORLD_STOP);
   }
+  heapshot::gc_event(l, event, generation, serial != 0);
+  if (l && sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now_ns(), SYNC_POINT_WORLD_START);
   if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) g_in_gc.store(0, std::memory_order_relaxed);
 }
 
@@ -617,6 +622,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
   }
   set_event_mask(config.mask);
+  heapshot::install();
   g_active.store(true, std::memory_order_release);
   return true;
 }
@@ -657,6 +663,22 @@ void set_max_frames(uint32_t frames) {
   g_maxframes.store((g && g->cfg.calls) ? 0 : std::min<uint32_t>(frames, kMaxFrames));
 }
 bool calls_enabled() { return g && g->cfg.calls; }
+
+namespace detail {
+rt::ThreadLog* thread_log() { return g ? g->env.registry->get() : nullptr; }
+bool active() { return hooks::active(); }
+bool runtime_ready() { return g_runtime_ready.load(std::memory_order_acquire); }
+void heapshot_roots(bool on) {
+  if (!g) return;
+  const uint32_t mask = g_mask.load(std::memory_order_relaxed);
+  const bool roots = (mask & MASK_GC_ROOT) && (on || g->cfg.roots_every_gc);
+  mono.mono_profiler_set_gc_roots_callback(g->handle, roots ? on_gc_roots : nullptr);
+}
+bool try_lock_known() { return g && g->known_mutex.try_lock(); }
+void unlock_known() { g->known_mutex.unlock(); }
+bool vtable_known(uint64_t vtable) { return g->vtables.count(vtable) != 0; }
+bool class_known(uint64_t klass) { return g->classes.count(klass) != 0; }
+}  // namespace detail
 
 void end_remaining_threads() {
   if (!g) return;

@@ -33,9 +33,12 @@
 //   program sets is the mode it gets (and reads back).
 // * GetStackTraceFrames returns the depth in effect (max_frames()), which is 0 with `calls` (no
 //   backtraces then); Mono returns its configured value there although it takes no backtraces either.
-// * Heapshots (issue 5) and sampling (issue 4) are not implemented yet: their settings are stored and
-//   read back, nothing else. SetSampleMode therefore returns false ("not applied"; Mono returns true
-//   when its profiler owns sampling), and TriggerHeapshot does nothing.
+// * The heapshot settings are handed to the heapshot engine (heapshot.h) at once. TriggerHeapshot takes
+//   the heapshot before it returns (a forced collection on the calling thread); Mono's only requests
+//   one, taken later by a collection its finalizer thread forces. Two calls are two heapshots.
+// * Sampling (issue 4) is not implemented yet: its settings are stored and read back, nothing else.
+//   SetSampleMode therefore returns false ("not applied"; Mono returns true when its profiler owns
+//   sampling).
 // * Setters take one mutex, so that two threads changing different event bits do not lose one of the
 //   changes (read-modify-write of the mask). The command port changes the mask through the same hooks
 //   API without this mutex; a race between the two can lose one change, never corrupt anything.
@@ -51,6 +54,7 @@
 #include <mutex>
 
 #include "mlpd/format.h"
+#include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 
 namespace mlpd::hooks {
@@ -94,6 +98,11 @@ int32_t heapshot_to_managed(uint8_t mode) {
   }
 }
 
+// Called with the mutex held, after any heapshot setting changed.
+void apply_heapshot_settings(const LogProfilerSettings& s) {
+  set_heapshot_policy(s.heapshot_mode, s.heapshot_gc, s.heapshot_ms);
+}
+
 uint32_t non_negative(int32_t v) { return v < 0 ? 0u : static_cast<uint32_t>(v); }
 int32_t as_int32(uint32_t v) { return static_cast<int32_t>(std::min<uint32_t>(v, INT32_MAX)); }
 
@@ -112,7 +121,7 @@ void SetCallDepth(int32_t value) {
   set_call_depth(non_negative(value));
 }
 
-// -- heapshots (stored only: issue 5)
+// -- heapshots
 
 int32_t GetHeapshotMode() {
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -123,6 +132,7 @@ void SetHeapshotMode(int32_t value) {
   if (!heapshot_from_managed(value, mode)) return;
   std::lock_guard<std::mutex> lock(state().mutex);
   state().settings.heapshot_mode = mode;
+  apply_heapshot_settings(state().settings);
 }
 int32_t GetHeapshotMillisecondsFrequency() {
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -131,6 +141,7 @@ int32_t GetHeapshotMillisecondsFrequency() {
 void SetHeapshotMillisecondsFrequency(int32_t value) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().settings.heapshot_ms = non_negative(value);
+  apply_heapshot_settings(state().settings);
 }
 int32_t GetHeapshotCollectionsFrequency() {
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -139,10 +150,10 @@ int32_t GetHeapshotCollectionsFrequency() {
 void SetHeapshotCollectionsFrequency(int32_t value) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().settings.heapshot_gc = non_negative(value);
+  apply_heapshot_settings(state().settings);
 }
-// Deliberately a no-op until heapshots exist (issue 5). Under Mono's profiler it requests a heap walk
-// at the next collection, which happens only in ON_DEMAND mode.
-void TriggerHeapshot() {}
+// A heapshot now, on this (managed, hence attached) thread: see the decisions above.
+void TriggerHeapshot() { heapshot_now(); }
 
 // -- sampling (stored only: issue 4)
 
@@ -227,6 +238,7 @@ const Icall kIcalls[] = {
 void seed_log_profiler_settings(const LogProfilerSettings& settings) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().settings = settings;
+  apply_heapshot_settings(settings);
 }
 
 LogProfilerSettings log_profiler_settings() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles every tests/programs/*.cs into the output directory given as $1.
-# LogCount.cs and logprofiler_api.cs are compiled against Mono 6.8's Mono.Profiler.Log.dll.
+# LogCount.cs, logprofiler_api.cs and heapshot_live.cs are compiled against Mono 6.8's Mono.Profiler.Log.dll.
 # Usage: build_programs.sh OUTDIR     (exits non-zero on any failure)
 set -euo pipefail
 
@@ -22,7 +22,7 @@ shopt -s nullglob
 for src in "$here"/*.cs; do
     name="$(basename "$src" .cs)"
     extra=()
-    if [ "$name" = "LogCount" ] || [ "$name" = "logprofiler_api" ]; then
+    if [ "$name" = "LogCount" ] || [ "$name" = "logprofiler_api" ] || [ "$name" = "heapshot_live" ]; then
         if [ ! -f "$PROFLOG_DLL" ]; then
             echo "build_programs.sh: $PROFLOG_DLL not found" >&2
             status=1

@@ -189,6 +189,9 @@ inline constexpr uint8_t HEAPSHOT_MAJOR = 1;
 inline constexpr uint8_t HEAPSHOT_ON_DEMAND = 2;
 inline constexpr uint8_t HEAPSHOT_X_GC = 3;
 inline constexpr uint8_t HEAPSHOT_X_MS = 4;
+// References per TYPE_HEAP_OBJECT event: SGen's heap walk hands an object's references over in chunks
+// of at most this many (REFS_SIZE in sgen-mono.c); each chunk is one event, only the first with the size.
+inline constexpr uint32_t kHeapRefsPerEvent = 128;
 
 inline constexpr uint8_t event_type(uint8_t event_byte) { return event_byte & 0x0F; }
 inline constexpr uint8_t event_ext(uint8_t event_byte) { return event_byte & 0xF0; }

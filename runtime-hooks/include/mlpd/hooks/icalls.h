@@ -9,9 +9,9 @@
 
 namespace mlpd::hooks {
 
-// The heapshot and sampling settings as LogProfiler sets them. Nothing in the agent acts on them yet
-// (sampling: issue 4, heapshots: issue 5): they are only stored, so that what a program sets it reads
-// back. Those features will read them from here.
+// The heapshot and sampling settings as LogProfiler sets them, so that what a program sets it reads
+// back. The heapshot ones are also handed to the heapshot engine (heapshot.h) whenever they change;
+// the sampling ones are only stored (issue 4).
 struct LogProfilerSettings {
   uint8_t heapshot_mode = 0;   // format::HEAPSHOT_* (Mono's internal numbering, NOT the managed enum's)
   uint32_t heapshot_ms = 0;    // HEAPSHOT_X_MS: at most every this many milliseconds
@@ -20,8 +20,9 @@ struct LogProfilerSettings {
   uint32_t sample_freq = 100;  // Hz (Mono's default)
 };
 
-// Sets the starting values (from the options), before the program can change them. Optional: without
-// it the settings start as Mono's defaults (no heapshots, no sampling at 100 Hz).
+// Sets the starting values (from the options), before the program can change them, and applies the
+// heapshot policy. Optional: without it the settings start as Mono's defaults (no heapshots, no
+// sampling at 100 Hz).
 void seed_log_profiler_settings(const LogProfilerSettings& settings);
 
 // The current settings (a consistent snapshot).

@@ -88,6 +88,11 @@ namespace mlpd::hooks {
   X(mono_jit_info_get_code_size)                       \
   X(mono_object_get_vtable)                            \
   X(mono_object_get_size)                              \
+  X(mono_gc_collect)                                   \
+  X(mono_gc_max_generation)                            \
+  X(mono_gc_get_generation)                            \
+  X(mono_gc_walk_heap)                                 \
+  X(mono_gc_finalize_notify)                           \
   X(mono_stack_walk_no_il)                             \
   X(mono_free)
 

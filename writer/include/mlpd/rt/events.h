@@ -229,4 +229,35 @@ inline void write_heap_object(ThreadLog& log, uint64_t time, uint64_t obj, uint6
   log.commit(p);
 }
 
+// Metadata written into a thread's own buffer rather than the shared MetaLog: for the heap walk, which
+// runs with the world stopped and so may not take the MetaLog's lock. Earlier in the same buffer is
+// earlier in the file, so what follows in that buffer may reference it. TYPE_VTABLE: domain id, class.
+inline void write_vtable_load(ThreadLog& log, uint64_t time, uint64_t vtable, uint64_t domain, uint64_t klass) {
+  uint8_t* p = log.reserve(kHead + 1 + 3 * kMaxLeb128);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_METADATA | TYPE_END_LOAD;
+  p = log.put_time(p, time);
+  *p++ = TYPE_VTABLE;
+  p = log.put_ptr(p, vtable);
+  p = log.put_ptr(p, domain);
+  p = log.put_ptr(p, klass);
+  log.commit(p);
+}
+
+// TYPE_CLASS load: image, name (`name_len` bytes, no NUL inside; the NUL is added). `name_len` must
+// leave room in one buffer (callers bound it).
+inline void write_class_load(ThreadLog& log, uint64_t time, uint64_t klass, uint64_t image, const char* name,
+                             size_t name_len) {
+  uint8_t* p = log.reserve(kHead + 1 + 2 * kMaxLeb128 + name_len + 1);
+  if (!p) [[unlikely]] return;
+  *p++ = TYPE_METADATA | TYPE_END_LOAD;
+  p = log.put_time(p, time);
+  *p++ = TYPE_CLASS;
+  p = log.put_ptr(p, klass);
+  p = log.put_ptr(p, image);
+  for (size_t i = 0; i < name_len; ++i) *p++ = static_cast<uint8_t>(name[i]);
+  *p++ = 0;
+  log.commit(p);
+}
+
 }  // namespace mlpd::rt
