@@ -58,6 +58,13 @@ bool pending() {
   return g_requested.load(std::memory_order_acquire) > g_begun.load(std::memory_order_acquire);
 }
 
+// Forces major collections on the calling (attached) thread until no request is pending. A forced
+// collection is serial, but one that only finishes a concurrent collection already under way is not
+// walked; the second one is. Bounded: a request that still cannot be served waits for a later one.
+void collect_while_pending() {
+  for (int i = 0; i < 2 && pending() && detail::active(); ++i) mono.mono_gc_collect(g_gc.max_generation);
+}
+
 uint64_t add_request() {
   const uint64_t ticket = g_begun.load(std::memory_order_acquire) + 1;
   uint64_t cur = g_requested.load(std::memory_order_relaxed);
@@ -216,7 +223,7 @@ uint64_t heapshot_now() {
   const uint64_t ticket = add_request();
   // A forced collection is major and serial: it serves the request (unless another collection that
   // began after the request already did).
-  if (g_bound && detail::active() && detail::runtime_ready()) mono.mono_gc_collect(g_gc.max_generation);
+  if (g_bound && detail::runtime_ready()) collect_while_pending();
   return ticket;
 }
 
@@ -226,9 +233,7 @@ namespace {
 // The finalizer thread ran its finalizers (it is woken by every collection with finalizable objects,
 // and by wake_finalizer()): if a request is pending, force the major collection that serves it. On a
 // handle of its own, so that hooks.cpp's finalization events are installed independently of it.
-void on_finalized(MonoProfiler*) {
-  if (pending() && detail::active()) mono.mono_gc_collect(g_gc.max_generation);
-}
+void on_finalized(MonoProfiler*) { collect_while_pending(); }
 }  // namespace
 
 void install() {
