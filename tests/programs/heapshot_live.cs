@@ -8,11 +8,19 @@
 //   trigger N: N calls of LogProfiler.TriggerHeapshot(), garbage between them (GC.Collect() instead
 //              when no profiler is attached; the runtime then prints its missing-icall warning)
 //   idle:      neither (heapshot-on-shutdown)
+//   churn N:   N allocations of Kept objects (200-byte payload), at most 150000 kept at a time: the
+//              major heap fills, so the runtime starts major collections itself (concurrent ones
+//              with major=marksweep-conc)
 // Output: "live: 100000", "checksum: ..." and "done"; exit status 3 (checked by the tests: a
 // profiler must leave it unchanged).
 using System;
 using System.Runtime.CompilerServices;
 using Mono.Profiler.Log;
+
+sealed class Kept
+{
+    public byte[] Payload;
+}
 
 sealed class LiveNode
 {
@@ -46,6 +54,16 @@ static class HeapshotLiveProgram
         dead = null;
     }
 
+    static void Churn(int n)
+    {
+        var kept = new System.Collections.Generic.List<Kept>();
+        for (int i = 0; i < n; i++) {
+            kept.Add(new Kept { Payload = new byte[200] });
+            if (kept.Count > 150000) kept.RemoveRange(0, 50000);
+        }
+        sink += kept.Count;
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     static void Trigger() { LogProfiler.TriggerHeapshot(); }
 
@@ -55,7 +73,8 @@ static class HeapshotLiveProgram
         int n = args.Length > 1 ? int.Parse(args[1]) : 3;
         Build();
         Garbage(20000);
-        for (int i = 0; i < n && mode != "idle"; i++) {
+        if (mode == "churn") Churn(n);
+        for (int i = 0; i < n && (mode == "collect" || mode == "trigger"); i++) {
             if (mode == "trigger" && LogProfiler.IsAttached)
                 Trigger();
             else

@@ -30,6 +30,7 @@ import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
 LIVE = 100000
+CHURN = ("churn", "300000")
 BIG_NURSERY = {"MONO_GC_PARAMS": "nursery-size=64m"}
 
 SHOT_RE = re.compile(r"^\tHeap shot (\d+) at [\d.]+ secs: size: (\d+), object count: (\d+), class count: (\d+), "
@@ -138,7 +139,7 @@ def main():
     t.check(plain.returncode == 3 and plain.stdout.endswith("done\n"),
             f"unprofiled run: exit {plain.returncode}, output {plain.stdout!r}")
     expect_out = {}
-    for mode in (("collect", "2"), ("collect", "3"), ("collect", "5"), ("trigger", "2"), ("idle",)):
+    for mode in (("collect", "2"), ("collect", "3"), ("collect", "5"), ("trigger", "2"), ("idle",), CHURN):
         p = t.run([t.MONO, t.program("heapshot_live"), *mode], timeout=300)
         expect_out[mode] = (p.returncode, own_lines(p.stdout))
         t.check(p.returncode == 3 and len(own_lines(p.stdout)) == 3, f"unprofiled {mode}: exit {p.returncode}")
@@ -166,6 +167,20 @@ def main():
             shots = check_file(label, path, expected, plain, check_live=exact)
             print(f"ok  {label}: {len(shots)} heapshot(s), " +
                   ", ".join(f"{s['live']} LiveNode of {s['objects']} objects" for s in shots[:3]), flush=True)
+
+        # The concurrent collector: the major collections the runtime starts itself are concurrent and
+        # cannot be walked (dead objects would be listed); each asks the finalizer thread for a forced
+        # serial one, which takes the heapshot. Every heapshot still holds exactly the live LiveNodes.
+        label = "major-concurrent"
+        path, p = run_agent(workdir, label, "heapshot", CHURN, {"MONO_GC_PARAMS": "major=marksweep-conc"})
+        t.check(p.returncode == 3 and own_lines(p.stdout) == expect_out[CHURN][1],
+                f"{label}: program exit {p.returncode}, output {p.stdout[:300]!r}")
+        shots = check_file(label, path, lambda m: len(mprof_heapshots(path)[1]), None)
+        dump = t.run([t.MLPD, "dump", path], timeout=300).stdout
+        walkers = [l.split('"')[1] for l in dump.splitlines() if l.endswith(" heap_start") and '"' in l]
+        t.check(len(shots) >= 2 and "Finalizer" in walkers,
+                f"{label}: {len(shots)} heapshots, taken by {walkers} (expected some forced on the finalizer thread)")
+        print(f"ok  {label}: {len(shots)} heapshots, taken by {sorted(set(walkers))}", flush=True)
 
         # Mono's own profiler, same program, same options: the same heapshots of LiveNode.
         for options, args in (("heapshot", ("collect", "3")), ("heapshot-on-shutdown", ("idle",))):
