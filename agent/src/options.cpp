@@ -567,6 +567,29 @@ uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept {
   return static_cast<uint64_t>(cpu_count == 0 ? 1 : cpu_count) * 1000;
 }
 
+bool event_name_mask(std::string_view name, bool compat, uint32_t& mask) noexcept {
+  for (const EventName& e : kEvents) {
+    if (name == e.name) {
+      mask = compat ? e.compat_mask : e.mask;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string event_mask_names(uint32_t mask) {
+  std::string out;
+  uint32_t named = 0;
+  for (const EventName& e : kEvents) {
+    // Single bits only, each once (counter and counters are the same bit).
+    if ((e.mask & (e.mask - 1)) != 0 || !(mask & e.mask) || (named & e.mask)) continue;
+    named |= e.mask;
+    if (!out.empty()) out += ' ';
+    out += e.name;
+  }
+  return out;
+}
+
 bool wants_command_server(const Options& options) noexcept {
   return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND;
 }
