@@ -275,7 +275,7 @@ bool CommandServer::start(const std::string& address, uint16_t port, std::string
   const int one = 1;
   // A restarted program gets its port back while old connections linger in TIME_WAIT.
   (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 16) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0) {
     const int e = errno;
     ::close(fd);
     error = "cannot listen on " + where + ": " + error_text(e);
@@ -411,6 +411,7 @@ void CommandServer::flush_done(bool ok, int64_t now_ms) {
 }
 
 void CommandServer::stop() {
+  if (forgotten_) return;  // fork child: the descriptors are closed, the rest is the parent's
   for (Client& c : clients_) {
     c.session->abort_waiting("ERR the profiler is shutting down");
     if (!c.session->output().empty()) (void)write_client(c, 0);
@@ -432,6 +433,7 @@ void CommandServer::forget_after_fork() {
     if (fd >= 0) ::close(fd);
   }
   listen_fd_ = -1;
+  forgotten_ = true;
 }
 
 }  // namespace mlpd::agent

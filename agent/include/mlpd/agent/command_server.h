@@ -162,6 +162,7 @@ class CommandServer {
   size_t polled_clients_ = 0;  // clients_[0..polled_clients_) were in the last add_pollfds
   bool listen_polled_ = false;  // the listener was in the last add_pollfds (first)
   int64_t accept_pause_until_ = 0;
+  bool forgotten_ = false;  // forget_after_fork() ran
   // Every open descriptor (0: the listener), for the fork child, which must not walk clients_.
   std::array<std::atomic<int>, kMaxCommandClients + 1> slots_;
 };
