@@ -491,7 +491,8 @@ std::string_view help_text() noexcept {
       "\treport               pipe the data into mprof-report instead of writing a file\n"
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
       "\t                     command port unless bind= or heapshot=ondemand is given)\n"
-      "\tbind=ADDRESS         address of the command port (default 127.0.0.1)\n"
+      "\tbind=ADDRESS         address of the command port (default 127.0.0.1); any other than a\n"
+      "\t                     loopback address lets other hosts use the port (no authentication)\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;
