@@ -294,8 +294,9 @@ void drive(CommandServer& s, int ms) {
   drive(s, ms, [] { return false; });
 }
 
-int connect_to(uint16_t port) {
+int connect_to(uint16_t port, int rcvbuf = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (rcvbuf) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);  // before connect: small window
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -451,4 +452,52 @@ TEST_CASE("server: stop answers waiting clients; the fork child's copy closes th
   t.forget_after_fork();
   CHECK_FALSE(t.listening());
   CHECK(connect_to(port2) < 0);
+}
+
+TEST_CASE("server: idle clients and clients whose answers stay stuck are closed", "[command][server]") {
+  Fake fake;
+  CommandServer s(fake.handlers());
+  std::string error;
+  REQUIRE(s.start("127.0.0.1", 0, error));
+  const int idle = connect_to(s.port());
+  const int busy = connect_to(s.port());
+  drive(s, 2000, [&] { return s.clients() == 2; });
+  REQUIRE(s.clients() == 2);
+  // One service round at a fake time: `step(ms)` runs the server `ms` after now.
+  auto step = [&](int64_t later) {
+    std::vector<pollfd> fds;
+    s.add_pollfds(fds, now_ms() + later);
+    ::poll(fds.data(), fds.size(), 10);
+    s.service(fds.data(), fds.size(), now_ms() + later);
+  };
+  step(kCommandIdleMs / 2);
+  CHECK(s.clients() == 2);
+  send_all(busy, "stats\n");
+  step(kCommandIdleMs / 2);
+  CHECK(received(busy) == "OK bytes=1 buffers=2\n");
+  step(kCommandIdleMs + 1000);  // the idle one has done nothing since it connected
+  CHECK(s.clients() == 1);
+  char c;
+  CHECK(::recv(idle, &c, 1, 0) == 0);  // closed by the server
+  ::close(idle);
+  ::close(busy);
+
+  // A client that never reads: its answers back up (the kernel buffers fill first), then it is closed.
+  const int slow = connect_to(s.port(), 4096);
+  drive(s, 2000, [&] { return s.clients() == 1; });
+  std::string lots;
+  for (int i = 0; i < 4000; ++i) lots += "help\n";
+  // Fake time runs 1 s per round: the answers flow into the kernel's buffers (megabytes on
+  // loopback) until those are full; 10 s (rounds) after that, the client is closed.
+  int64_t later = 0;
+  int rounds = 0;
+  for (; rounds < 20000 && s.clients() == 1; ++rounds) {
+    (void)::send(slow, lots.data(), lots.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    later += 1000;
+    step(later);
+  }
+  INFO("rounds " << rounds);
+  CHECK(s.clients() == 0);
+  CHECK(rounds > 11);
+  ::close(slow);
 }
