@@ -329,6 +329,8 @@ void CommandServer::service(const pollfd* fds, size_t count, int64_t now_ms) {
     CommandSession& s = *c.session;
     bool keep = !(re & (POLLERR | POLLNVAL));
     if (keep && (re & (POLLIN | POLLHUP))) keep = read_client(c, now_ms);
+    // Hung up both ways (reset): answers cannot be delivered, and poll would report it again at once.
+    if (keep && (re & POLLHUP) && !s.wants_input()) keep = false;
     if (keep) s.advance(now_ms);
     if (keep && !s.output().empty()) keep = write_client(c, now_ms);
     if (keep && s.finished()) keep = false;

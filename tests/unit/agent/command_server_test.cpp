@@ -501,3 +501,27 @@ TEST_CASE("server: idle clients and clients whose answers stay stuck are closed"
   CHECK(rounds > 11);
   ::close(slow);
 }
+
+TEST_CASE("server: a waiting heapshot holds up only its own connection", "[command][server]") {
+  Fake fake;
+  fake.ticket = 3;
+  fake.done = 2;
+  CommandServer s(fake.handlers());
+  std::string error;
+  REQUIRE(s.start("127.0.0.1", 0, error));
+  const int a = connect_to(s.port());
+  const int b = connect_to(s.port());
+  send_all(a, "heapshot\nstats\n");
+  drive(s, 2000, [&] { return fake.requested == 1; });
+  send_all(b, "stats\nflush\n");
+  std::string got_a, got_b;
+  drive(s, 2000, [&] { return (got_b += received(b)).find("OK flush\n") != std::string::npos; });
+  CHECK(got_b == "OK bytes=1 buffers=2\nOK flush\n");
+  got_a += received(a);
+  CHECK(got_a.empty());
+  fake.done = 3;
+  drive(s, 2000, [&] { return (got_a += received(a)).find("OK bytes") != std::string::npos; });
+  CHECK(got_a == "OK heapshot 3\nOK bytes=1 buffers=2\n");
+  ::close(a);
+  ::close(b);
+}
