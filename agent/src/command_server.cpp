@@ -331,8 +331,12 @@ void CommandServer::service(const pollfd* fds, size_t count, int64_t now_ms) {
     if (keep && (re & (POLLIN | POLLHUP))) keep = read_client(c, now_ms);
     // Hung up both ways (reset): answers cannot be delivered, and poll would report it again at once.
     if (keep && (re & POLLHUP) && !s.wants_input()) keep = false;
-    if (keep) s.advance(now_ms);
-    if (keep && !s.output().empty()) keep = write_client(c, now_ms);
+    // Twice: lines held back by a full output queue run as soon as the queue drains (otherwise they
+    // would wait for the next wake-up of the helper, having nothing to poll for).
+    for (int pass = 0; pass < 2 && keep; ++pass) {
+      s.advance(now_ms);
+      if (!s.output().empty()) keep = write_client(c, now_ms);
+    }
     if (keep && s.finished()) keep = false;
     if (keep && !s.waiting()) {
       // A client that takes no answers, or does nothing at all, gives its place up.
