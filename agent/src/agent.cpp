@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mlpd/agent/command_server.h"
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
@@ -84,6 +85,7 @@ class Agent {
     h.startup_ns = rt::now_ns();
     h.timer_overhead = static_cast<int32_t>(rt::measure_clock_overhead());
     h.pid = static_cast<int32_t>(getpid());
+    h.port = server_ ? server_->port() : 0;  // the port actually bound (port=0: chosen by the kernel)
     h.args = options_.header_args;
     h.arch = "x86-64";
     h.os = "linux";
@@ -93,6 +95,27 @@ class Agent {
     why = sink_->error();
     if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
     return false;
+  }
+
+  // The command port, bound before the header is written (the header carries its port). A failure
+  // (port busy, bad address) is one line; profiling goes on without the port.
+  void start_server() {
+    auto server = std::make_unique<CommandServer>(command_handlers());
+    std::string error;
+    if (!server->start(options_.bind, options_.port.value_or(0), error)) {
+      say("mlpd: command port: " + error + "; profiling goes on without the command port");
+      return;
+    }
+    server_ = std::move(server);
+  }
+  // Profiling did not start after all: the port must not stay open in the host.
+  void drop_server() { server_.reset(); }
+  void announce_server() {
+    if (!server_) return;
+    const std::string& a = options_.bind;
+    const bool loopback = a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
+    say("mlpd: command port " + server_->endpoint() +
+        (loopback ? "" : " (reachable from other hosts, without authentication)"));
   }
 
   bool start_helper() {
@@ -154,6 +177,7 @@ class Agent {
     failed_ = true;
     hooks::stop();
     registry_.forget_in_fork_child();
+    if (server_) server_->forget_after_fork();  // the parent serves the port, not the child
   }
 
  private:
@@ -162,24 +186,40 @@ class Agent {
     return nullptr;
   }
 
+  // Rounds run on their tick (or when a thread needs buffers) whatever the command port's clients
+  // do: the server only adds descriptors to the poll set and does bounded, non-blocking work.
   void helper_main() {
-    auto last_live = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    auto last_live = Clock::now();
     const auto flush_every = std::chrono::milliseconds(options_.flush_ms);
     bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
+    auto next_round = Clock::now() + std::min<std::chrono::milliseconds>(kBusyTick, flush_every);
+    std::vector<pollfd> fds;
     while (!stop_.load(std::memory_order_acquire)) {
-      const auto tick = std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
-      pollfd p{wake_fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(tick.count())) > 0) {
+      auto now = Clock::now();
+      fds.clear();
+      fds.push_back({wake_fd_, POLLIN, 0});
+      if (server_) server_->add_pollfds(fds, ms_of(now));
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_round - now).count();
+      bool woken = false;
+      if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait + 1))) > 0 &&
+          (fds[0].revents & POLLIN)) {
         uint64_t n;
         (void)!::read(wake_fd_, &n, sizeof n);
+        woken = true;
       }
       if (stop_.load(std::memory_order_acquire)) break;
-      const auto now = std::chrono::steady_clock::now();
-      const bool live = now - last_live >= flush_every;
+      now = Clock::now();
+      if (server_) server_->service(fds.data() + 1, fds.size() - 1, ms_of(now));
+      const bool flush_asked = server_ && server_->flush_wanted();
+      if (!woken && !flush_asked && now < next_round) continue;
+      const bool live = flush_asked || now - last_live >= flush_every;
       if (live) last_live = now;
       const uint64_t before = flusher_.stats().buffers_written;
-      round(live);
+      const bool ok = round(live);
       busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
+      next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
+      if (flush_asked) server_->flush_done(ok, ms_of(Clock::now()));
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
@@ -187,11 +227,44 @@ class Agent {
       if (i >= 3) sched_yield();
       round(true);
     }
+    if (server_) server_->stop();  // waiting clients get ERR; nothing is served after the last round
+  }
+
+  static int64_t ms_of(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  }
+
+  CommandHandlers command_handlers() {
+    CommandHandlers h;
+    h.request_heapshot = hooks::request_heapshot;  // never blocks: the finalizer thread takes it
+    h.heapshots_done = hooks::heapshots_done;
+    h.stats = [this] { return stats_line(); };
+    h.event_mask = hooks::event_mask;
+    h.set_event_mask = hooks::set_event_mask;
+    h.calls_enabled = hooks::calls_enabled;
+    h.call_depth = hooks::call_depth;
+    h.set_call_depth = hooks::set_call_depth;
+    h.start_call_depth = options_.calldepth;
+    h.compat = options_.compat;
+    return h;
+  }
+
+  // The `stats` answer (helper thread: the flusher's counters are its own).
+  std::string stats_line() {
+    const FlushStats& f = flusher_.stats();
+    std::string s = "bytes=" + std::to_string(f.bytes) + " buffers=" + std::to_string(f.buffers_written) +
+                    " meta_events=" + std::to_string(f.meta_events) +
+                    " dropped_events=" + std::to_string(shared_.dropped_events.load()) +
+                    " buffers_allocated=" + std::to_string(pool_.allocated()) +
+                    " flush_rounds=" + std::to_string(rounds_) + " clients=" + std::to_string(server_->clients());
+    // MERGE (issue 4): s += " samples_dropped=" + std::to_string(<sampler's dropped count>);
+    if (failed_) s += " output=failed";
+    return s;
   }
 
   // The round's pieces go to the sink straight from the buffers (no copy: fresh memory is expensive
   // to fault in), then the buffers go back to the pool.
-  void round(bool live) {
+  bool round(bool live) {
     ++rounds_;
     const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
     bool ok = true;
@@ -203,6 +276,7 @@ class Agent {
       if (!ok) report_failure();
     }
     flusher_.end_round();
+    return ok && !failed_;
   }
 
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
@@ -225,6 +299,7 @@ class Agent {
   rt::ThreadRegistry registry_;
   Flusher flusher_;
   std::unique_ptr<OutputSink> sink_;
+  std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
 
   pthread_t helper_{};
   bool helper_started_ = false;
@@ -301,7 +376,9 @@ void start(std::string_view text) {
     return;
   }
   agent->set_sink(std::move(sink));
+  if (wants_command_server(o)) agent->start_server();  // before the header, which carries the port
   if (std::string why; !agent->write_header(why)) {
+    agent->drop_server();
     say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
     return;
   }
@@ -328,12 +405,14 @@ void start(std::string_view text) {
   hooks::seed_log_profiler_settings(lp);  // also the heapshot policy
   hooks::set_heapshot_on_shutdown(o.heapshot_on_shutdown);
   if (!hooks::install(config, env, error)) {
+    agent->drop_server();
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
     return;
   }
   g_agent = agent;
   if (!agent->start_helper()) {
+    agent->drop_server();
     say("mlpd: cannot start the helper thread; profiling is off");
     hooks::stop();
     return;
@@ -343,11 +422,11 @@ void start(std::string_view text) {
   // Parsed and checked, not acted on yet (issues 4 and 5): say so once rather than ignore silently.
   std::string later;
   if (o.sample_mode != SampleMode::None) later += "sample, ";
-  if (o.port || o.bind_given) later += "port/bind, ";
   if (!later.empty()) {
     later.resize(later.size() - 2);
     say("mlpd: " + later + " not implemented in this build yet; ignored (the other events are recorded)");
   }
+  agent->announce_server();
   if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
 }
 

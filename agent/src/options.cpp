@@ -491,7 +491,8 @@ std::string_view help_text() noexcept {
       "\treport               pipe the data into mprof-report instead of writing a file\n"
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
       "\t                     command port unless bind= or heapshot=ondemand is given)\n"
-      "\tbind=ADDRESS         address of the command port (default 127.0.0.1)\n"
+      "\tbind=ADDRESS         address of the command port (default 127.0.0.1); any other than a\n"
+      "\t                     loopback address lets other hosts use the port (no authentication)\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;
@@ -565,6 +566,29 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
 uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept {
   if (options.maxsamples) return *options.maxsamples == 0 ? kNoSampleLimit : *options.maxsamples;
   return static_cast<uint64_t>(cpu_count == 0 ? 1 : cpu_count) * 1000;
+}
+
+bool event_name_mask(std::string_view name, bool compat, uint32_t& mask) noexcept {
+  for (const EventName& e : kEvents) {
+    if (name == e.name) {
+      mask = compat ? e.compat_mask : e.mask;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string event_mask_names(uint32_t mask) {
+  std::string out;
+  uint32_t named = 0;
+  for (const EventName& e : kEvents) {
+    // Single bits only, each once (counter and counters are the same bit).
+    if ((e.mask & (e.mask - 1)) != 0 || !(mask & e.mask) || (named & e.mask)) continue;
+    named |= e.mask;
+    if (!out.empty()) out += ' ';
+    out += e.name;
+  }
+  return out;
 }
 
 bool wants_command_server(const Options& options) noexcept {

@@ -1,4 +1,4 @@
-// mlpd heapshots [--json] [--top N] [--diff A B [--all]] FILE
+// mlpd heapshots [--json] [--top N] [--diff A B [--all]] FILE [FILE2]
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -22,7 +22,7 @@ namespace {
 
 const char kHelp[] =
     "usage: mlpd heapshots [--json] [--top N] FILE\n"
-    "       mlpd heapshots --diff A B [--all] [--json] [--top N] FILE\n"
+    "       mlpd heapshots --diff A B [--all] [--json] [--top N] FILE [FILE2]\n"
     "\n"
     "Lists the heapshots in FILE (plain or gzip; - reads standard input), as mprof-report counts them:\n"
     "a heapshot is what one thread writes between heap_start and heap_end; its objects are the\n"
@@ -37,6 +37,8 @@ const char kHelp[] =
     "              whose objects or bytes changed, largest byte growth first, then a totals line:\n"
     "                      +BYTES   +OBJECTS  CLASS\n"
     "                total: +BYTES bytes, +OBJECTS objects (FROM -> TO bytes, FROM -> TO objects)\n"
+    "              With FILE2, A is a heapshot of FILE and B one of FILE2 (say, two runs of a\n"
+    "              program); classes are then matched by name instead of by class address.\n"
     "  --all       with --diff, also list the classes that did not change\n"
     "  --top N     print at most N class lines per heapshot (default: all)\n"
     "  --json      JSON Lines instead: one object per heapshot\n"
@@ -220,38 +222,49 @@ int cmd_heapshots(int argc, char** argv) {
                                 {{"--json", &json}, {"--all", &all}}, files);
       rc >= 0)
     return rc;
-  if (files.size() > 1) return usage_error("only one FILE at a time");
+  if (files.size() > 2 || (files.size() == 2 && !diff))
+    return usage_error("only one FILE at a time (two only with --diff)");
+  if (files.size() == 2 && (files[0] == "-") && (files[1] == "-")) return usage_error("standard input given twice");
   if (all && !diff) return usage_error("--all only applies to --diff");
 
+  // With --diff A B FILE1 FILE2, A is a heapshot of FILE1 and B one of FILE2.
+  HeapshotCollector collectors[2];
+  int status = 0;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f];
+    struct stat st {};
+    if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
+      return 1;
+    }
+    std::string open_error;
+    std::unique_ptr<Input> input = Input::open(path, open_error);
+    if (!input) {
+      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
+      return 1;
+    }
+    HeapshotCollector& collector = collectors[f];
+    decode(*input, collector);
+    collector.finish();
+    for (const Problem& p : collector.problems())
+      std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
+    if (!collector.problems().empty()) status = 1;
+  }
   const std::string& path = files[0];
-  struct stat st {};
-  if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
-    return 1;
-  }
-  std::string open_error;
-  std::unique_ptr<Input> input = Input::open(path, open_error);
-  if (!input) {
-    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
-    return 1;
-  }
-  HeapshotCollector collector;
-  decode(*input, collector);
-  collector.finish();
-  for (const Problem& p : collector.problems())
-    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
-  const int status = collector.problems().empty() ? 0 : 1;
-
-  const std::vector<HeapshotSummary>& shots = collector.heapshots();
+  const std::vector<HeapshotSummary>& shots = collectors[0].heapshots();
+  const bool two_files = files.size() == 2;
   if (diff) {
-    for (const uint64_t ix : {diff_from, diff_to}) {
-      if (ix < shots.size()) continue;
-      if (shots.empty())
+    for (const size_t which : {0, 1}) {
+      const uint64_t ix = which ? diff_to : diff_from;
+      const size_t f = two_files ? which : 0;
+      const std::vector<HeapshotSummary>& in = collectors[f].heapshots();
+      if (ix < in.size()) continue;
+      if (in.empty())
         std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has no heapshots\n", kCmd,
-                     static_cast<unsigned long long>(ix), path.c_str());
+                     static_cast<unsigned long long>(ix), files[f].c_str());
       else
         std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has %zu (0..%zu)\n", kCmd,
-                     static_cast<unsigned long long>(ix), path.c_str(), shots.size(), shots.size() - 1);
+                     static_cast<unsigned long long>(ix), files[f].c_str(), in.size(), in.size() - 1);
       return 2;
     }
   }
@@ -259,8 +272,9 @@ int cmd_heapshots(int argc, char** argv) {
   OutBuffer out(stdout);
   if (diff) {
     const HeapshotSummary& a = shots[diff_from];
-    const HeapshotSummary& b = shots[diff_to];
-    const HeapshotDiff d = diff_heapshots(a, b);
+    const HeapshotSummary& b = collectors[two_files ? 1 : 0].heapshots()[diff_to];
+    // Two processes: the same class has other addresses, so classes are matched by name.
+    const HeapshotDiff d = diff_heapshots(a, b, two_files);
     if (json)
       diff_json(out, d, all, top);
     else

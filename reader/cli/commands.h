@@ -8,5 +8,7 @@ namespace mlpd::cli {
 int cmd_verify(int argc, char** argv);
 int cmd_dump(int argc, char** argv);
 int cmd_heapshots(int argc, char** argv);
+int cmd_heapshot(int argc, char** argv);
+int cmd_send(int argc, char** argv);
 
 }  // namespace mlpd::cli

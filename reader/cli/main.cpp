@@ -17,6 +17,8 @@ constexpr Command kCommands[] = {
     {"verify", mlpd::cli::cmd_verify, "check files against the format; exit 1 if any problem"},
     {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},
     {"heapshots", mlpd::cli::cmd_heapshots, "list the heapshots per class, or what changed between two"},
+    {"heapshot", mlpd::cli::cmd_heapshot, "ask a running profiled program for a heapshot (command port)"},
+    {"send", mlpd::cli::cmd_send, "send commands to a running profiled program's command port"},
 };
 
 void usage(FILE* out) {
@@ -24,7 +26,7 @@ void usage(FILE* out) {
                "usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
                "\n"
                "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
-               "from files or standard input (-).\n\ncommands:\n");
+               "from files or standard input (-); talks to a running agent's command port.\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'mlpd COMMAND --help' describes a command.\n");
 }

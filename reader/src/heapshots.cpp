@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace mlpd {
@@ -113,15 +114,15 @@ void HeapshotCollector::finish() {
   }
 }
 
-HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to) {
+HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to, bool by_name) {
   HeapshotDiff d;
   d.from = from.index;
   d.to = to.index;
   d.objects = static_cast<int64_t>(to.objects - from.objects);
   d.bytes = static_cast<int64_t>(to.bytes - from.bytes);
-  std::map<std::pair<uint64_t, uint64_t>, HeapshotClassDelta> m;
-  auto entry = [&m](const HeapshotClass& c) -> HeapshotClassDelta& {
-    HeapshotClassDelta& x = m[{c.klass, c.vtable}];
+  std::map<std::tuple<std::string, uint64_t, uint64_t>, HeapshotClassDelta> m;
+  auto entry = [&m, by_name](const HeapshotClass& c) -> HeapshotClassDelta& {
+    HeapshotClassDelta& x = by_name ? m[{c.name, 0, 0}] : m[{std::string(), c.klass, c.vtable}];
     if (x.name.empty()) {
       x.klass = c.klass;
       x.vtable = c.vtable;

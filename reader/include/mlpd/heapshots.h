@@ -99,6 +99,8 @@ struct HeapshotDiff {
   std::vector<HeapshotClassDelta> classes;
 };
 
-HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to);
+// `by_name`: match classes by name rather than by class pointer (heapshots of two different processes,
+// where the same class has another address; classes of the same name in different images merge).
+HeapshotDiff diff_heapshots(const HeapshotSummary& from, const HeapshotSummary& to, bool by_name = false);
 
 }  // namespace mlpd

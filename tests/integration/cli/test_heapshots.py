@@ -231,6 +231,35 @@ def check_diff(label, path, shots):
                                   s["more"] == s["classes"] - 1 for s in top), f"{label} --top 1: wrong rows")
 
 
+def check_two_files(path, workdir, shots):
+    """--diff A B FILE1 FILE2: A of FILE1, B of a second run (other class addresses), matched by name."""
+    second = os.path.join(workdir, "second.mlpd")
+    p = t.mono_log_profile("heapshot", "heapshot", second)
+    if not t.check(p.returncode == 0, f"second mono heapshot run failed: {p.stderr[:300]}"):
+        return
+    # The same file twice equals the one-file diff.
+    one = heapshots(["--diff", "1", "2", "--all", path])
+    two = heapshots(["--diff", "1", "2", "--all", path, path])
+    t.check(one.returncode == two.returncode == 0 and one.stdout == two.stdout,
+            f"--diff 1 2 FILE FILE differs from --diff 1 2 FILE: {two.stdout[:300]!r} {two.stderr[:300]!r}")
+    # Two runs: heapshot 0 of each holds the same program classes; by name, Leaf and Twig did not change.
+    p = heapshots(["--diff", "0", "0", "--all", "--json", path, second])
+    try:
+        d = json.loads(p.stdout)
+    except ValueError as e:
+        t.check(False, f"two runs --diff --json: not JSON ({e}): {p.stdout[:200]!r} {p.stderr[:200]!r}")
+        return
+    rows = {c["name"]: (c["objects"], c["bytes"]) for c in d["classes"]}
+    for name in EXPECTED_CLASSES:
+        t.check(rows.get(name) == (0, 0), f"two runs --diff 0 0: {name} row {rows.get(name)}, expected no change")
+    t.check(len(rows) == len(d["classes"]), "two runs --diff: a class name listed twice")
+    p = heapshots(["--diff", "0", "2", path, second])
+    _, rows, total, _ = parse_diff(p.stdout, "two runs")
+    t.check(p.returncode == 0 and total is not None and total[2] == shots[0]["bytes"],
+            f"two runs --diff 0 2: exit {p.returncode}, totals {total}")
+    print("ok  --diff across two files (classes matched by name)", flush=True)
+
+
 def check_errors(path, workdir):
     cases = [
         (["--diff", "0", "3", path], 2, "no heapshot 3"),
@@ -243,6 +272,8 @@ def check_errors(path, workdir):
         (["--bogus", path], 2, "unknown option"),
         ([], 2, "no FILE"),
         ([path, path], 2, "one FILE"),
+        (["--diff", "0", "1", path, path, path], 2, "one FILE"),
+        (["--diff", "0", "3", path, path], 2, "no heapshot 3"),
         ([os.path.join(workdir, "missing.mlpd")], 1, "cannot open"),
         ([workdir], 1, "cannot open"),
     ]
@@ -315,7 +346,11 @@ def main():
             p = heapshots(["--diff", "0", "0", none])
             t.check(p.returncode == 2 and one_line(p.stderr) and "has no heapshots" in p.stderr,
                     f"no heapshots --diff: exit {p.returncode}, {p.stderr[:200]!r}")
+            p = heapshots(["--diff", "0", "0", path, none])
+            t.check(p.returncode == 2 and one_line(p.stderr) and f"'{none}' has no heapshots" in p.stderr,
+                    f"two files, second without heapshots --diff: exit {p.returncode}, {p.stderr[:200]!r}")
         print("ok  errors, truncated file, file without heapshots", flush=True)
+        check_two_files(path, workdir, shots)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     t.finish("test_heapshots")

@@ -131,4 +131,12 @@ uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept;
 // heapshots are requested through it).
 bool wants_command_server(const Options& options) noexcept;
 
+// An event name of the option string (exception, gc, gcalloc, alloc, legacy, counters, ...; not the
+// `no` form): its mask bits, as they are with (`compat`) or without `nodefaults`. False when unknown.
+bool event_name_mask(std::string_view name, bool compat, uint32_t& mask) noexcept;
+
+// The names of the single events set in `mask`, space-separated, in the option table's order
+// (aliases such as alloc or legacy are not used).
+std::string event_mask_names(uint32_t mask);
+
 }  // namespace mlpd::agent
