@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "counters.h"
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
@@ -52,7 +53,8 @@ class Agent {
         pool_(kBufferBytes, kMaxBuffers),
         meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
         registry_(shared_),
-        flusher_(shared_, registry_, meta_) {
+        flusher_(shared_, registry_, meta_),
+        counters_(registry_, meta_, ProfilerCounterSources{&flusher_.stats(), &pool_, &shared_}) {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
     // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
@@ -177,11 +179,13 @@ class Agent {
       const bool live = now - last_live >= flush_every;
       if (live) last_live = now;
       const uint64_t before = flusher_.stats().buffers_written;
+      if (live) sample_counters();
       round(live);
       busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
+    sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
     for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
       if (i >= 3) sched_yield();
       round(true);
@@ -204,6 +208,11 @@ class Agent {
     flusher_.end_round();
   }
 
+  // The `counter` events (while the mask asks for them and the output works).
+  void sample_counters() {
+    if (!failed_ && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
+  }
+
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
 
   void report_failure() {
@@ -223,6 +232,7 @@ class Agent {
   rt::MetaLog meta_;
   rt::ThreadRegistry registry_;
   Flusher flusher_;
+  AgentCounters counters_;
   std::unique_ptr<OutputSink> sink_;
 
   pthread_t helper_{};
