@@ -7,6 +7,13 @@ namespace mlpd::agent {
 AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, const ProfilerCounterSources& sources)
     : sampler_(registry, meta) {
   register_profiler_counters(sampler_, sources);
+  // ---- Sampling counters: THE place to add them (issue 4, sampling branch). ----
+  // hooks::sample_stats() gives the samples taken and the samples dropped per reason; add one
+  // counter per figure, for example:
+  //   sampler_.add_profiler("Samples taken", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  //                         format::COUNTER_VARIANCE_MONOTONIC,
+  //                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().taken; }, nullptr);
+  // Nothing else needs to change: they are described and sampled with the others.
   sampler_.set_discover(&AgentCounters::discover, this);
 }
 

@@ -45,10 +45,8 @@ void register_profiler_counters(CounterSampler& s, const ProfilerCounterSources&
   s.add_profiler("Flush latency (max)", COUNTER_LONG, COUNTER_UNIT_TIME, COUNTER_VARIANCE_MONOTONIC, latency_max,
                  src.flush);
 
-  // ---- Sampling counters: THE place to add them (issue 4, sampling branch). ----
-  // hooks::sample_stats() provides the samples taken and the samples dropped per reason; add one
-  // s.add_profiler("Samples taken", COUNTER_ULONG, COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC, read, ctx)
-  // per figure here, with a read function that returns that field. Nothing else needs to change.
+  // The sampling counters are added right after these, in AgentCounters (agent/src/counters.cpp),
+  // which can reach the runtime hooks.
 }
 
 }  // namespace mlpd::agent

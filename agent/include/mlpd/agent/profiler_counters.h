@@ -1,6 +1,6 @@
 // The profiler's own counters (section Profiler, 0x10000), as docs/format.md lists them: events
-// written per kind, buffers allocated and written, bytes written, events dropped, flush latency --
-// and, at merge time, the sampling counters (see register_profiler_counters).
+// written per kind, buffers allocated and written, bytes written, events dropped, flush latency.
+// The sampling counters are added next to them by AgentCounters (agent/src/counters.cpp).
 #pragma once
 
 #include "mlpd/agent/counter_sampler.h"
