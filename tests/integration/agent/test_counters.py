@@ -10,7 +10,7 @@ through a short flush interval):
   of KIND events `mlpd verify --json` counts in the same file (they describe the file), no events
   dropped, buffers and bytes written;
 * Mono.Profiler.Log.dll (LogCount) reads the file and counts the same counter events;
-* `mlpd dump` names the counters in its sample lines.
+* `mlpd dump` names the counters in its sample lines, with the same running totals.
 And `nodefaults` (without `counter`) writes no counter event at all.
 """
 import os
@@ -101,9 +101,12 @@ def check_file(label, path, expect_samples_at_least=1):
         t.check(lcounts.get(kind) == counts.get(kind),
                 f"{label}: LogCount sees {lcounts.get(kind)} {kind}, verify {counts.get(kind)}")
 
-    # mlpd dump names the counters in sample lines.
+    # mlpd dump names the counters in its sample lines and adds their deltas up as mprof-report does.
     d = t.run([t.MLPD, "dump", path])
     t.check(d.returncode == 0 and f"({JIT_COUNTER}) =" in d.stdout, f"{label}: mlpd dump does not name the counters")
+    totals = re.findall(r"\(" + re.escape(JIT_COUNTER) + r"\) = -?\d+ \(total (\d+)\)", d.stdout)
+    t.check(bool(totals) and int(totals[-1]) == last_int(rep.get(("Mono JIT", JIT_COUNTER), [])),
+            f"{label}: mlpd dump's total for '{JIT_COUNTER}' {totals[-1:]} differs from mprof-report's")
     return rep
 
 
