@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "counters.h"
 #include "mlpd/agent/command_server.h"
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
@@ -54,7 +55,8 @@ class Agent {
         pool_(kBufferBytes, kMaxBuffers),
         meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
         registry_(shared_),
-        flusher_(shared_, registry_, meta_) {
+        flusher_(shared_, registry_, meta_),
+        counters_(registry_, meta_, ProfilerCounterSources{&flusher_.stats(), &pool_, &shared_}) {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
     // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
@@ -216,6 +218,7 @@ class Agent {
       const bool live = flush_asked || now - last_live >= flush_every;
       if (live) last_live = now;
       const uint64_t before = flusher_.stats().buffers_written;
+      if (live) sample_counters();
       const bool ok = round(live);
       busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
       next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
@@ -223,6 +226,7 @@ class Agent {
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
+    sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
     for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
       if (i >= 3) sched_yield();
       round(true);
@@ -279,6 +283,11 @@ class Agent {
     return ok && !failed_;
   }
 
+  // The `counter` events (while the mask asks for them and the output works).
+  void sample_counters() {
+    if (!failed_ && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
+  }
+
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
 
   void report_failure() {
@@ -298,6 +307,7 @@ class Agent {
   rt::MetaLog meta_;
   rt::ThreadRegistry registry_;
   Flusher flusher_;
+  AgentCounters counters_;
   std::unique_ptr<OutputSink> sink_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
 

@@ -68,6 +68,10 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
   add_own(0);
   for (rt::LogBuffer* b : popped_) {
     write_slice(*b, b->committed.load(std::memory_order_acquire), true);
+    if (b->published_ns != 0 && now > b->published_ns) {
+      stats_.latency_last_ns = now - b->published_ns;
+      stats_.latency_max_ns = std::max(stats_.latency_max_ns, stats_.latency_last_ns);
+    }
   }
   for (const Slice& s : live_) {
     // Nothing committed: the owner may already have given this buffer back to the pool (retire), so

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "commands.h"
@@ -199,8 +200,25 @@ class Format {
  protected:
   const std::string* thread_name(uint64_t tid) const { return names_.thread_name(tid); }
 
+  // The running value of an integer counter whose samples are deltas (every described counter but
+  // doubles, strings and custom perf counters, which are absolute), as mprof-report adds them up:
+  // int and uint in 32 bits. False when the value is not a delta or the counter is not described.
+  bool counter_total(const CounterValue& v, uint64_t& total) {
+    const CounterDesc* d = names_.counter(v.index);
+    if (!d || d->section == format::COUNTER_SECTION_PERFCOUNTERS || v.type == format::COUNTER_DOUBLE ||
+        v.type == format::COUNTER_STRING) {
+      return false;
+    }
+    uint64_t& t = counter_totals_[v.index];
+    t += v.bits;
+    if (v.type == format::COUNTER_INT || v.type == format::COUNTER_UINT) t &= 0xFFFFFFFFu;
+    total = t;
+    return true;
+  }
+
   OutBuffer& out_;
   const Names& names_;
+  std::unordered_map<uint64_t, uint64_t> counter_totals_;
 };
 
 class TextFormat final : public Format {
@@ -304,8 +322,8 @@ class TextFormat final : public Format {
       out_.put(']');
     }
   }
-  // values=N: INDEX (NAME) = VALUE; ...   (the value as the file has it: a delta for Mono's integer
-  // counters, absolute for double and string ones)
+  // values=N: INDEX (NAME) = VALUE [(total T)]; ...   (the value as the file has it: a delta for
+  // integer counters, followed by the running total; absolute for double and string ones)
   void counter_values(const std::vector<CounterValue>& vs) override {
     out_.put(" values=").dec(vs.size());
     for (size_t i = 0; i < vs.size(); ++i) {
@@ -327,6 +345,16 @@ class TextFormat final : public Format {
         out_.sdec(static_cast<int64_t>(v.bits));
       } else {
         out_.dec(v.bits);
+      }
+      if (uint64_t total; counter_total(v, total)) {
+        out_.put(" (total ");
+        if (counter_type_signed(v.type)) {
+          const bool narrow = v.type == format::COUNTER_INT;  // int: the low 32 bits, signed
+          out_.sdec(narrow ? static_cast<int64_t>(static_cast<int32_t>(total)) : static_cast<int64_t>(total));
+        } else {
+          out_.dec(total);
+        }
+        out_.put(')');
       }
     }
   }
@@ -505,6 +533,15 @@ class JsonFormat final : public Format {
         out_.sdec(static_cast<int64_t>(v.bits));
       } else {
         out_.dec(v.bits);
+      }
+      if (uint64_t total; counter_total(v, total)) {
+        out_.put(",\"total\":");
+        if (counter_type_signed(v.type)) {
+          const bool narrow = v.type == format::COUNTER_INT;
+          out_.sdec(narrow ? static_cast<int64_t>(static_cast<int32_t>(total)) : static_cast<int64_t>(total));
+        } else {
+          out_.dec(total);
+        }
       }
       out_.put('}');
     }

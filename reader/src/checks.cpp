@@ -57,6 +57,27 @@ std::string ReferenceChecker::check(const Event& e) {
     case EventKind::sample_hit:
       methods(e.frames);
       break;
+    case EventKind::counter_descriptors:
+      for (const CounterDesc& d : e.counter_descs) counters_[d.index] = d.type;
+      break;
+    case EventKind::counter_samples:
+      for (const CounterValue& v : e.counter_values) {
+        const auto it = counters_.find(v.index);
+        if (it != counters_.end() && it->second == v.type) continue;
+        char buf[128];
+        if (it == counters_.end()) {
+          std::snprintf(buf, sizeof buf, "counter %llu is sampled before it is described",
+                        static_cast<unsigned long long>(v.index));
+          counters_[v.index] = v.type;  // reported once
+        } else {
+          std::snprintf(buf, sizeof buf, "counter %llu is sampled as type %llu but described as type %llu",
+                        static_cast<unsigned long long>(v.index), static_cast<unsigned long long>(v.type),
+                        static_cast<unsigned long long>(it->second));
+        }
+        r = buf;
+        break;
+      }
+      break;
     default:
       break;
   }

@@ -24,6 +24,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
+#include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -214,6 +215,7 @@ rt::ThreadLog* log() { return g->env.registry->get(); }
 void on_runtime_initialized(MonoProfiler*) {
   g_runtime_ready.store(true, std::memory_order_release);
   if (active()) register_log_profiler_icalls();  // Mono.Profiler.Log.LogProfiler, as Mono's profiler
+  if (active()) runtime_counters_start();  // Mono's counters exist now (sampled by the helper)
   if (g->env.on_runtime_initialized) g->env.on_runtime_initialized();
 }
 void on_shutdown_begin(MonoProfiler*) {

@@ -1,5 +1,7 @@
 #include "mlpd/rt/thread_log.h"
 
+#include "mlpd/rt/clock.h"
+
 namespace mlpd::rt {
 
 namespace {
@@ -36,6 +38,7 @@ uint8_t* ThreadLog::refill(size_t max_bytes) {
     buf_ = nullptr;
     cur_ = end_ = g_no_buffer;
     current_.store(nullptr, std::memory_order_release);
+    full->published_ns = now_ns();  // once per buffer, not per event
     shared_.queue->push(full);
   }
   if (!buf_ && !start_buffer()) {
@@ -58,6 +61,7 @@ void ThreadLog::retire() {
     cur_ = end_ = g_no_buffer;
     current_.store(nullptr, std::memory_order_release);
     if (last->committed.load(std::memory_order_relaxed) != 0) {
+      last->published_ns = now_ns();
       shared_.queue->push(last);
     } else {
       shared_.pool->give(last);

@@ -1,12 +1,15 @@
 // Checks that need state across events. ReferenceChecker implements `verify --strict`: every
 // method, class, vtable and image an event references must be described by an earlier event of the
 // file (method_jit, class_load, vtable_load, image_load), which is what Mono's readers need to name
-// things. FileStats gathers what `verify --json` reports.
+// things; and every counter a counter_samples event carries must be described by an earlier
+// counter_descriptors event, with the same type (mprof-report otherwise adds the value to the wrong
+// counter's previous one). FileStats gathers what `verify --json` reports.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "mlpd/decoder.h"
@@ -26,6 +29,7 @@ class ReferenceChecker {
   std::unordered_set<uint64_t> classes_;
   std::unordered_set<uint64_t> vtables_;
   std::unordered_set<uint64_t> images_;
+  std::unordered_map<uint64_t, uint64_t> counters_;  // described counter index -> type
 };
 
 struct FileStats {

@@ -684,7 +684,7 @@ TEST_CASE("ReferenceChecker: nothing to report when everything is described firs
   // Events that reference nothing are never reported.
   EventGen gen(5);
   for (EventKind k : {EventKind::gc_event, EventKind::sync_point, EventKind::heap_root, EventKind::gc_move,
-                      EventKind::thread_start, EventKind::counter_samples}) {
+                      EventKind::thread_start}) {
     CHECK(rc.check(gen.make(k)).empty());
   }
 }
@@ -702,4 +702,30 @@ TEST_CASE("ReferenceChecker: each unknown pointer is reported once over a random
   CHECK(reports.size() == 50);
   std::sort(reports.begin(), reports.end());
   CHECK(std::unique(reports.begin(), reports.end()) == reports.end());
+}
+
+TEST_CASE("ReferenceChecker: counter samples name described counters of the described type", "[checks]") {
+  ReferenceChecker rc;
+  Event desc = ev(EventKind::counter_descriptors);
+  desc.counter_descs.push_back({format::COUNTER_SECTION_PROFILER, "", "a", format::COUNTER_ULONG, 0, 0, 1});
+  desc.counter_descs.push_back({0x100, "", "b", format::COUNTER_INT, 0, 0, 2});
+  Event sample = ev(EventKind::counter_samples);
+  sample.counter_values.push_back({1, format::COUNTER_ULONG, 5, false, ""});
+  SECTION("before its descriptor") {
+    CHECK(rc.check(sample) == "counter 1 is sampled before it is described");
+    CHECK(rc.check(sample).empty());  // reported once
+  }
+  SECTION("after it") {
+    CHECK(rc.check(desc).empty());
+    CHECK(rc.check(sample).empty());
+    sample.counter_values.push_back({2, format::COUNTER_INT, 1, false, ""});
+    CHECK(rc.check(sample).empty());
+    sample.counter_values.push_back({3, format::COUNTER_INT, 1, false, ""});
+    CHECK(rc.check(sample) == "counter 3 is sampled before it is described");
+  }
+  SECTION("with another type") {
+    CHECK(rc.check(desc).empty());
+    sample.counter_values[0].type = format::COUNTER_LONG;
+    CHECK(rc.check(sample) == "counter 1 is sampled as type 3 but described as type 4");
+  }
 }

@@ -27,6 +27,9 @@ struct FlushStats {
   uint64_t buffers_written = 0;  // mlpd buffers (slices included)
   uint64_t bytes = 0;
   uint64_t meta_events = 0;
+  // Flush latency of full buffers: from the owner's push to the round that takes it for writing.
+  uint64_t latency_last_ns = 0;
+  uint64_t latency_max_ns = 0;
 };
 
 class Flusher {

@@ -13,6 +13,7 @@
 #include <mono/metadata/object.h>
 #include <mono/metadata/profiler.h>
 #include <mono/metadata/threads.h>
+#include <mono/utils/mono-counters.h>
 #include <mono/utils/mono-publib.h>
 
 #include <string>
@@ -94,6 +95,15 @@ namespace mlpd::hooks {
   X(mono_gc_walk_heap)                                 \
   X(mono_gc_finalize_notify)                           \
   X(mono_stack_walk_no_il)                             \
+  X(mono_counters_on_register)                         \
+  X(mono_counters_foreach)                             \
+  X(mono_counters_sample)                              \
+  X(mono_counter_get_name)                             \
+  X(mono_counter_get_section)                          \
+  X(mono_counter_get_type)                             \
+  X(mono_counter_get_unit)                             \
+  X(mono_counter_get_variance)                         \
+  X(mono_counter_get_size)                             \
   X(mono_free)
 
 #define MLPD_MONO_FN_MEMBER(name) decltype(&::name) name = nullptr;

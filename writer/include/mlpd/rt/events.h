@@ -22,6 +22,25 @@ struct Backtrace {
   uint64_t frames[kMaxBacktrace];
 };
 
+// The kind each write_* function counts (ThreadLog::commit). Callers pass constants, so these fold
+// away; write_method's `ext` may vary (leave()), then it is two compares.
+inline constexpr EventKind method_kind(uint8_t ext) {
+  return ext == TYPE_ENTER ? EventKind::method_enter
+                           : ext == TYPE_LEAVE ? EventKind::method_leave : EventKind::method_exc_leave;
+}
+inline constexpr EventKind bare_kind(uint8_t event_byte) {
+  switch (event_byte) {
+    case TYPE_GC | TYPE_GC_FINALIZE_START: return EventKind::gc_finalize_start;
+    case TYPE_GC | TYPE_GC_FINALIZE_END: return EventKind::gc_finalize_end;
+    case TYPE_HEAP | TYPE_HEAP_START: return EventKind::heap_start;
+    default: return EventKind::heap_end;  // TYPE_HEAP | TYPE_HEAP_END
+  }
+}
+inline constexpr EventKind object_event_kind(uint8_t event_byte) {
+  return event_byte == (TYPE_GC | TYPE_GC_FINALIZE_OBJECT_START) ? EventKind::gc_finalize_object_start
+                                                                 : EventKind::gc_finalize_object_end;
+}
+
 inline uint8_t* put_backtrace(ThreadLog& log, uint8_t* p, const Backtrace& bt) {
   p = put_uleb(p, bt.count);
   for (uint32_t i = 0; i < bt.count; ++i) p = log.put_method(p, bt.frames[i]);
@@ -29,14 +48,16 @@ inline uint8_t* put_backtrace(ThreadLog& log, uint8_t* p, const Backtrace& bt) {
 }
 inline constexpr size_t backtrace_bytes(const Backtrace* bt) { return bt ? kMaxLeb128 * (1 + bt->count) : 0; }
 
-// TYPE_METHOD enter (TYPE_ENTER), leave (TYPE_LEAVE) or exceptional leave (TYPE_EXC_LEAVE).
-inline void write_method(ThreadLog& log, uint8_t ext, uint64_t time, uint64_t method) {
+// TYPE_METHOD enter (TYPE_ENTER), leave (TYPE_LEAVE) or exceptional leave (TYPE_EXC_LEAVE). Always
+// inlined: it is the `calls` hot path, and the compiler's size heuristics stopped inlining it into the
+// leave callback once the kind counting made it a little larger (a call per event, measured).
+[[gnu::always_inline]] inline void write_method(ThreadLog& log, uint8_t ext, uint64_t time, uint64_t method) {
   uint8_t* p = log.reserve(kHead + kMaxLeb128);
   if (!p) [[unlikely]] return;
   *p++ = TYPE_METHOD | ext;
   p = log.put_time(p, time);
   p = log.put_method(p, method);
-  log.commit(p);
+  log.commit(p, method_kind(ext));
 }
 
 inline void write_alloc(ThreadLog& log, uint64_t time, uint64_t vtable, uint64_t obj, uint64_t size,
@@ -49,7 +70,7 @@ inline void write_alloc(ThreadLog& log, uint64_t time, uint64_t vtable, uint64_t
   p = log.put_obj(p, obj);
   p = put_uleb(p, size);
   if (bt) p = put_backtrace(log, p, *bt);
-  log.commit(p);
+  log.commit(p, EventKind::alloc);
 }
 
 inline void write_throw(ThreadLog& log, uint64_t time, uint64_t obj, const Backtrace* bt) {
@@ -59,7 +80,7 @@ inline void write_throw(ThreadLog& log, uint64_t time, uint64_t obj, const Backt
   p = log.put_time(p, time);
   p = log.put_obj(p, obj);
   if (bt) p = put_backtrace(log, p, *bt);
-  log.commit(p);
+  log.commit(p, EventKind::exception_throw);
 }
 
 inline void write_clause(ThreadLog& log, uint64_t time, uint8_t clause_type, uint64_t index, uint64_t method,
@@ -72,7 +93,7 @@ inline void write_clause(ThreadLog& log, uint64_t time, uint8_t clause_type, uin
   p = put_uleb(p, index);
   p = log.put_method(p, method);
   p = log.put_obj(p, obj);
-  log.commit(p);
+  log.commit(p, EventKind::exception_clause);
 }
 
 inline void write_monitor(ThreadLog& log, uint64_t time, uint8_t event, uint64_t obj, const Backtrace* bt) {
@@ -83,7 +104,7 @@ inline void write_monitor(ThreadLog& log, uint64_t time, uint8_t event, uint64_t
   *p++ = event;
   p = log.put_obj(p, obj);
   if (bt) p = put_backtrace(log, p, *bt);
-  log.commit(p);
+  log.commit(p, EventKind::monitor);
 }
 
 inline void write_gc_event(ThreadLog& log, uint64_t time, uint8_t event, uint8_t generation) {
@@ -93,7 +114,7 @@ inline void write_gc_event(ThreadLog& log, uint64_t time, uint8_t event, uint8_t
   p = log.put_time(p, time);
   *p++ = event;
   *p++ = generation;
-  log.commit(p);
+  log.commit(p, EventKind::gc_event);
 }
 
 inline void write_gc_resize(ThreadLog& log, uint64_t time, uint64_t size) {
@@ -102,7 +123,7 @@ inline void write_gc_resize(ThreadLog& log, uint64_t time, uint64_t size) {
   *p++ = TYPE_GC | TYPE_GC_RESIZE;
   p = log.put_time(p, time);
   p = put_uleb(p, size);
-  log.commit(p);
+  log.commit(p, EventKind::gc_resize);
 }
 
 // `count` addresses (old0, new0, old1, new1, ...); callers split long lists into several events.
@@ -113,7 +134,7 @@ inline void write_gc_move(ThreadLog& log, uint64_t time, const uint64_t* objects
   p = log.put_time(p, time);
   p = put_uleb(p, count);
   for (uint32_t i = 0; i < count; ++i) p = log.put_obj(p, objects[i]);
-  log.commit(p);
+  log.commit(p, EventKind::gc_move);
 }
 
 inline void write_handle_created(ThreadLog& log, uint64_t time, uint64_t type, uint64_t handle, uint64_t obj,
@@ -126,7 +147,7 @@ inline void write_handle_created(ThreadLog& log, uint64_t time, uint64_t type, u
   p = put_uleb(p, handle);
   p = log.put_obj(p, obj);
   if (bt) p = put_backtrace(log, p, *bt);
-  log.commit(p);
+  log.commit(p, EventKind::gc_handle_created);
 }
 
 inline void write_handle_destroyed(ThreadLog& log, uint64_t time, uint64_t type, uint64_t handle,
@@ -138,7 +159,7 @@ inline void write_handle_destroyed(ThreadLog& log, uint64_t time, uint64_t type,
   p = put_uleb(p, type);
   p = put_uleb(p, handle);
   if (bt) p = put_backtrace(log, p, *bt);
-  log.commit(p);
+  log.commit(p, EventKind::gc_handle_destroyed);
 }
 
 // Events with no payload (finalize start/end, heap start/end) and with one object (finalize object
@@ -148,7 +169,7 @@ inline void write_bare(ThreadLog& log, uint8_t event_byte, uint64_t time) {
   if (!p) [[unlikely]] return;
   *p++ = event_byte;
   p = log.put_time(p, time);
-  log.commit(p);
+  log.commit(p, bare_kind(event_byte));
 }
 
 inline void write_with_object(ThreadLog& log, uint8_t event_byte, uint64_t time, uint64_t obj) {
@@ -157,7 +178,7 @@ inline void write_with_object(ThreadLog& log, uint8_t event_byte, uint64_t time,
   *p++ = event_byte;
   p = log.put_time(p, time);
   p = log.put_obj(p, obj);
-  log.commit(p);
+  log.commit(p, object_event_kind(event_byte));
 }
 
 inline void write_sync_point(ThreadLog& log, uint64_t time, uint8_t type) {
@@ -166,7 +187,7 @@ inline void write_sync_point(ThreadLog& log, uint64_t time, uint8_t type) {
   *p++ = TYPE_META | TYPE_SYNC_POINT;
   p = log.put_time(p, time);
   *p++ = type;
-  log.commit(p);
+  log.commit(p, EventKind::sync_point);
 }
 
 inline void write_root_register(ThreadLog& log, uint64_t time, uint64_t start, uint64_t size, uint8_t source,
@@ -181,7 +202,7 @@ inline void write_root_register(ThreadLog& log, uint64_t time, uint64_t start, u
   p = log.put_ptr(p, key);
   for (size_t i = 0; i < name_len; ++i) *p++ = static_cast<uint8_t>(name[i]);
   *p++ = 0;
-  log.commit(p);
+  log.commit(p, EventKind::heap_root_register);
 }
 
 inline void write_root_unregister(ThreadLog& log, uint64_t time, uint64_t start) {
@@ -190,7 +211,7 @@ inline void write_root_unregister(ThreadLog& log, uint64_t time, uint64_t start)
   *p++ = TYPE_HEAP | TYPE_HEAP_ROOT_UNREGISTER;
   p = log.put_time(p, time);
   p = log.put_ptr(p, start);
-  log.commit(p);
+  log.commit(p, EventKind::heap_root_unregister);
 }
 
 // `count` (slot address, object) pairs.
@@ -205,7 +226,7 @@ inline void write_heap_roots(ThreadLog& log, uint64_t time, const uint64_t* addr
     p = log.put_ptr(p, addresses[i]);
     p = log.put_obj(p, objects[i]);
   }
-  log.commit(p);
+  log.commit(p, EventKind::heap_root);
 }
 
 // One heap object with `count` references (absolute field offsets, increasing).
@@ -226,7 +247,7 @@ inline void write_heap_object(ThreadLog& log, uint64_t time, uint64_t obj, uint6
     last = offsets[i];
     p = log.put_obj(p, refs[i]);
   }
-  log.commit(p);
+  log.commit(p, EventKind::heap_object);
 }
 
 // Metadata written into a thread's own buffer rather than the shared MetaLog: for the heap walk, which
@@ -241,7 +262,7 @@ inline void write_vtable_load(ThreadLog& log, uint64_t time, uint64_t vtable, ui
   p = log.put_ptr(p, vtable);
   p = log.put_ptr(p, domain);
   p = log.put_ptr(p, klass);
-  log.commit(p);
+  log.commit(p, EventKind::vtable_load);
 }
 
 // TYPE_CLASS load: image, name (`name_len` bytes, no NUL inside; the NUL is added). `name_len` must
@@ -257,7 +278,7 @@ inline void write_class_load(ThreadLog& log, uint64_t time, uint64_t klass, uint
   p = log.put_ptr(p, image);
   for (size_t i = 0; i < name_len; ++i) *p++ = static_cast<uint8_t>(name[i]);
   *p++ = 0;
-  log.commit(p);
+  log.commit(p, EventKind::class_load);
 }
 
 }  // namespace mlpd::rt

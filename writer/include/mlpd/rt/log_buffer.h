@@ -34,6 +34,9 @@ struct LogBuffer {
   bool obj_base_set = false;  // owner-only
 
   std::atomic<uint32_t> committed{0};  // owner: release store; helper: acquire load
+  // Owner: the time it pushed the buffer to the flush queue (set before the push, which publishes it);
+  // the helper measures the flush latency from it.
+  uint64_t published_ns = 0;
 
   // Helper-only state: how far the buffer has been written and the delta chains at that point.
   uint32_t slice_start = 0;
@@ -55,6 +58,7 @@ struct LogBuffer {
     method_base = slice_method = method_b;
     slice_start = 0;
     committed.store(0, std::memory_order_relaxed);
+    published_ns = 0;
     queue_next.store(nullptr, std::memory_order_relaxed);
   }
 };

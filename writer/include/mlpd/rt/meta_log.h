@@ -28,6 +28,7 @@ class MetaLog {
     e.time = clock();
     encoder_.add(e);
     ++events_;
+    ++counts_[static_cast<size_t>(e.kind)];
     if (encoder_.data_size() >= kBufferLimit) {  // keep buffers Mono-sized
       encoder_.finish_into(pending_);
       encoder_.reset(thread_id_, e.time);
@@ -38,6 +39,12 @@ class MetaLog {
   // Returns the number of events taken.
   uint64_t take(std::vector<uint8_t>& out, uint64_t now);
 
+  // Adds the number of events of each kind ever added to `out[kind]` (the profiler counters).
+  void add_counts_to(uint64_t (&out)[kEventKindCount]) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < kEventKindCount; ++i) out[i] += counts_[i];
+  }
+
  private:
   static constexpr size_t kBufferLimit = 60 * 1024;
 
@@ -46,6 +53,7 @@ class MetaLog {
   std::vector<uint8_t> pending_;  // finished buffers not yet taken
   uint64_t thread_id_;
   uint64_t events_ = 0;
+  uint64_t counts_[kEventKindCount] = {};
 };
 
 }  // namespace mlpd::rt

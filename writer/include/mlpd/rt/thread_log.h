@@ -10,6 +10,7 @@
 
 #include "mlpd/leb128.h"
 #include "mlpd/rt/buffer_pool.h"
+#include "mlpd/rt/event_counts.h"
 
 namespace mlpd::rt {
 
@@ -37,10 +38,12 @@ class ThreadLog {
     if (static_cast<size_t>(end_ - cur_) >= max_bytes) [[likely]] return cur_;
     return refill(max_bytes);
   }
-  // Makes the bytes up to `p` visible to the helper.
-  void commit(uint8_t* p) {
+  // Makes the bytes up to `p` -- one event of `kind` -- visible to the helper, and counts the event
+  // (the "Event: KIND" profiler counters; docs/format.md).
+  void commit(uint8_t* p, EventKind kind) {
     cur_ = p;
     buf_->committed.store(static_cast<uint32_t>(p - buf_->data), std::memory_order_release);
+    counts_.add(kind);
   }
 
   // Field encoders, in the order the event layout needs them (format.h / docs/format.md).
@@ -74,6 +77,8 @@ class ThreadLog {
   void retire();
 
   uint64_t thread_id() const { return thread_id_; }
+  // Events committed so far, per kind (any thread may read).
+  const EventCounts& counts() const { return counts_; }
   // For the helper: the buffer the owner is writing now (may change at any time).
   LogBuffer* current() const { return current_.load(std::memory_order_acquire); }
 
@@ -92,6 +97,7 @@ class ThreadLog {
   int64_t last_method_ = 0;
   std::atomic<LogBuffer*> current_{nullptr};
   bool retired_ = false;
+  EventCounts counts_;
 };
 
 }  // namespace mlpd::rt

@@ -48,6 +48,14 @@ class ThreadRegistry {
     for (ThreadLog* l = head_; l; l = l->registry_next) fn(*l);
   }
 
+  // Adds the events each thread has committed, per kind, to `out[kind]`: the live logs' counts and
+  // those of the logs of threads that ended (kept when a log is freed).
+  void add_counts_to(uint64_t (&out)[kEventKindCount]) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < kEventKindCount; ++i) out[i] += ended_counts_[i];
+    for (ThreadLog* l = head_; l; l = l->registry_next) l->counts().add_to(out);
+  }
+
   // The current registry; the key destructor needs it. One agent per process.
   static ThreadRegistry* instance() { return instance_; }
 
@@ -58,6 +66,7 @@ class ThreadRegistry {
   WriterShared& shared_;
   std::mutex mutex_;
   ThreadLog* head_ = nullptr;
+  uint64_t ended_counts_[kEventKindCount] = {};  // counts of freed logs (guarded by mutex_)
   pthread_key_t key_{};
   bool key_ok_ = false;
   std::atomic<bool> enabled_{true};

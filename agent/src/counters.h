@@ -1,0 +1,31 @@
+// The agent's `counter` events: the CounterSampler wired to the profiler's own counters and to Mono's
+// runtime counters (found by the hooks). Owned by the Agent; used by its helper thread only.
+#pragma once
+
+#include <deque>
+
+#include "mlpd/agent/counter_sampler.h"
+#include "mlpd/agent/profiler_counters.h"
+#include "mlpd/hooks/runtime_counters.h"
+
+namespace mlpd::agent {
+
+class AgentCounters {
+ public:
+  AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, const ProfilerCounterSources& sources);
+  AgentCounters(const AgentCounters&) = delete;
+  AgentCounters& operator=(const AgentCounters&) = delete;
+
+  // One sample into the MetaLog (see CounterSampler).
+  void sample() { sampler_.sample(); }
+  const CounterSampler& sampler() const { return sampler_; }
+
+ private:
+  static void discover(CounterSampler& s, void* self);
+  static bool read_runtime(const void* counter, uint64_t, uint64_t& bits);
+
+  CounterSampler sampler_;
+  std::deque<hooks::RuntimeCounter> runtime_;  // a deque: the sampler keeps pointers to them
+};
+
+}  // namespace mlpd::agent
