@@ -147,12 +147,15 @@ class Agent {
     }
   }
 
-  // Fork child: this process must not write into the parent's output. Nothing more is recorded.
+  // Fork child: this process must not write into the parent's output. Nothing more is recorded. Our copy
+  // of the output descriptor is let go at once: a child that does not exec would otherwise hold a
+  // `|CMD` pipe open until it exits, and the command -- and the parent's exit, waiting for it -- with it.
   void forget_after_fork() {
     shutting_down_.store(true);
     failed_ = true;
     hooks::stop();
     registry_.forget_in_fork_child();
+    if (sink_) sink_->abandon();
   }
 
  private:
