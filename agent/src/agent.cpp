@@ -144,6 +144,7 @@ class Agent {
           " buffers; " + std::to_string(pool_.allocated()) + " buffers of " + std::to_string(kBufferBytes / 1024) +
           " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
           std::to_string(rounds_) + " flush rounds");
+      if (hooks::max_frames() > 0) say(hooks::backtrace_summary());
     }
   }
 
@@ -316,6 +317,7 @@ void start(std::string_view text) {
   config.maxframes = o.maxframes;
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
+  config.verbose = o.verbose;
   hooks::HookEnv env;
   env.shared = &agent->shared();
   env.registry = &agent->registry();

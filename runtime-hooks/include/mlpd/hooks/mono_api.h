@@ -86,6 +86,7 @@ namespace mlpd::hooks {
   X(mono_method_full_name)                             \
   X(mono_jit_info_get_code_start)                      \
   X(mono_jit_info_get_code_size)                       \
+  X(mono_jit_info_get_method)                          \
   X(mono_object_get_vtable)                            \
   X(mono_object_get_size)                              \
   X(mono_stack_walk_no_il)                             \
