@@ -73,6 +73,15 @@ struct CallStack {
   uint64_t* frames = nullptr;
 };
 thread_local CallStack tls_calls __attribute__((tls_model("initial-exec")));
+// Frees a thread's shadow stack when the thread exits. The key's value only marks that there is one:
+// the stack itself is the exiting thread's tls_calls, still valid while key destructors run.
+pthread_key_t g_calls_key;
+bool g_calls_key_ok = false;
+void free_call_stack(void*) {
+  CallStack& cs = tls_calls;
+  std::free(cs.frames);
+  cs = CallStack{};
+}
 
 // Recently seen vtables of this thread (direct-mapped): known to be described.
 constexpr unsigned kVtableCache = 64;
@@ -323,6 +332,7 @@ bool grow(CallStack& cs) {
   const uint32_t cap = cs.cap ? cs.cap * 2 : 64;
   auto* f = static_cast<uint64_t*>(std::realloc(cs.frames, sizeof(uint64_t) * cap));
   if (!f) return false;
+  if (!cs.frames && g_calls_key_ok) pthread_setspecific(g_calls_key, &cs);
   cs.frames = f;
   cs.cap = cap;
   return true;
@@ -552,6 +562,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g_calldepth.store(config.calldepth);
   set_max_frames(config.maxframes);
+  g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
     const char* w = std::getenv("MLPD_WALKER");  // `mono`: every backtrace by mono_stack_walk_no_il
     walker::init(!(w && std::strcmp(w, "mono") == 0), config.verbose);

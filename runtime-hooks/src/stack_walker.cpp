@@ -49,8 +49,10 @@ std::atomic<uint32_t> g_generation{1};
 // Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
 // frame pointer, `push %rbp` then `mov %rsp,%rbp`; without one (omit_fp), `sub $N,%rsp` and then the
 // callee-saved registers it uses stored with `mov %reg,k(%rsp)`; rsp does not move again in the body
-// (omit_fp is off for localloc and for calls with stack arguments). Frames of 4 KiB or more are probed
-// page by page: not handled (kUnsure).
+// (mono_arch_compute_omit_fp keeps the frame pointer for localloc, exception clauses, a parameter area
+// for calls with stack arguments, varargs and stack-passed parameters). Frames of 4 KiB or more are
+// probed page by page: not handled (kUnsure). The cross-checks and tests/integration/agent/
+// test_backtraces.py hold us to this reading.
 void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
   e.kind = kUnsure;
   if (size < 8) return;
@@ -379,6 +381,14 @@ bool bind_unwind() {
 #undef MLPD_STR
 #undef MLPD_STR2
 
+// Only frames in code of a loaded ELF object are stepped with libunwind: those have CFI. JIT-made code
+// we do not know (trampolines, code of methods whose jit_done we have not seen) has none, and libunwind
+// would guess from rbp, which there may hold anything.
+bool in_loaded_object(uint64_t ret) {
+  Dl_info info;
+  return dladdr(reinterpret_cast<void*>(ret - 1), &info) != 0 && info.dli_fbase != nullptr;
+}
+
 // The native chain from `anchor` (collect()'s frame) up to the first managed frame.
 __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Signature& s) {
   unw_context_t uc;
@@ -402,7 +412,7 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
       s.rbp_loc = static_cast<int64_t>(loc.u.addr - anchor);
       return s.n > 0;
     }
-    if (s.n == kMaxPairs) return false;
+    if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
     s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
     s.val[s.n] = ip;
     ++s.n;
@@ -422,6 +432,7 @@ bool learn_top(const FastResult& r, ThreadWalk& t, Signature& s) {
   s.n = 1;
   s.off[0] = -8;  // the outermost managed frame's return address, the value the walk ended on
   s.val[0] = r.top_ip;
+  if (!in_loaded_object(r.top_ip)) return false;
   for (;;) {
     const int rc = g_unw.step(&c);
     if (rc == 0) return true;  // the thread's first frame
@@ -431,6 +442,7 @@ bool learn_top(const FastResult& r, ThreadWalk& t, Signature& s) {
     if (ip == 0) return true;
     if (sp <= r.top_sp || sp > t.hi) return false;
     if (lookup(t, ip)->kind != kNative) return false;  // more managed code above: leave it to Mono
+    if (!in_loaded_object(ip)) return false;
     s.off[s.n] = static_cast<int64_t>(sp - 8 - r.top_sp);
     s.val[s.n] = ip;
     ++s.n;
@@ -457,7 +469,9 @@ bool publish(SignatureSet& set, const Signature& s) {
 void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected, uint32_t n_expected,
            uint32_t max) {
   if (g_learn_budget.load(std::memory_order_relaxed) <= 0) return;
-  std::lock_guard<std::mutex> lock(g_learn_mutex);
+  // Never wait: another thread learning now is enough (and no lock order with the loader's locks).
+  std::unique_lock<std::mutex> lock(g_learn_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   if (g_learn_budget.fetch_sub(1, std::memory_order_relaxed) <= 0) return;
   if (!bind_unwind()) {
     g_learn_budget.store(0, std::memory_order_relaxed);
@@ -572,7 +586,7 @@ bool method_described(MonoMethod* m) {
 }
 
 void note_described(MonoMethod* m) {
-  if (ThreadWalk* t = tls_walk) t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] = reinterpret_cast<uint64_t>(m);
+  if (ThreadWalk* t = thread_walk()) t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] = reinterpret_cast<uint64_t>(m);
 }
 
 std::string summary() {
