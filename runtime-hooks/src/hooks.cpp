@@ -265,6 +265,7 @@ void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
   if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_unloading(MonoProfiler*, MonoDomain* d) {
+  walker::domain_unloading(d);  // its code memory is about to be freed and reused
   if (active()) meta_simple(EventKind::domain_unload, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_name(MonoProfiler*, MonoDomain* d, const char* name) {
@@ -312,7 +313,7 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
   describe_method(m, start, size);
-  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), start, size);  // described first
+  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
@@ -564,8 +565,8 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
-    const char* w = std::getenv("MLPD_WALKER");  // `mono`: every backtrace by mono_stack_walk_no_il
-    walker::init(!(w && std::strcmp(w, "mono") == 0), config.verbose);
+    const char* w = std::getenv("MLPD_WALKER");  // `mono`: all by mono_stack_walk_no_il; `check`: all compared
+    walker::init(!(w && std::strcmp(w, "mono") == 0), w && std::strcmp(w, "check") == 0, config.verbose);
   }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public

@@ -32,7 +32,9 @@ constexpr uint8_t kFixedFrame = 3;    // sub rsp,N (no frame pointer): return at
 
 struct CodeEntry {
   uint64_t start = 0, end = 0;
+  uint64_t body = 0;  // where the prologue ends: a frame's IP must be at or after it
   MonoMethod* method = nullptr;
+  MonoDomain* domain = nullptr;
   uint8_t kind = kNative;
   uint32_t frame = 0;     // kFixedFrame: N
   int32_t rbp_save = -1;  // kFixedFrame: where the prologue saved rbp ([sp+rbp_save]); -1: rbp untouched
@@ -58,6 +60,7 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
   if (size < 8) return;
   if (c[0] == 0x55 && ((c[1] == 0x48 && c[2] == 0x8b && c[3] == 0xec) || (c[1] == 0x48 && c[2] == 0x89 && c[3] == 0xe5))) {
     e.kind = kFramePointer;
+    e.body = e.start + 4;
     return;
   }
   size_t i;
@@ -97,6 +100,7 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
   if (i + 3 <= size && c[i] == 0x48 && (c[i + 1] == 0x83 || c[i + 1] == 0x81) && c[i + 2] == 0xec) return;
   if (rbp_save != -1 && (rbp_save < 0 || static_cast<uint32_t>(rbp_save) + 8 > n)) return;
   e.kind = kFixedFrame;
+  e.body = e.start + i;
   e.frame = n;
   e.rbp_save = rbp_save;
 }
@@ -218,6 +222,7 @@ std::atomic<int> g_learn_budget{1024};  // libunwind runs (~tens of us each): bo
 std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checked
 std::atomic<bool> g_use_ours{false};
 bool g_verbose = false;
+bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk
 // Mono's mono_method_get_context (exported, not in the public headers): non-NULL for an inflated method,
 // i.e. any generic instance. Its code may be shared between instantiations, and Mono's walk then names
 // the instantiation it reads from the frame (its generic context), which a code range cannot tell us:
@@ -273,7 +278,7 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
   for (;;) {
     const CodeEntry* e = lookup(t, ip);
     if (e->kind == kNative) break;
-    if (e->kind == kUnsure) return kNoManaged;
+    if (e->kind == kUnsure || ip - 1 < e->body) return kNoManaged;  // (an IP in the prologue: a signal's)
     out[n++] = e->method;
     if (n == max) {
       r.n = n;
@@ -508,7 +513,7 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
 // Cross-checks a fast result against Mono's walk while checks are due (the first backtraces, the first
 // uses of each signature). Returns false (and switches ours off) on a difference.
 bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
-  bool due = false;
+  bool due = g_check_all;
   auto take = [&due](std::atomic<int>& c) {
     if (c.load(std::memory_order_relaxed) > 0 && c.fetch_sub(1, std::memory_order_relaxed) > 0) due = true;
   };
@@ -527,8 +532,9 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
 
 }  // namespace
 
-void init(bool use_ours, bool verbose) {
+void init(bool use_ours, bool check_all, bool verbose) {
   g_verbose = verbose;
+  g_check_all = check_all;
   g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
   if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
   if (!g_bottom) g_bottom = new (std::nothrow) SignatureSet();
@@ -537,13 +543,14 @@ void init(bool use_ours, bool verbose) {
   g_use_ours.store(use_ours && g_table && g_bottom && g_top && g_key_ok);
 }
 
-void code_added(MonoMethod* m, MonoMethod* jit_method, uint64_t start, uint64_t size) {
+void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size) {
   if (!g_table || !m || !start || !size) return;
   auto* e = new (std::nothrow) CodeEntry;
   if (!e) return;
   e->start = start;
   e->end = start + size;
   e->method = m;
+  e->domain = domain;
   classify(reinterpret_cast<const uint8_t*>(start), size, *e);
   // Generic instances (possibly shared code: Mono reports the instantiation it finds in the frame).
   if (jit_method != m || !g_method_context || g_method_context(m)) e->kind = kUnsure;
@@ -554,6 +561,15 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, uint64_t start, uint64_t 
   g_table->emplace(start, e);
   // Every thread's IP cache may hold this range as "not managed code" (a thread can run new code
   // before jit_done reaches us) or as the code that was here before: all of them start over.
+  g_generation.fetch_add(1, std::memory_order_release);
+}
+
+void domain_unloading(MonoDomain* domain) {
+  if (!g_table) return;
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  for (auto it = g_table->begin(); it != g_table->end();) {
+    it = it->second->domain == domain ? g_table->erase(it) : std::next(it);
+  }
   g_generation.fetch_add(1, std::memory_order_release);
 }
 

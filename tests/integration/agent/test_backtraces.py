@@ -4,7 +4,10 @@ the same frames, in the same order, for every allocation, throw and monitor even
 programs with deep recursion (beyond maxframes), frames with and without a frame pointer, generic code,
 interface and virtual calls, delegates, iterators, static constructors, reflection, boxing, strings and
 arrays. Our walker must actually have made most of the backtraces (the `verbose` count), and both files
-pass `mlpd verify --strict` and mprof-report."""
+pass `mlpd verify --strict` and mprof-report.
+Multi-threaded and AppDomain programs (whose event sequences vary from run to run) run once with
+MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk of the same event, and one
+difference would switch our walker off with a message."""
 import os
 import re
 import sys
@@ -77,12 +80,29 @@ def check_program(workdir, prog, args, options, min_ours):
           f"Mono's {ours and ours[1]}", flush=True)
 
 
+def check_every_event(workdir, prog, expected_rc=0):
+    out = os.path.join(workdir, f"{prog}-check.mlpd")
+    env = env_with(LD_PRELOAD=AGENT, MLPD_WALKER="check",
+                   MLPD_OPTIONS=f"nodefaults,gcalloc,exception,monitor,gchandle,verbose,output={out}")
+    p = t.run([t.MONO, t.program(prog)], env=env, timeout=600)
+    t.check(p.returncode == expected_rc, f"{prog} (check): exit status {p.returncode}")
+    t.check("disagreed" not in p.stderr, f"{prog}: our walker differed from Mono's: {p.stderr[-400:]}")
+    m = COUNTS.search(p.stderr)
+    t.check(m is not None and int(m.group(1)) > 0, f"{prog} (check): our walker made no backtrace: {p.stderr[-300:]}")
+    rc, v, _ = t.verify_json(out, strict=True)
+    t.check(rc == 0 and v and v["ok"], f"{prog} (check): does not verify: {v and v['errors'][:3]}")
+    print(f"ok  {prog}: each of our {m and m.group(1)} backtraces equal to Mono's walk of the same event", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="mlpd-backtraces-") as workdir:
         check_program(workdir, "backtraces", [], "nodefaults,gcalloc,exception,monitor", 0.3)
         check_program(workdir, "backtraces", [], "nodefaults,gcalloc,maxframes=5", 0.3)
         check_program(workdir, "alloc", [], "nodefaults,gcalloc", 0.8)
         check_program(workdir, "exceptions", [], "nodefaults,gcalloc,exception", 0.1)
+        for prog in ("stress", "threads", "monitors", "gchandles", "finalizers", "appdomain", "domainloop"):
+            check_every_event(workdir, prog)
+        check_every_event(workdir, "unhandled", expected_rc=1)
     t.finish("backtraces")
 
 

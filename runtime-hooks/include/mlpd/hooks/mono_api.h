@@ -80,6 +80,7 @@ namespace mlpd::hooks {
   X(mono_type_get_name)                                \
   X(mono_vtable_class)                                 \
   X(mono_vtable_domain)                                \
+  X(mono_domain_get)                                   \
   X(mono_domain_get_id)                                \
   X(mono_context_get_id)                               \
   X(mono_context_get_domain_id)                        \

@@ -23,13 +23,19 @@
 
 namespace mlpd::hooks::walker {
 
-// `use_ours` false (MLPD_WALKER=mono) keeps every backtrace on mono_stack_walk_no_il. `verbose` lets the
-// walker say once why it switched itself off.
-void init(bool use_ours, bool verbose);
+// `use_ours` false (MLPD_WALKER=mono) keeps every backtrace on mono_stack_walk_no_il; `check_all`
+// (MLPD_WALKER=check, for tests) compares every backtrace of ours with Mono's, not only the first ones.
+// `verbose` lets the walker say once why it switched itself off.
+void init(bool use_ours, bool check_all, bool verbose);
 
-// From jit_done: `m` was compiled to [start, start + size). `jit_method` is the method Mono's JIT info
-// names for that code; when it differs from `m` (generic sharing) frames in it are left to Mono.
-void code_added(MonoMethod* m, MonoMethod* jit_method, uint64_t start, uint64_t size);
+// From jit_done (after the method is described): `m` was compiled to [start, start + size) in `domain`.
+// `jit_method` is the method Mono's JIT info names for that code; when it differs from `m`, and for
+// every generic instance, frames in it are left to Mono.
+void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size);
+
+// From domain_unloading: the ranges JIT'd in `domain` are forgotten (that memory will be reused, possibly
+// for code we never hear of, such as trampolines).
+void domain_unloading(MonoDomain* domain);
 
 // The calling thread's managed frames, innermost first, at most `max` -- exactly what
 // mono_stack_walk_no_il would give (it is used whenever ours is unsure). Not while the world is stopped.
