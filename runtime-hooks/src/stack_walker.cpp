@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +203,7 @@ constexpr int kChecksPerSignature = 4;
 
 struct Signature {
   uint32_t n = 0;
+  int64_t lowest = 0, highest = 0;  // the lowest and highest slot offsets: one bounds check per signature
   int64_t off[kMaxPairs];
   uint64_t val[kMaxPairs];
   // bottom only: the innermost managed frame's return-address slot and where its rbp is saved
@@ -231,12 +233,19 @@ using GetContext = void* (*)(MonoMethod*);
 GetContext g_method_context = nullptr;
 
 inline bool slots_match(const Signature& s, uintptr_t base, const ThreadWalk& t) {
+  if (base + s.lowest < t.lo || base + s.highest + 8 > t.hi) return false;
   for (uint32_t k = 0; k < s.n; ++k) {
-    const uintptr_t a = base + s.off[k];
-    if (a < t.lo || a + 8 > t.hi) return false;
-    if (*reinterpret_cast<const uint64_t*>(a) != s.val[k]) return false;
+    if (*reinterpret_cast<const uint64_t*>(base + s.off[k]) != s.val[k]) return false;
   }
   return true;
+}
+
+void set_bounds(Signature& s) {
+  s.lowest = s.highest = s.n ? s.off[0] : 0;
+  for (uint32_t k = 1; k < s.n; ++k) {
+    s.lowest = std::min(s.lowest, s.off[k]);
+    s.highest = std::max(s.highest, s.off[k]);
+  }
 }
 
 // ---- the fast walk -----------------------------------------------------------------------------
@@ -363,6 +372,10 @@ struct Unwind {
   decltype(&::unw_get_reg) get_reg = nullptr;
   decltype(&::unw_get_save_loc) get_save_loc = nullptr;
 };
+// glibc 2.35's _dl_find_object is made for unwinders (lock-free, fast); dladdr walks symbol tables.
+using FindObject = int (*)(void*, struct dl_find_object*);
+FindObject g_find_object = nullptr;
+
 Unwind g_unw;  // guarded by g_learn_mutex until bound, then read-only
 int g_unw_state = 0;  // 0 not tried, 1 bound, -1 unavailable (guarded by g_learn_mutex)
 
@@ -371,6 +384,7 @@ int g_unw_state = 0;  // 0 not tried, 1 bound, -1 unavailable (guarded by g_lear
 bool bind_unwind() {
   if (g_unw_state) return g_unw_state > 0;
   g_unw_state = -1;
+  g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
   void* h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
   if (!h) return false;
   // The API names are macros for the local-only entry points (_ULx86_64_step, _Ux86_64_getcontext).
@@ -390,8 +404,13 @@ bool bind_unwind() {
 // we do not know (trampolines, code of methods whose jit_done we have not seen) has none, and libunwind
 // would guess from rbp, which there may hold anything.
 bool in_loaded_object(uint64_t ret) {
+  void* pc = reinterpret_cast<void*>(ret - 1);
+  if (g_find_object) {
+    dl_find_object found;
+    return g_find_object(pc, &found) == 0 && found.dlfo_eh_frame != nullptr;
+  }
   Dl_info info;
-  return dladdr(reinterpret_cast<void*>(ret - 1), &info) != 0 && info.dli_fbase != nullptr;
+  return dladdr(pc, &info) != 0 && info.dli_fbase != nullptr;
 }
 
 // The native chain from `anchor` (collect()'s frame) up to the first managed frame.
@@ -415,6 +434,7 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
       if (g_unw.get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return false;
       s.managed_slot = static_cast<int64_t>(sp - 8 - anchor);
       s.rbp_loc = static_cast<int64_t>(loc.u.addr - anchor);
+      set_bounds(s);
       return s.n > 0;
     }
     if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
@@ -440,11 +460,17 @@ bool learn_top(const FastResult& r, ThreadWalk& t, Signature& s) {
   if (!in_loaded_object(r.top_ip)) return false;
   for (;;) {
     const int rc = g_unw.step(&c);
-    if (rc == 0) return true;  // the thread's first frame
+    if (rc == 0) {  // the thread's first frame
+      set_bounds(s);
+      return true;
+    }
     if (rc < 0 || s.n == kMaxPairs) return false;
     unw_word_t ip = 0, sp = 0;
     if (g_unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
-    if (ip == 0) return true;
+    if (ip == 0) {
+      set_bounds(s);
+      return true;
+    }
     if (sp <= r.top_sp || sp > t.hi) return false;
     if (lookup(t, ip)->kind != kNative) return false;  // more managed code above: leave it to Mono
     if (!in_loaded_object(ip)) return false;
@@ -459,6 +485,8 @@ bool publish(SignatureSet& set, const Signature& s) {
   if (n == kMaxSignatures) return false;
   Signature& d = set.sigs[n];
   d.n = s.n;
+  d.lowest = s.lowest;
+  d.highest = s.highest;
   std::memcpy(d.off, s.off, sizeof d.off);
   std::memcpy(d.val, s.val, sizeof d.val);
   d.managed_slot = s.managed_slot;
