@@ -613,6 +613,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_class_loaded_callback(h, on_class_loaded);
   mono.mono_profiler_set_vtable_loaded_callback(h, on_vtable_loaded);
   mono.mono_profiler_set_jit_done_callback(h, on_jit_done);
+  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) { walker::method_freed(m); });
   mono.mono_profiler_set_jit_code_buffer_callback(h, on_code_buffer);
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);

@@ -592,13 +592,30 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint6
   g_generation.fetch_add(1, std::memory_order_release);
 }
 
-void domain_unloading(MonoDomain* domain) {
+namespace {
+template <typename Pred>
+void forget_ranges(Pred gone) {
   if (!g_table) return;
   std::lock_guard<std::mutex> lock(g_table_mutex);
+  bool any = false;
   for (auto it = g_table->begin(); it != g_table->end();) {
-    it = it->second->domain == domain ? g_table->erase(it) : std::next(it);
+    if (gone(*it->second)) {
+      it = g_table->erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
   }
-  g_generation.fetch_add(1, std::memory_order_release);
+  if (any) g_generation.fetch_add(1, std::memory_order_release);
+}
+}  // namespace
+
+void domain_unloading(MonoDomain* domain) {
+  forget_ranges([domain](const CodeEntry& e) { return e.domain == domain; });
+}
+
+void method_freed(MonoMethod* m) {
+  forget_ranges([m](const CodeEntry& e) { return e.method == m; });
 }
 
 __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {

@@ -43,6 +43,7 @@ namespace mlpd::hooks {
   X(mono_profiler_set_class_loaded_callback)           \
   X(mono_profiler_set_vtable_loaded_callback)          \
   X(mono_profiler_set_jit_done_callback)               \
+  X(mono_profiler_set_method_free_callback)            \
   X(mono_profiler_set_jit_code_buffer_callback)        \
   X(mono_profiler_set_method_enter_callback)           \
   X(mono_profiler_set_method_leave_callback)           \

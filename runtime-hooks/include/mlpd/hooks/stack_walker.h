@@ -37,6 +37,9 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint6
 // for code we never hear of, such as trampolines).
 void domain_unloading(MonoDomain* domain);
 
+// From method_free (a dynamic method's code is released): its ranges are forgotten.
+void method_freed(MonoMethod* m);
+
 // The calling thread's managed frames, innermost first, at most `max` -- exactly what
 // mono_stack_walk_no_il would give (it is used whenever ours is unsure). Not while the world is stopped.
 uint32_t collect(MonoMethod** frames, uint32_t max);
