@@ -142,9 +142,22 @@ class Agent {
     (void)!::write(wake_fd_, &one, sizeof one);  // EAGAIN (counter full) still leaves it readable
   }
 
-  // Final flush and close; the first caller does it, later callers return at once.
+  // Final flush and close; the first caller does it. A caller that comes while it is under way (another
+  // thread exiting at the same time) waits for it, bounded, so that it does not exit the process
+  // under the final writes; later callers return at once.
   void shutdown() {
-    if (shutting_down_.exchange(true)) return;
+    if (shutting_down_.exchange(true)) {
+      for (int i = 0; i < (kExitWriteLimitSeconds + 1) * 1000 && !shutdown_done_.load(std::memory_order_acquire); ++i) {
+        const timespec ms{0, 1000000};
+        nanosleep(&ms, nullptr);
+      }
+      return;
+    }
+    finish();
+    shutdown_done_.store(true, std::memory_order_release);
+  }
+
+  void finish() {
     hooks::end_remaining_threads();  // before the final round, so they are written
     hooks::stop();
     stop_.store(true, std::memory_order_release);
@@ -170,16 +183,21 @@ class Agent {
           " buffers; " + std::to_string(pool_.allocated()) + " buffers of " + std::to_string(kBufferBytes / 1024) +
           " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
           std::to_string(rounds_) + " flush rounds");
+      if (hooks::max_frames() > 0) say(hooks::backtrace_summary());
     }
   }
 
-  // Fork child: this process must not write into the parent's output. Nothing more is recorded.
+  // Fork child: this process must not write into the parent's output. Nothing more is recorded. Our copy
+  // of the output descriptor is let go at once: a child that does not exec would otherwise hold a
+  // `|CMD` pipe open until it exits, and the command -- and the parent's exit, waiting for it -- with it.
   void forget_after_fork() {
     shutting_down_.store(true);
+    shutdown_done_.store(true);  // nothing to finish here: exit handlers return at once
     failed_ = true;
     hooks::stop();
     registry_.forget_in_fork_child();
     if (server_) server_->forget_after_fork();  // the parent serves the port, not the child
+    if (sink_) sink_->abandon();
   }
 
  private:
@@ -316,6 +334,7 @@ class Agent {
   int wake_fd_ = -1;               // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> shutdown_done_{false};
   std::atomic<bool> failed_{false};
   uint64_t rounds_ = 0;
 };
@@ -401,6 +420,7 @@ void start(std::string_view text) {
   config.maxframes = o.maxframes;
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
+  config.verbose = o.verbose;
   hooks::HookEnv env;
   env.shared = &agent->shared();
   env.registry = &agent->registry();

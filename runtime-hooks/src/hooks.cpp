@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -25,6 +26,7 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/runtime_counters.h"
+#include "mlpd/hooks/stack_walker.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -73,6 +75,15 @@ struct CallStack {
   uint64_t* frames = nullptr;
 };
 thread_local CallStack tls_calls __attribute__((tls_model("initial-exec")));
+// Frees a thread's shadow stack when the thread exits. The key's value only marks that there is one:
+// the stack itself is the exiting thread's tls_calls, still valid while key destructors run.
+pthread_key_t g_calls_key;
+bool g_calls_key_ok = false;
+void free_call_stack(void*) {
+  CallStack& cs = tls_calls;
+  std::free(cs.frames);
+  cs = CallStack{};
+}
 
 // Recently seen vtables of this thread (direct-mapped): known to be described.
 constexpr unsigned kVtableCache = 64;
@@ -180,29 +191,20 @@ void ensure_method(MonoMethod* m) {
 
 // ---- backtraces --------------------------------------------------------------------------------
 
-struct Walk {
-  uint32_t max;
-  uint32_t n;
-  MonoMethod* frames[kMaxFrames];
-};
-
-mono_bool walk_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
-  auto* w = static_cast<Walk*>(data);
-  if (m) w->frames[w->n++] = m;
-  return w->n >= w->max;  // stop when full
-}
-
 // Collects the calling thread's managed frames, outermost first, describing each method. Returns
 // nullptr when backtraces are off (or impossible: during a collection).
 const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
   const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
   if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
-  Walk w{frames, 0, {}};
-  mono.mono_stack_walk_no_il(walk_frame, &w);
-  bt.count = w.n;
-  for (uint32_t i = 0; i < w.n; ++i) {
-    MonoMethod* m = w.frames[w.n - 1 - i];  // the walk gives innermost first
-    ensure_method(m);
+  MonoMethod* walked[kMaxFrames];
+  const uint32_t n = walker::collect(walked, frames);  // ours, or mono_stack_walk_no_il when unsure
+  bt.count = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    MonoMethod* m = walked[n - 1 - i];  // the walk gives innermost first
+    if (!walker::method_described(m)) {  // per-thread cache: no lock for methods seen before
+      ensure_method(m);
+      walker::note_described(m);
+    }
     bt.frames[i] = u(m);
   }
   return &bt;
@@ -267,6 +269,7 @@ void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
   if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_unloading(MonoProfiler*, MonoDomain* d) {
+  walker::domain_unloading(d);  // its code memory is about to be freed and reused
   if (active()) meta_simple(EventKind::domain_unload, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_name(MonoProfiler*, MonoDomain* d, const char* name) {
@@ -311,8 +314,10 @@ void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
 }
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   if (!active()) return;
-  describe_method(m, ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0,
-                  ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0);
+  const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
+  const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
+  describe_method(m, start, size);
+  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
@@ -332,6 +337,7 @@ bool grow(CallStack& cs) {
   const uint32_t cap = cs.cap ? cs.cap * 2 : 64;
   auto* f = static_cast<uint64_t*>(std::realloc(cs.frames, sizeof(uint64_t) * cap));
   if (!f) return false;
+  if (!cs.frames && g_calls_key_ok) pthread_setspecific(g_calls_key, &cs);
   cs.frames = f;
   cs.cap = cap;
   return true;
@@ -564,6 +570,11 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g_calldepth.store(config.calldepth);
   set_max_frames(config.maxframes);
+  g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
+  {
+    const char* w = std::getenv("MLPD_WALKER");  // `mono`: all by mono_stack_walk_no_il; `check`: all compared
+    walker::init(!(w && std::strcmp(w, "mono") == 0), w && std::strcmp(w, "check") == 0, config.verbose);
+  }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public
     // headers, so looked up like everything else and refused cleanly if absent.
@@ -609,6 +620,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_class_loaded_callback(h, on_class_loaded);
   mono.mono_profiler_set_vtable_loaded_callback(h, on_vtable_loaded);
   mono.mono_profiler_set_jit_done_callback(h, on_jit_done);
+  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) { walker::method_freed(m); });
   mono.mono_profiler_set_jit_code_buffer_callback(h, on_code_buffer);
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
@@ -660,6 +672,7 @@ void set_event_mask(uint32_t mask) {
 uint32_t call_depth() { return g_calldepth.load(); }
 void set_call_depth(uint32_t depth) { g_calldepth.store(depth); }
 uint32_t max_frames() { return g_maxframes.load(); }
+std::string backtrace_summary() { return walker::summary(); }
 void set_max_frames(uint32_t frames) {
   // With `calls` the enter/leave stream already gives every stack: no backtraces (as Mono).
   g_maxframes.store((g && g->cfg.calls) ? 0 : std::min<uint32_t>(frames, kMaxFrames));

@@ -168,6 +168,15 @@ class DescriptorSink final : public OutputSink {
     return !failed_;
   }
 
+  void abandon() override {
+    if (closed_) return;
+    closed_ = true;
+    failed_ = true;  // close() after this reports nothing went well: nothing was finished here
+    if (owns_fd_ && fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    child_ = -1;  // the parent's child, not ours to wait for
+  }
+
   std::string error() const override { return error_; }
   std::string describe() const override { return name_; }
 
@@ -294,6 +303,14 @@ class GzipSink final : public OutputSink {
     // Always release the target (descriptor, command), even after a failure.
     if (!inner_->close() && !failed_) fail_from_inner();
     return !failed_;
+  }
+
+  // No deflateEnd: it frees zlib's state, and the allocator may have been held by another thread at fork.
+  void abandon() override {
+    if (closed_) return;
+    closed_ = failed_ = true;
+    initialized_ = false;
+    inner_->abandon();
   }
 
   std::string error() const override { return error_; }
@@ -528,7 +545,7 @@ bool MemorySink::flush() {
 
 bool MemorySink::close() {
   closed_ = true;
-  return !failed_;
+  return !failed_ && !abandoned_;
 }
 
 void MemorySink::fail_after(size_t bytes, int err) {

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The agent never disturbs the host: output errors stop profiling with one message while the program
-runs on unchanged; child processes (fork + exec) neither corrupt the parent's file nor lose its data."""
+runs on unchanged; child processes (fork + exec) neither corrupt the parent's file nor lose its data; a fork
+child that does not exec does not hold an `output=|CMD` pipe open (the parent's exit is not delayed)."""
 import os
 import re
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
@@ -65,11 +68,43 @@ def check_children(workdir):
     print("ok  child processes: one file each, parent's data complete", flush=True)
 
 
+def check_fork_without_exec(workdir):
+    # forker.exe forks (no exec); the child sleeps 8 s in native code. The parent's output goes through
+    # `|cat > FILE`: cat sees end of input only when every copy of the pipe's write end is closed, so if
+    # the child kept its copy, the parent's exit would wait for cat (up to the 5 s bound) and then give
+    # up on it with a message.
+    out = os.path.join(workdir, "forked.mlpd")
+    env = env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gcalloc,output=|cat > '{out}'")
+    # The child inherits stdout and stderr: files, so that the parent's end is not the child's end.
+    with open(os.path.join(workdir, "forker.out"), "wb") as so, open(os.path.join(workdir, "forker.err"), "wb") as se:
+        start = time.monotonic()
+        p = subprocess.Popen([t.MONO, t.program("forker"), "8"], stdout=so, stderr=se, env=env)
+        rc = p.wait(timeout=60)
+        elapsed = time.monotonic() - start
+    with open(os.path.join(workdir, "forker.out")) as f:
+        stdout = f.read()
+    with open(os.path.join(workdir, "forker.err")) as f:
+        stderr = f.read()
+    t.check(rc == 0 and stdout == "forked\n", f"fork: program output or status changed: {rc} {stdout!r}")
+    t.check(not mlpd_lines(stderr), f"fork: the agent complained: {mlpd_lines(stderr)}")
+    t.check(elapsed < 3.0, f"fork: the parent took {elapsed:.1f} s to exit (the child held the output pipe?)")
+    # cat has exited (its input ended when the parent closed it): the file is complete now.
+    vrc, v, _ = t.verify_json(out, strict=True)
+    t.check(vrc == 0 and v and v["ok"], f"fork: {out} does not verify: {v and v['errors'][:3]}")
+    d = t.run([t.MLPD, "dump", out]).stdout
+    n = sum(1 for line in d.splitlines() if " alloc " in line and " Forked " in line)
+    t.check(n == 200, f"fork: the file has {n} Forked allocations, expected 200 (all the parent's)")
+    r = t.run([t.MPROF_REPORT, out])
+    t.check(r.returncode == 0 and "Forked" in r.stdout, f"fork: mprof-report failed ({r.returncode})")
+    print(f"ok  fork without exec, output=|cat: parent exited in {elapsed:.2f} s, file complete", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="mlpd-failures-") as workdir:
         check_output_errors(workdir)
         os.chdir(workdir)
         check_children(workdir)
+        check_fork_without_exec(workdir)
     t.finish("failures")
 
 

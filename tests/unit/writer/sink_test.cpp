@@ -416,6 +416,60 @@ TEST_CASE("pipe sink: our end is close-on-exec, so a later command cannot keep t
   CHECK(std::string(b.begin(), b.end()) == "second");
 }
 
+TEST_CASE("pipe sink: abandon() in a fork child lets the command see end of input when the parent closes", "[sink]") {
+  TempDir dir;
+  for (bool zip : {false, true}) {
+    const std::string path = dir.file(zip ? "abandon.gz" : "abandon");
+    SinkOptions options;
+    options.child_exit_timeout = std::chrono::milliseconds(4000);
+    auto sink = must_open(OutputKind::Pipe, "cat > '" + path + "'", zip, options);
+    CHECK(sink->write("parent", 6));
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // What the agent's fork handler does; then the child lives on (no exec) well past the parent's close.
+      sink->abandon();
+      const bool closed = !sink->write("child", 5) && !sink->close();
+      (void)!::write(ready[1], closed ? "y" : "n", 1);
+      sleep(6);
+      _exit(0);
+    }
+    ::close(ready[1]);
+    char answer = 0;
+    CHECK(::read(ready[0], &answer, 1) == 1);
+    ::close(ready[0]);
+    CHECK(answer == 'y');
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(sink->close());  // without abandon() in the child, cat would wait for the child's copy: 4 s, then fail
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2000));
+    INFO(sink->error());
+    const Bytes got = read_all(path);
+    if (zip) {
+      bool ended = false;
+      const Bytes plain = gunzip(got, ended);
+      CHECK(ended);
+      CHECK(std::string(plain.begin(), plain.end()) == "parent");
+    } else {
+      CHECK(std::string(got.begin(), got.end()) == "parent");
+    }
+    kill(child, SIGKILL);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+  }
+}
+
+TEST_CASE("memory sink: abandon() closes without finishing", "[sink]") {
+  MemorySink sink;
+  CHECK(sink.write("a", 1));
+  sink.abandon();
+  CHECK(sink.abandoned());
+  CHECK_FALSE(sink.write("b", 1));
+  CHECK_FALSE(sink.close());
+  CHECK(sink.data().size() == 1);
+}
+
 TEST_CASE("pipe sink: a host that ignores SIGCHLD (auto-reaping) does not make close() fail", "[sink]") {
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;

@@ -32,6 +32,13 @@ class OutputSink {
   // within a time bound; an inherited #FD is never closed) and reports whether everything went well.
   // Idempotent; the destructor closes an open sink.
   virtual bool close() = 0;
+  // In a fork child: lets go of this process's copy of the target without finishing anything -- our
+  // descriptor is closed (an inherited #FD is left alone), nothing is written or flushed, a pipe's command
+  // is neither waited for nor signalled (it belongs to the parent, whose end stays open), no memory is
+  // freed (another thread may have held the allocator at fork). Without it the child would keep the write
+  // end of `|CMD` open, so the command would see end of input only when the child exits, and the parent's
+  // close() would wait for it. Afterwards the sink is closed: every call returns false, close() included.
+  virtual void abandon() = 0;
   // One line describing the first failure, empty while there was none.
   virtual std::string error() const = 0;
   // How the target is named in messages: the path, `|CMD` or `#FD`.
@@ -74,6 +81,7 @@ class MemorySink final : public OutputSink {
   bool write(const void* data, size_t size) override;
   bool flush() override;
   bool close() override;
+  void abandon() override { closed_ = abandoned_ = true; }
   std::string error() const override { return error_; }
   std::string describe() const override { return name_; }
 
@@ -84,6 +92,7 @@ class MemorySink final : public OutputSink {
   const std::vector<uint8_t>& data() const { return data_; }
   size_t flush_count() const { return flushes_; }
   bool closed() const { return closed_; }
+  bool abandoned() const { return abandoned_; }
 
  private:
   std::string name_;
@@ -93,6 +102,7 @@ class MemorySink final : public OutputSink {
   size_t fail_limit_ = SIZE_MAX;
   int fail_errno_ = 0;
   bool closed_ = false;
+  bool abandoned_ = false;
   bool failed_ = false;
 };
 

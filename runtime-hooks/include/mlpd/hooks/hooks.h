@@ -15,6 +15,7 @@ struct HookConfig {
   uint32_t calldepth = 100;  // enter/leave recorded up to this nesting depth
   uint32_t maxframes = 32;   // backtrace depth (0: none); backtraces are off with `calls`
   bool roots_every_gc = false;  // gcroot reports on every collection (Mono's compat mode), not only heapshots
+  bool verbose = false;          // say when our stack walker switches itself off (and its counts at exit)
   std::string callspec;          // with `calls`: instrument only the methods this spec matches (Mono's
                                  // --trace syntax: M:Type:Method, T:Type, N:Namespace, program, ...)
 };
@@ -45,6 +46,7 @@ uint32_t call_depth();
 void set_call_depth(uint32_t depth);
 uint32_t max_frames();  // backtrace depth now (0: none)
 void set_max_frames(uint32_t frames);  // clamped to format::kMaxFrames
+std::string backtrace_summary();       // for `verbose`: which stack walker made the backtraces
 bool calls_enabled();   // `calls` was given at start (instrumentation cannot be added later)
 
 // Synthesizes thread end events for threads that started and never ended (at shutdown), as Mono does.

@@ -44,6 +44,7 @@ namespace mlpd::hooks {
   X(mono_profiler_set_class_loaded_callback)           \
   X(mono_profiler_set_vtable_loaded_callback)          \
   X(mono_profiler_set_jit_done_callback)               \
+  X(mono_profiler_set_method_free_callback)            \
   X(mono_profiler_set_jit_code_buffer_callback)        \
   X(mono_profiler_set_method_enter_callback)           \
   X(mono_profiler_set_method_leave_callback)           \
@@ -81,12 +82,14 @@ namespace mlpd::hooks {
   X(mono_type_get_name)                                \
   X(mono_vtable_class)                                 \
   X(mono_vtable_domain)                                \
+  X(mono_domain_get)                                   \
   X(mono_domain_get_id)                                \
   X(mono_context_get_id)                               \
   X(mono_context_get_domain_id)                        \
   X(mono_method_full_name)                             \
   X(mono_jit_info_get_code_start)                      \
   X(mono_jit_info_get_code_size)                       \
+  X(mono_jit_info_get_method)                          \
   X(mono_object_get_vtable)                            \
   X(mono_object_get_size)                              \
   X(mono_gc_collect)                                   \

@@ -1,0 +1,666 @@
+// Our managed stack walker (stack_walker.h). Everything here may run on any managed thread inside an
+// allocation: the fast path takes no lock, makes no syscall and allocates nothing (a thread's first
+// backtrace allocates its cache; learning and cache misses take a mutex, rarely).
+#define UNW_LOCAL_ONLY
+#include "mlpd/hooks/stack_walker.h"
+
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+
+#include "mlpd/format.h"
+#include "mlpd/hooks/mono_api.h"
+
+namespace mlpd::hooks::walker {
+
+namespace {
+
+// ---- code ranges -------------------------------------------------------------------------------
+
+constexpr uint8_t kNative = 0;        // not JIT code we know: the end of a managed segment
+constexpr uint8_t kUnsure = 1;        // JIT code whose frame or method we cannot trust: ask Mono
+constexpr uint8_t kFramePointer = 2;  // push rbp; mov rbp,rsp: [rbp] = caller's rbp, [rbp+8] = return
+constexpr uint8_t kFixedFrame = 3;    // sub rsp,N (no frame pointer): return at [sp+N], rbp saved or kept
+
+struct CodeEntry {
+  uint64_t start = 0, end = 0;
+  uint64_t body = 0;  // where the prologue ends: a frame's IP must be at or after it
+  MonoMethod* method = nullptr;
+  MonoDomain* domain = nullptr;
+  uint8_t kind = kNative;
+  uint32_t frame = 0;     // kFixedFrame: N
+  int32_t rbp_save = -1;  // kFixedFrame: where the prologue saved rbp ([sp+rbp_save]); -1: rbp untouched
+};
+
+const CodeEntry kNativeEntry{};
+
+// Entries are immutable and never freed (a frame may still be looked up by another thread).
+std::mutex g_table_mutex;
+std::map<uint64_t, const CodeEntry*>* g_table = nullptr;  // by start; guarded by g_table_mutex
+// Bumped on every new code range: every thread's IP cache is then stale.
+std::atomic<uint32_t> g_generation{1};
+
+// Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
+// frame pointer, `push %rbp` then `mov %rsp,%rbp`; without one (omit_fp), `sub $N,%rsp` and then the
+// callee-saved registers it uses stored with `mov %reg,k(%rsp)`; rsp does not move again in the body
+// (mono_arch_compute_omit_fp keeps the frame pointer for localloc, exception clauses, a parameter area
+// for calls with stack arguments, varargs and stack-passed parameters). Frames of 4 KiB or more are
+// probed page by page: not handled (kUnsure). The cross-checks and tests/integration/agent/
+// test_backtraces.py hold us to this reading.
+void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
+  e.kind = kUnsure;
+  if (size < 8) return;
+  if (c[0] == 0x55 && ((c[1] == 0x48 && c[2] == 0x8b && c[3] == 0xec) || (c[1] == 0x48 && c[2] == 0x89 && c[3] == 0xe5))) {
+    e.kind = kFramePointer;
+    e.body = e.start + 4;
+    return;
+  }
+  size_t i;
+  uint32_t n;
+  if (c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
+    n = c[3];
+    i = 4;
+  } else if (c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
+    std::memcpy(&n, c + 3, 4);
+    i = 7;
+  } else {
+    return;
+  }
+  if (n == 0 || n >= 0x1000 || (n % 8) != 0) return;
+  int32_t rbp_save = -1;
+  // mov %reg,(%rsp) / mov %reg,disp8(%rsp) / mov %reg,disp32(%rsp): REX.W(+R) 89 modrm 24 [disp]
+  while (i + 4 <= size && (c[i] == 0x48 || c[i] == 0x4c) && c[i + 1] == 0x89 && (c[i + 2] & 7) == 4 && c[i + 3] == 0x24) {
+    const uint8_t mod = c[i + 2] >> 6;
+    const uint8_t reg = ((c[i + 2] >> 3) & 7) | (c[i] == 0x4c ? 8 : 0);
+    int32_t disp = 0;
+    size_t len = 4;
+    if (mod == 1) {
+      if (i + 5 > size) return;
+      disp = static_cast<int8_t>(c[i + 4]);
+      len = 5;
+    } else if (mod == 2) {
+      if (i + 8 > size) return;
+      std::memcpy(&disp, c + i + 4, 4);
+      len = 8;
+    } else if (mod != 0) {
+      break;
+    }
+    if (reg == 5) rbp_save = disp;
+    i += len;
+  }
+  // A second rsp adjustment or a probe right after would mean the frame is not what we read.
+  if (i + 3 <= size && c[i] == 0x48 && (c[i + 1] == 0x83 || c[i + 1] == 0x81) && c[i + 2] == 0xec) return;
+  if (rbp_save != -1 && (rbp_save < 0 || static_cast<uint32_t>(rbp_save) + 8 > n)) return;
+  e.kind = kFixedFrame;
+  e.body = e.start + i;
+  e.frame = n;
+  e.rbp_save = rbp_save;
+}
+
+// ---- per-thread state --------------------------------------------------------------------------
+
+constexpr unsigned kIpCache = 512;      // direct-mapped IP -> code entry
+constexpr unsigned kMethodCache = 128;  // described methods
+
+struct IpSlot {
+  uint64_t ip;
+  const CodeEntry* entry;
+};
+
+struct ThreadWalk {
+  uint32_t generation = 0;
+  bool bounds_ok = false;
+  uintptr_t lo = 0, hi = 0;  // this thread's stack
+  uint32_t fast = 0, slow[4] = {};  // not yet added to the global counters (slow: by reason)
+  IpSlot ips[kIpCache];
+  uint64_t methods[kMethodCache];
+};
+
+thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t g_key;
+bool g_key_ok = false;
+
+std::atomic<uint64_t> g_fast_total{0}, g_slow_total[4];
+
+void flush_counts(ThreadWalk& t) {
+  if (t.fast) g_fast_total.fetch_add(t.fast, std::memory_order_relaxed);
+  t.fast = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (t.slow[i]) g_slow_total[i].fetch_add(t.slow[i], std::memory_order_relaxed);
+    t.slow[i] = 0;
+  }
+}
+
+void free_thread(void* p) {
+  auto* t = static_cast<ThreadWalk*>(p);
+  flush_counts(*t);
+  tls_walk = nullptr;
+  std::free(t);
+}
+
+ThreadWalk* thread_walk() {
+  if (ThreadWalk* t = tls_walk) [[likely]] return t;
+  void* mem = std::calloc(1, sizeof(ThreadWalk));
+  if (!mem) return nullptr;
+  auto* t = new (mem) ThreadWalk;
+  std::memset(t->ips, 0, sizeof t->ips);
+  std::memset(t->methods, 0, sizeof t->methods);
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr && size) {
+      t->lo = reinterpret_cast<uintptr_t>(addr);
+      t->hi = t->lo + size;
+      t->bounds_ok = true;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  if (g_key_ok) pthread_setspecific(g_key, t);
+  tls_walk = t;
+  return t;
+}
+
+const CodeEntry* lookup_slow(uint64_t ip) {
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  if (!g_table) return &kNativeEntry;
+  auto it = g_table->upper_bound(ip);
+  if (it == g_table->begin()) return &kNativeEntry;
+  --it;
+  return ip < it->second->end ? it->second : &kNativeEntry;
+}
+
+// The code entry holding return address `ret` (the call instruction is before it, hence ret - 1).
+inline const CodeEntry* lookup(ThreadWalk& t, uint64_t ret) {
+  const uint64_t ip = ret - 1;
+  IpSlot& s = t.ips[(ip >> 2) % kIpCache];
+  if (s.ip == ip && s.entry) [[likely]] return s.entry;
+  const CodeEntry* e = lookup_slow(ip);
+  s.ip = ip;
+  s.entry = e;
+  return e;
+}
+
+// ---- signatures --------------------------------------------------------------------------------
+
+// The native frames at one end of the managed frames, as libunwind found them once: slot k (at
+// base + off[k]) holds return address val[k]. If every slot holds its value again, the native call chain
+// is the same as then: the first slot is live (our own return address, or the outermost managed frame's),
+// and each matching return address fixes the next frame's size (its CFI row), so the next slot is live
+// too. Reads stay inside the thread's stack bounds whatever the memory holds.
+constexpr unsigned kMaxPairs = 48;
+constexpr unsigned kMaxSignatures = 32;
+constexpr int kChecksPerSignature = 4;
+
+struct Signature {
+  uint32_t n = 0;
+  int64_t lowest = 0, highest = 0;  // the lowest and highest slot offsets: one bounds check per signature
+  int64_t off[kMaxPairs];
+  uint64_t val[kMaxPairs];
+  // bottom only: the innermost managed frame's return-address slot and where its rbp is saved
+  int64_t managed_slot = 0;
+  int64_t rbp_loc = 0;
+  std::atomic<int> checks_left{kChecksPerSignature};
+};
+
+struct SignatureSet {
+  Signature sigs[kMaxSignatures];
+  std::atomic<uint32_t> count{0};
+};
+
+SignatureSet* g_bottom = nullptr;
+SignatureSet* g_top = nullptr;
+std::mutex g_learn_mutex;
+std::atomic<int> g_learn_budget{1024};  // libunwind runs (~tens of us each): bounded, in case stacks never settle
+std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checked
+std::atomic<bool> g_use_ours{false};
+bool g_verbose = false;
+bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk
+// Mono's mono_method_get_context (exported, not in the public headers): non-NULL for an inflated method,
+// i.e. any generic instance. Its code may be shared between instantiations, and Mono's walk then names
+// the instantiation it reads from the frame (its generic context), which a code range cannot tell us:
+// frames in such methods are left to Mono. Absent: every frame is.
+using GetContext = void* (*)(MonoMethod*);
+GetContext g_method_context = nullptr;
+
+inline bool slots_match(const Signature& s, uintptr_t base, const ThreadWalk& t) {
+  if (base + s.lowest < t.lo || base + s.highest + 8 > t.hi) return false;
+  for (uint32_t k = 0; k < s.n; ++k) {
+    if (*reinterpret_cast<const uint64_t*>(base + s.off[k]) != s.val[k]) return false;
+  }
+  return true;
+}
+
+void set_bounds(Signature& s) {
+  s.lowest = s.highest = s.n ? s.off[0] : 0;
+  for (uint32_t k = 1; k < s.n; ++k) {
+    s.lowest = std::min(s.lowest, s.off[k]);
+    s.highest = std::max(s.highest, s.off[k]);
+  }
+}
+
+// ---- the fast walk -----------------------------------------------------------------------------
+
+constexpr int kOk = 0, kNoBottom = 1, kNoManaged = 2, kNoTop = 3;
+
+struct FastResult {
+  uint32_t n = 0;
+  Signature* bottom = nullptr;
+  Signature* top = nullptr;
+  uint64_t top_ip = 0, top_sp = 0, top_rbp = 0;  // the native caller of the outermost managed frame
+};
+
+inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a); }
+
+int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
+              Signature* extra_top, FastResult& r) {
+  if (anchor < t.lo || anchor >= t.hi) return kNoBottom;
+  // Bottom: which learned native chain leads from us to managed code. One chain can be the start of
+  // another (the allocator's slow path goes deeper before it reaches managed code): the one whose
+  // next return address is managed code is the one.
+  Signature* bottom = nullptr;
+  const uint32_t nb = g_bottom->count.load(std::memory_order_acquire);
+  uintptr_t slot = 0;
+  for (uint32_t i = 0; i <= nb && !bottom; ++i) {
+    Signature* s = i < nb ? &g_bottom->sigs[i] : extra_bottom;
+    if (!s || !slots_match(*s, anchor, t)) continue;
+    slot = anchor + s->managed_slot;
+    const uintptr_t rbp_at = anchor + s->rbp_loc;
+    if (slot < t.lo || slot + 8 > t.hi || rbp_at < t.lo || rbp_at + 8 > t.hi) continue;
+    if (lookup(t, load(slot))->kind != kNative) bottom = s;
+  }
+  if (!bottom) return kNoBottom;
+  r.bottom = bottom;
+  uint64_t ip = load(slot);
+  uint64_t sp = slot + 8;
+  uint64_t rbp = load(anchor + bottom->rbp_loc);
+  uint32_t n = 0;
+  for (;;) {
+    const CodeEntry* e = lookup(t, ip);
+    if (e->kind == kNative) break;
+    if (e->kind == kUnsure || ip - 1 < e->body) return kNoManaged;  // (an IP in the prologue: a signal's)
+    out[n++] = e->method;
+    if (n == max) {
+      r.n = n;
+      return kOk;  // Mono's walk stops here too
+    }
+    uint64_t ret, caller_sp, caller_rbp;
+    if (e->kind == kFramePointer) {
+      if (rbp < sp || rbp + 16 > t.hi) return kNoManaged;
+      caller_rbp = load(rbp);
+      ret = load(rbp + 8);
+      caller_sp = rbp + 16;
+    } else {
+      if (sp + e->frame + 8 > t.hi) return kNoManaged;
+      ret = load(sp + e->frame);
+      caller_sp = sp + e->frame + 8;
+      caller_rbp = e->rbp_save >= 0 ? load(sp + static_cast<uint32_t>(e->rbp_save)) : rbp;
+    }
+    if (caller_sp <= sp) return kNoManaged;
+    ip = ret;
+    sp = caller_sp;
+    rbp = caller_rbp;
+  }
+  if (n == 0) return kNoManaged;  // the chain did not end in managed code
+  r.n = n;
+  r.top_ip = ip;
+  r.top_sp = sp;
+  r.top_rbp = rbp;
+  // Top: the native frames above must be a learned chain to the thread's first frame, or Mono's walk
+  // could find more managed frames above them (reflection, a delegate called from native code).
+  const uint32_t nt = g_top->count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i <= nt; ++i) {
+    Signature* s = i < nt ? &g_top->sigs[i] : extra_top;
+    if (s && s->val[0] == ip && slots_match(*s, sp, t)) {
+      r.top = s;
+      return kOk;
+    }
+  }
+  return kNoTop;
+}
+
+// ---- Mono's walk -------------------------------------------------------------------------------
+
+struct MonoWalk {
+  MonoMethod** frames;
+  uint32_t max;
+  uint32_t n;
+};
+
+mono_bool mono_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
+  auto* w = static_cast<MonoWalk*>(data);
+  if (m) w->frames[w->n++] = m;
+  return w->n >= w->max;
+}
+
+uint32_t mono_walk(MonoMethod** frames, uint32_t max) {
+  MonoWalk w{frames, max, 0};
+  mono.mono_stack_walk_no_il(mono_frame, &w);
+  return w.n;
+}
+
+bool same(MonoMethod* const* a, uint32_t na, MonoMethod* const* b, uint32_t nb) {
+  return na == nb && std::memcmp(a, b, na * sizeof(MonoMethod*)) == 0;
+}
+
+void disable(const char* why) {
+  if (!g_use_ours.exchange(false)) return;
+  if (g_verbose) {
+    std::string line = std::string("mlpd: our stack walker disagreed with Mono's (") + why +
+                       "); backtraces use mono_stack_walk_no_il from now on\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+  }
+}
+
+// ---- learning ----------------------------------------------------------------------------------
+
+// libunwind, opened with dlopen(RTLD_LOCAL) when first needed and never linked: linked, libunwind.so.8
+// would put its _Unwind_* into the host's global scope, in front of libgcc_s's.
+struct Unwind {
+  decltype(&::unw_tdep_getcontext) getcontext = nullptr;
+  decltype(&::unw_init_local) init_local = nullptr;
+  decltype(&::unw_step) step = nullptr;
+  decltype(&::unw_get_reg) get_reg = nullptr;
+  decltype(&::unw_get_save_loc) get_save_loc = nullptr;
+};
+// glibc 2.35's _dl_find_object is made for unwinders (lock-free, fast); dladdr walks symbol tables.
+using FindObject = int (*)(void*, struct dl_find_object*);
+FindObject g_find_object = nullptr;
+
+Unwind g_unw;  // guarded by g_learn_mutex until bound, then read-only
+int g_unw_state = 0;  // 0 not tried, 1 bound, -1 unavailable (guarded by g_learn_mutex)
+
+#define MLPD_STR2(x) #x
+#define MLPD_STR(x) MLPD_STR2(x)
+bool bind_unwind() {
+  if (g_unw_state) return g_unw_state > 0;
+  g_unw_state = -1;
+  g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  void* h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return false;
+  // The API names are macros for the local-only entry points (_ULx86_64_step, _Ux86_64_getcontext).
+  g_unw.getcontext = reinterpret_cast<decltype(g_unw.getcontext)>(dlsym(h, MLPD_STR(unw_tdep_getcontext)));
+  g_unw.init_local = reinterpret_cast<decltype(g_unw.init_local)>(dlsym(h, MLPD_STR(unw_init_local)));
+  g_unw.step = reinterpret_cast<decltype(g_unw.step)>(dlsym(h, MLPD_STR(unw_step)));
+  g_unw.get_reg = reinterpret_cast<decltype(g_unw.get_reg)>(dlsym(h, MLPD_STR(unw_get_reg)));
+  g_unw.get_save_loc = reinterpret_cast<decltype(g_unw.get_save_loc)>(dlsym(h, MLPD_STR(unw_get_save_loc)));
+  if (!g_unw.getcontext || !g_unw.init_local || !g_unw.step || !g_unw.get_reg || !g_unw.get_save_loc) return false;
+  g_unw_state = 1;
+  return true;
+}
+#undef MLPD_STR
+#undef MLPD_STR2
+
+// Only frames in code of a loaded ELF object are stepped with libunwind: those have CFI. JIT-made code
+// we do not know (trampolines, code of methods whose jit_done we have not seen) has none, and libunwind
+// would guess from rbp, which there may hold anything.
+bool in_loaded_object(uint64_t ret) {
+  void* pc = reinterpret_cast<void*>(ret - 1);
+  if (g_find_object) {
+    dl_find_object found;
+    return g_find_object(pc, &found) == 0 && found.dlfo_eh_frame != nullptr;
+  }
+  Dl_info info;
+  return dladdr(pc, &info) != 0 && info.dli_fbase != nullptr;
+}
+
+// The native chain from `anchor` (collect()'s frame) up to the first managed frame.
+__attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Signature& s) {
+  unw_context_t uc;
+  unw_cursor_t c;
+  if (g_unw.getcontext(&uc) != 0 || g_unw.init_local(&c, &uc) != 0) return false;
+  unw_word_t ip = 0, sp = 0;
+  // Up to collect()'s caller: its SP is collect()'s CFA (anchor + 16: collect() keeps a frame pointer).
+  for (int i = 0; i < 8 && sp != anchor + 16; ++i) {
+    if (g_unw.step(&c) <= 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
+  }
+  if (sp != anchor + 16) return false;
+  s.n = 0;
+  for (;;) {
+    if (g_unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
+    const CodeEntry* e = lookup(t, ip);
+    if (e->kind == kUnsure) return false;
+    if (e->kind != kNative) {
+      unw_save_loc_t loc;
+      if (g_unw.get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return false;
+      s.managed_slot = static_cast<int64_t>(sp - 8 - anchor);
+      s.rbp_loc = static_cast<int64_t>(loc.u.addr - anchor);
+      set_bounds(s);
+      return s.n > 0;
+    }
+    if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
+    s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
+    s.val[s.n] = ip;
+    ++s.n;
+    if (g_unw.step(&c) <= 0) return false;
+  }
+}
+
+// The native chain above the outermost managed frame, up to the thread's first frame.
+bool learn_top(const FastResult& r, ThreadWalk& t, Signature& s) {
+  unw_context_t uc;
+  if (g_unw.getcontext(&uc) != 0) return false;
+  uc.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(r.top_ip - 1);  // inside the call: its CFI row
+  uc.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(r.top_sp);
+  uc.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(r.top_rbp);
+  unw_cursor_t c;
+  if (g_unw.init_local(&c, &uc) != 0) return false;
+  s.n = 1;
+  s.off[0] = -8;  // the outermost managed frame's return address, the value the walk ended on
+  s.val[0] = r.top_ip;
+  if (!in_loaded_object(r.top_ip)) return false;
+  for (;;) {
+    const int rc = g_unw.step(&c);
+    if (rc == 0) {  // the thread's first frame
+      set_bounds(s);
+      return true;
+    }
+    if (rc < 0 || s.n == kMaxPairs) return false;
+    unw_word_t ip = 0, sp = 0;
+    if (g_unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
+    if (ip == 0) {
+      set_bounds(s);
+      return true;
+    }
+    if (sp <= r.top_sp || sp > t.hi) return false;
+    if (lookup(t, ip)->kind != kNative) return false;  // more managed code above: leave it to Mono
+    if (!in_loaded_object(ip)) return false;
+    s.off[s.n] = static_cast<int64_t>(sp - 8 - r.top_sp);
+    s.val[s.n] = ip;
+    ++s.n;
+  }
+}
+
+bool publish(SignatureSet& set, const Signature& s) {
+  const uint32_t n = set.count.load(std::memory_order_relaxed);
+  if (n == kMaxSignatures) return false;
+  Signature& d = set.sigs[n];
+  d.n = s.n;
+  d.lowest = s.lowest;
+  d.highest = s.highest;
+  std::memcpy(d.off, s.off, sizeof d.off);
+  std::memcpy(d.val, s.val, sizeof d.val);
+  d.managed_slot = s.managed_slot;
+  d.rbp_loc = s.rbp_loc;
+  d.checks_left.store(kChecksPerSignature, std::memory_order_relaxed);
+  set.count.store(n + 1, std::memory_order_release);
+  return true;
+}
+
+// After Mono's walk gave `expected`: learn what was missing and keep it only if our walk then agrees
+// (a chain that does not is simply not kept: learning is a guess; only a kept chain that later
+// disagrees switches our walker off).
+void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected, uint32_t n_expected,
+           uint32_t max) {
+  if (g_learn_budget.load(std::memory_order_relaxed) <= 0) return;
+  // Never wait: another thread learning now is enough (and no lock order with the loader's locks).
+  std::unique_lock<std::mutex> lock(g_learn_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (g_learn_budget.fetch_sub(1, std::memory_order_relaxed) <= 0) return;
+  if (!bind_unwind()) {
+    g_learn_budget.store(0, std::memory_order_relaxed);
+    return;
+  }
+  static Signature bottom, top;  // guarded by g_learn_mutex
+  MonoMethod* ours[format::kMaxFrames];
+  FastResult r;
+  if (why == kNoBottom) {
+    if (!learn_bottom(anchor, t, bottom)) return;
+    why = fast_walk(anchor, t, ours, max, &bottom, nullptr, r);
+    if (why == kNoBottom) return;
+    if (why == kOk) {
+      if (same(ours, r.n, expected, n_expected)) publish(*g_bottom, bottom);
+      return;
+    }
+    if (why != kNoTop) return;
+    // The top is unknown too: learn it with this bottom, and keep both only if the whole walk agrees.
+    if (!learn_top(r, t, top)) return;
+    if (fast_walk(anchor, t, ours, max, &bottom, &top, r) != kOk) return;
+    if (same(ours, r.n, expected, n_expected)) {
+      publish(*g_bottom, bottom);
+      publish(*g_top, top);
+    }
+    return;
+  }
+  if (why != kNoTop) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r) != kNoTop) return;
+  if (!learn_top(r, t, top)) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, &top, r) != kOk) return;
+  if (same(ours, r.n, expected, n_expected)) publish(*g_top, top);
+}
+
+// Cross-checks a fast result against Mono's walk while checks are due (the first backtraces, the first
+// uses of each signature). Returns false (and switches ours off) on a difference.
+bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
+  bool due = g_check_all;
+  auto take = [&due](std::atomic<int>& c) {
+    if (c.load(std::memory_order_relaxed) > 0 && c.fetch_sub(1, std::memory_order_relaxed) > 0) due = true;
+  };
+  take(g_global_checks);
+  if (r.bottom) take(r.bottom->checks_left);
+  if (r.top) take(r.top->checks_left);
+  if (!due) return true;
+  MonoMethod* theirs[format::kMaxFrames];
+  const uint32_t n = mono_walk(theirs, max);
+  if (same(frames, r.n, theirs, n)) return true;
+  disable("a backtrace");
+  std::memcpy(frames, theirs, n * sizeof(MonoMethod*));
+  r.n = n;
+  return false;
+}
+
+}  // namespace
+
+void init(bool use_ours, bool check_all, bool verbose) {
+  g_verbose = verbose;
+  g_check_all = check_all;
+  g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
+  if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
+  if (!g_bottom) g_bottom = new (std::nothrow) SignatureSet();
+  if (!g_top) g_top = new (std::nothrow) SignatureSet();
+  if (!g_key_ok) g_key_ok = pthread_key_create(&g_key, free_thread) == 0;
+  g_use_ours.store(use_ours && g_table && g_bottom && g_top && g_key_ok);
+}
+
+void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size) {
+  if (!g_table || !m || !start || !size) return;
+  auto* e = new (std::nothrow) CodeEntry;
+  if (!e) return;
+  e->start = start;
+  e->end = start + size;
+  e->method = m;
+  e->domain = domain;
+  classify(reinterpret_cast<const uint8_t*>(start), size, *e);
+  // Generic instances (possibly shared code: Mono reports the instantiation it finds in the frame).
+  if (jit_method != m || !g_method_context || g_method_context(m)) e->kind = kUnsure;
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  auto it = g_table->lower_bound(start);
+  if (it != g_table->begin() && std::prev(it)->second->end > start) --it;
+  while (it != g_table->end() && it->first < e->end) it = g_table->erase(it);  // reused code memory
+  g_table->emplace(start, e);
+  // Every thread's IP cache may hold this range as "not managed code" (a thread can run new code
+  // before jit_done reaches us) or as the code that was here before: all of them start over.
+  g_generation.fetch_add(1, std::memory_order_release);
+}
+
+namespace {
+template <typename Pred>
+void forget_ranges(Pred gone) {
+  if (!g_table) return;
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  bool any = false;
+  for (auto it = g_table->begin(); it != g_table->end();) {
+    if (gone(*it->second)) {
+      it = g_table->erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  if (any) g_generation.fetch_add(1, std::memory_order_release);
+}
+}  // namespace
+
+void domain_unloading(MonoDomain* domain) {
+  forget_ranges([domain](const CodeEntry& e) { return e.domain == domain; });
+}
+
+void method_freed(MonoMethod* m) {
+  forget_ranges([m](const CodeEntry& e) { return e.method == m; });
+}
+
+__attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
+  // Our frame is the fixed point the learned native chains are measured from.
+  const auto anchor = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  ThreadWalk* t = g_use_ours.load(std::memory_order_relaxed) ? thread_walk() : nullptr;
+  if (!t || !t->bounds_ok) return mono_walk(frames, max);
+  const uint32_t gen = g_generation.load(std::memory_order_acquire);
+  if (t->generation != gen) [[unlikely]] {
+    std::memset(t->ips, 0, sizeof t->ips);
+    t->generation = gen;
+  }
+  FastResult r;
+  const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r);
+  if (why == kOk) {
+    cross_check(r, frames, max);
+    if (++t->fast >= 4096) flush_counts(*t);
+    return r.n;
+  }
+  const uint32_t n = mono_walk(frames, max);
+  if (++t->slow[why] >= 4096) flush_counts(*t);
+  if (why != kNoManaged) learn(anchor, *t, why, frames, n, max);
+  return n;
+}
+
+bool method_described(MonoMethod* m) {
+  ThreadWalk* t = tls_walk;
+  return t && t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] == reinterpret_cast<uint64_t>(m);
+}
+
+void note_described(MonoMethod* m) {
+  if (ThreadWalk* t = thread_walk()) t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] = reinterpret_cast<uint64_t>(m);
+}
+
+std::string summary() {
+  if (ThreadWalk* t = tls_walk) flush_counts(*t);
+  const uint64_t fast = g_fast_total.load();
+  uint64_t slow = 0;
+  for (auto& c : g_slow_total) slow += c.load();
+  return "mlpd: backtraces: " + std::to_string(fast) + " by our stack walker, " + std::to_string(slow) +
+         " by mono_stack_walk_no_il (unknown native chain below/managed frame/native chain above: " +
+         std::to_string(g_slow_total[kNoBottom].load()) + "/" + std::to_string(g_slow_total[kNoManaged].load()) + "/" +
+         std::to_string(g_slow_total[kNoTop].load()) + "; threads still running add theirs at exit); our walker " +
+         (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
+         "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned";
+}
+
+}  // namespace mlpd::hooks::walker
