@@ -16,6 +16,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mlpd/agent/flusher.h"
@@ -24,6 +25,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
 
@@ -144,6 +146,15 @@ class Agent {
           " buffers; " + std::to_string(pool_.allocated()) + " buffers of " + std::to_string(kBufferBytes / 1024) +
           " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
           std::to_string(rounds_) + " flush rounds");
+      if (options_.sample_mode != SampleMode::None) {
+        const hooks::SampleStats st = hooks::sample_stats();
+        say("mlpd: samples: " + std::to_string(st.taken) + " taken, " + std::to_string(st.written) + " written, " +
+            std::to_string(st.skipped_idle) + " idle skipped; dropped: " + std::to_string(st.dropped_pool_full) +
+            " pool full, " + std::to_string(st.dropped_shutdown) + " after stop, " +
+            std::to_string(st.dropped_unfinished) + " unfinished; " + std::to_string(st.stack_copy_failed) +
+            " without stack copy, " + std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
+            " managed frames left out");
+      }
     }
   }
 
@@ -182,6 +193,7 @@ class Agent {
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
+    hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
     for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
       if (i >= 3) sched_yield();
       round(true);
@@ -192,6 +204,7 @@ class Agent {
   // to fault in), then the buffers go back to the pool.
   void round(bool live) {
     ++rounds_;
+    hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
     const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
     bool ok = true;
     if (!failed_) {
@@ -313,6 +326,11 @@ void start(std::string_view text) {
   config.maxframes = o.maxframes;
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
+  config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
+                       : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
+                                                            : hooks::kSampleOff;
+  config.sample_freq = o.sample_freq;
+  config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
   hooks::HookEnv env;
   env.shared = &agent->shared();
   env.registry = &agent->registry();
@@ -338,9 +356,8 @@ void start(std::string_view text) {
   }
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
-  // Parsed and checked, not acted on yet (issues 4 and 5): say so once rather than ignore silently.
+  // Parsed and checked, not acted on yet (issue 5): say so once rather than ignore silently.
   std::string later;
-  if (o.sample_mode != SampleMode::None) later += "sample, ";
   if (o.heapshot_mode != format::HEAPSHOT_NONE || o.heapshot_on_shutdown) later += "heapshot, ";
   if (o.port || o.bind_given) later += "port/bind, ";
   if (!later.empty()) {

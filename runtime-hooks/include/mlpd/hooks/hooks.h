@@ -17,6 +17,9 @@ struct HookConfig {
   bool roots_every_gc = false;  // gcroot reports on every collection (Mono's compat mode), not only heapshots
   std::string callspec;          // with `calls`: instrument only the methods this spec matches (Mono's
                                  // --trace syntax: M:Type:Method, T:Type, N:Namespace, program, ...)
+  uint8_t sample_mode = 0;       // hooks::kSample* (sampling.h); 0: off
+  uint32_t sample_freq = 100;    // Hz
+  uint64_t sample_pool = 1000;   // sample records in flight (maxsamples)
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.
