@@ -327,6 +327,15 @@ ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
   return out;
 }
 
+constexpr uint64_t kMprofReach = 4096;
+
+void emit_usym(DrainState& d, Event& e) {
+  auto it = d.described.find(e.ptr);
+  if (it != d.described.end() && it->second == e.name) return;
+  d.described[e.ptr] = e.name;
+  g_sample_meta->add(e, rt::now_ns);
+}
+
 // Describes the native code at `ip` (a return address unless `leaf`) once, before its first use.
 void describe_native(DrainState& d, uint64_t ip, bool leaf) {
   const uint64_t probe = leaf ? ip : ip - 1;  // a call's return address may be past the caller's end
@@ -349,10 +358,16 @@ void describe_native(DrainState& d, uint64_t ip, bool leaf) {
     std::snprintf(off, sizeof off, "+0x%llx)", static_cast<unsigned long long>(lo - m->bias));
     e.name = "?? (" + ms->label + off;
   }
-  auto it = d.described.find(e.ptr);
-  if (it != d.described.end() && it->second == e.name) return;
-  d.described[e.ptr] = e.name;
-  g_sample_meta->add(e, rt::now_ns);
+  const uint64_t start = e.ptr, end = e.ptr + e.size;
+  emit_usym(d, e);
+  // mprof-report ignores the size: it names an address by the nearest symbol start below it, and
+  // only within 4096 bytes. Deeper into a large function (or gap) the same name is described again
+  // at the 4 KiB step below the address, so that mprof-report names it too.
+  if (probe - start >= kMprofReach) {
+    e.ptr = start + (probe - start) / kMprofReach * kMprofReach;
+    e.size = end - e.ptr;
+    emit_usym(d, e);
+  }
 }
 
 }  // namespace
