@@ -153,7 +153,9 @@ class Agent {
             " pool full, " + std::to_string(st.dropped_shutdown) + " after stop, " +
             std::to_string(st.dropped_unfinished) + " unfinished; " + std::to_string(st.stack_copy_failed) +
             " without stack copy, " + std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
-            " managed frames left out");
+            " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) +
+            " ns in the handler and " + std::to_string(st.taken ? st.drain_ns / st.taken : 0) +
+            " ns on the helper per sample");
       }
     }
   }

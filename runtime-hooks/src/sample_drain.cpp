@@ -393,6 +393,7 @@ void drain_samples(bool final) {
   }
   if (final && unfinished) g_counters.dropped_unfinished.fetch_add(unfinished, std::memory_order_relaxed);
   if (d.batch.empty()) return;
+  const uint64_t t0 = rt::now_ns();
   g_counters.taken.fetch_add(d.batch.size(), std::memory_order_relaxed);
   std::sort(d.batch.begin(), d.batch.end(),
             [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
@@ -427,6 +428,7 @@ void drain_samples(bool final) {
   }
   g_counters.written.fetch_add(d.batch.size(), std::memory_order_relaxed);
   g_counters.frames_left_out.fetch_add(frames_left_out, std::memory_order_relaxed);
+  g_counters.drain_ns.fetch_add(rt::now_ns() - t0, std::memory_order_relaxed);
 }
 
 }  // namespace mlpd::hooks

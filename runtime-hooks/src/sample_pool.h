@@ -40,6 +40,7 @@ struct Record {
   uint64_t stack_addr;         // where the copy starts (the interrupted rsp)
   uint32_t stack_len;          // bytes copied (0: copy failed)
   uint32_t nframes;
+  int32_t leaf_offset;         // native offset of the innermost managed frame (-1: none)
   ManagedFrame frames[kMaxFrames];
   alignas(16) unsigned char stack[kStackCopyBytes];
 };
@@ -76,7 +77,8 @@ struct Pool {
 
 struct Counters {
   std::atomic<uint64_t> taken{0}, written{0}, skipped_idle{0}, dropped_pool_full{0}, dropped_shutdown{0},
-      dropped_unfinished{0}, stack_copy_failed{0}, unwind_failed{0}, frames_left_out{0};
+      dropped_unfinished{0}, stack_copy_failed{0}, unwind_failed{0}, frames_left_out{0},
+      handler_ns{0}, drain_ns{0};
 };
 
 // Set up by start_sampling(); nullptr when sampling is off.

@@ -59,9 +59,10 @@ bool blocked_in_kernel(const greg_t* gregs) {
 
 inline void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-mono_bool on_frame(MonoMethod* method, MonoDomain* domain, void* base_address, int, void* data) {
+mono_bool on_frame(MonoMethod* method, MonoDomain* domain, void* base_address, int offset, void* data) {
   auto* r = static_cast<Record*>(data);
   if (r->nframes >= g_pool->maxframes) return 1;  // stop: full
+  if (r->nframes == 0) r->leaf_offset = offset;
   ManagedFrame& f = r->frames[r->nframes++];
   f.method = reinterpret_cast<uint64_t>(method);
   f.domain = reinterpret_cast<uint64_t>(domain);
@@ -127,14 +128,23 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
                                         REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
     for (uint32_t i = 0; i < kRegs; ++i) r->regs[i] = static_cast<uint64_t>(g[kMap[i]]);
     r->stack_addr = r->regs[7];
-    r->stack_len = copy_stack(r->stack_addr, r->stack);
-    if (r->stack_len == 0) count(g_counters.stack_copy_failed);
+    r->leaf_offset = -1;
     if (g_pool->maxframes) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
+    // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
+    // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
+    const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
+                              r->frames[0].code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
+    if (!managed_leaf) {
+      r->stack_len = copy_stack(r->stack_addr, r->stack);
+      if (r->stack_len == 0) count(g_counters.stack_copy_failed);
+    }
   } else {
     for (uint64_t& reg : r->regs) reg = 0;
     r->regs[16] = r->ip;
   }
+  const uint64_t spent = rt::now_ns() - r->time;
   r->state.store(kReady, std::memory_order_release);
+  g_counters.handler_ns.fetch_add(spent, std::memory_order_relaxed);
   errno = saved_errno;
 }
 
@@ -198,6 +208,8 @@ SampleStats sample_stats() {
   s.stack_copy_failed = c.stack_copy_failed.load(std::memory_order_relaxed);
   s.unwind_failed = c.unwind_failed.load(std::memory_order_relaxed);
   s.frames_left_out = c.frames_left_out.load(std::memory_order_relaxed);
+  s.handler_ns = c.handler_ns.load(std::memory_order_relaxed);
+  s.drain_ns = c.drain_ns.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -38,6 +38,8 @@ struct SampleStats {
   uint64_t stack_copy_failed = 0;  // recorded with the leaf IP only: the stack top could not be copied
   uint64_t unwind_failed = 0;      // recorded with the leaf IP only: no unwind info for the leaf
   uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers)
+  uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
+  uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
 };
 
 SampleStats sample_stats();
