@@ -41,7 +41,8 @@ using namespace sampling_detail;
 namespace {
 
 std::atomic<bool> g_sampling_on{false};
-uint8_t g_mode = kSampleOff;
+std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by change_sampling()
+MonoProfilerHandle g_handle = nullptr;      // set when sampling was set up at start
 pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 // True when the signal interrupted a blocking system call: the thread was waiting in the kernel,
 // not running. The kernel then hands the handler either the restart form (RIP back on the `syscall`
@@ -102,7 +103,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     return;
   }
   const auto* uc = static_cast<const ucontext_t*>(context);
-  if (g_mode == kSampleProcess && uc && blocked_in_kernel(uc->uc_mcontext.gregs)) {
+  if (g_mode.load(std::memory_order_relaxed) == kSampleProcess && uc && blocked_in_kernel(uc->uc_mcontext.gregs)) {
     count(g_counters.skipped_idle);
     errno = saved_errno;
     return;
@@ -176,7 +177,7 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   for (uint32_t i = pool->count; i-- > 0;) pool->push(&pool->records[i]);
   g_pool = pool;
   g_sample_meta = meta;
-  g_mode = config.mode;
+  g_mode.store(config.mode);
   g_pid = getpid();
   if (!mono.mono_profiler_enable_sampling(handle)) {
     error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
@@ -189,8 +190,19 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
     error = "another profiler already set the sampling mode";
     return false;
   }
+  g_handle = handle;
   g_sampling_on.store(true, std::memory_order_release);
   mono.mono_profiler_set_sample_hit_callback(handle, on_sample_hit);
+  return true;
+}
+
+bool change_sampling(uint8_t mode, uint32_t freq) {
+  if (!g_handle || freq == 0) return false;  // the sampler exists only if it was asked for at start
+  const MonoProfilerSampleMode m = mode == kSampleReal      ? MONO_PROFILER_SAMPLE_MODE_REAL
+                                   : mode == kSampleProcess ? MONO_PROFILER_SAMPLE_MODE_PROCESS
+                                                            : MONO_PROFILER_SAMPLE_MODE_NONE;
+  if (!mono.mono_profiler_set_sample_mode(g_handle, m, freq)) return false;
+  g_mode.store(mode, std::memory_order_relaxed);
   return true;
 }
 

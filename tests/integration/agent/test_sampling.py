@@ -150,6 +150,19 @@ def check_pool_full(workdir):
     print(f"ok  pool: maxsamples=1 dropped {st and st['pool_full']} (counted), wrote {st and st['written']}", flush=True)
 
 
+def check_logprofiler(workdir):
+    """Mono.Profiler.Log.LogProfiler.SetSampleParameters applies when sampling was set up at start."""
+    out = os.path.join(workdir, "api.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"sample=100,output={out}")
+    p = t.run([t.MONO, t.program("logprofiler_api")], env=env)
+    lines = p.stdout.splitlines()
+    t.check(p.returncode == 0, f"api: exit status {p.returncode}: {p.stderr[-300:]}")
+    t.check("SetSampleParameters(Real, 250) returned True" in lines, f"api: sample mode change not applied: {lines[-12:]}")
+    t.check("mlpd:" not in p.stderr, f"api: the agent complained: {p.stderr[:300]}")
+    valid("api", out, expect_hits=False)
+    print("ok  LogProfiler.SetSampleParameters applies with sampling on", flush=True)
+
+
 def check_stress(workdir, runs=20):
     plain = t.run([t.MONO, t.program("samplestress"), "30"])
     t.check(plain.returncode == 7, f"stress: plain run exit {plain.returncode}: {plain.stderr[:300]}")
@@ -175,6 +188,7 @@ def main():
         check_native(workdir)
         check_wall_clock_leaf(workdir)
         check_pool_full(workdir)
+        check_logprofiler(workdir)
         check_stress(workdir)
     t.finish("sampling")
 

@@ -49,6 +49,11 @@ SampleStats sample_stats();
 bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
                     std::string& error);
 
+// Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
+// Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);
+// false otherwise or when Mono refuses. kSampleOff pauses sampling.
+bool change_sampling(uint8_t mode, uint32_t freq);
+
 // Signals arriving from now on are counted as dropped_shutdown. Safe from any thread.
 void stop_sampling();
 
