@@ -48,12 +48,12 @@ pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 // not running. The kernel then hands the handler either the restart form (RIP back on the `syscall`
 // instruction, to run it again: SA_RESTART or restart_syscall) or the EINTR form (RIP after it, RAX
 // = -EINTR). A thread running user code, or returning from a system call that did not block, shows
-// neither. Reads two code bytes at RIP (mapped: the thread executes there) and before it only within
-// the same page. No system call: cheaper and more exact than comparing the thread's CPU clock.
+// neither. Reads code bytes at and before RIP only within RIP's page (mapped: the thread executes
+// there). No system call: cheaper and more exact than comparing the thread's CPU clock.
 bool blocked_in_kernel(const greg_t* gregs) {
   const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
   const auto* at = reinterpret_cast<const unsigned char*>(rip);
-  if (at[0] == 0x0f && at[1] == 0x05) return true;  // rewound for a restart
+  if ((rip & 0xfff) != 0xfff && at[0] == 0x0f && at[1] == 0x05) return true;  // rewound for a restart
   constexpr int64_t kMinusEintr = -EINTR;
   return (rip & 0xfff) >= 2 && at[-2] == 0x0f && at[-1] == 0x05 && static_cast<int64_t>(gregs[REG_RAX]) == kMinusEintr;
 }
