@@ -379,7 +379,16 @@ void drain_samples(bool final) {
     g_drain = new DrainState;
     // Without libunwind (not installed) the samples keep their leaf IP only.
     if (g_unw.open()) g_drain->as = g_unw.create_addr_space(&g_accessors, 0);
-    if (g_drain->as) g_unw.set_caching_policy(g_drain->as, UNW_CACHE_GLOBAL);
+    if (g_drain->as) {
+      g_unw.set_caching_policy(g_drain->as, UNW_CACHE_GLOBAL);
+      // libunwind initialises itself on its first cursor: let that happen here, outside the loader
+      // lock, so that nothing libunwind does lazily runs while unwind_batch_locked holds it.
+      static Record blank;
+      Snapshot none;
+      UnwindArg arg{&blank, &none};
+      unw_cursor_t c;
+      (void)g_unw.init_remote(&c, g_drain->as, &arg);
+    }
     g_drain->max_native = std::max<uint32_t>(1, pool->maxframes);
   }
   DrainState& d = *g_drain;
