@@ -88,9 +88,13 @@ def check_managed(workdir):
     valid("managed", out)
     rc, rows, text = summary(out)
     t.check(rc == 0 and rows and rows[0][1] == "Work:Hot (ulong)", f"managed: first in the summary is {rows[:3]}")
-    # CPU-time mode: no thread blocked in the kernel is reported (the finalizer thread waits all along).
+    # CPU-time mode: a thread blocked in the kernel is not reported (the finalizer thread waits all
+    # along; Mono's profiler gives it as many hits as the busy thread). A signal can still land on it
+    # in the few instructions it runs after a real wake-up (it is running then): allow a trace of that.
     waiting = [r for r in rows if WAITS.search(r[1])]
-    t.check(not waiting, f"managed: blocked threads reported in CPU-time mode: {waiting}")
+    total = sum(h for h, _ in rows)
+    t.check(max((h for h, _ in waiting), default=0) <= max(2, total // 100),
+            f"managed: blocked threads reported in CPU-time mode: {waiting} of {total} hits")
     t.check(st is not None and st["idle"] > 0, f"managed: no blocked thread was recognised as idle: {st}")
     print(f"ok  managed: {rows[0]} first of {sum(r[0] for r in rows)} hits; idle skipped {st and st['idle']}", flush=True)
 

@@ -27,14 +27,18 @@ struct SamplingConfig {
 };
 
 // What happened to the samples so far (relaxed counters; for the profiler counters and `verbose`).
-// Every signal our callback saw is exactly one of: taken, skipped_idle, or dropped_*.
+// Safe to call from any thread at any time. After the final drain every signal our callback saw is
+// exactly one of: taken, skipped_idle, dropped_pool_full, dropped_shutdown, dropped_unfinished.
+// `taken` counts a record when the helper drains it (before that a filled record is in none), and
+// every drained record is written: taken == written between drains. stack_copy_failed,
+// unwind_failed and frames_left_out describe samples that were written with less than everything.
 struct SampleStats {
   uint64_t taken = 0;              // recorded into the pool
   uint64_t written = 0;            // written as TYPE_SAMPLE_HIT events
   uint64_t skipped_idle = 0;       // `sample` (CPU time): the thread used no CPU since its last sample
   uint64_t dropped_pool_full = 0;  // no free record (maxsamples records in flight)
   uint64_t dropped_shutdown = 0;   // arrived after profiling stopped (shutdown, output failure, fork)
-  uint64_t dropped_unfinished = 0; // still being recorded when the final drain ran
+  uint64_t dropped_unfinished = 0; // still being filled when the final drain ran (not in `taken`)
   uint64_t stack_copy_failed = 0;  // recorded with the leaf IP only: the stack top could not be copied
   uint64_t unwind_failed = 0;      // recorded with the leaf IP only: no unwind info for the leaf
   uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers)
