@@ -140,6 +140,14 @@ def check_wall_clock_leaf(workdir):
     t.check("__nptl_death_event" not in names, f"sleep: a sleeping thread blamed on __nptl_death_event: {rows[:5]}")
     t.check(rows and WAITS.search(rows[0][1]) is not None, f"sleep: the sleeping leaf is not named as a wait: {rows[:5]}")
     t.check(not any(n.startswith("?? (libc") for n in names[:3]), f"sleep: libc leaf unnamed: {rows[:5]}")
+    # Native unwinding works: blocked threads' stacks go down through libc into the runtime, every
+    # frame named (a symbol, or a gap of a stripped module) by the USYMs written before the hit.
+    dump = t.run([t.MLPD, "dump", out]).stdout
+    stacks = [m.group(1).split(" | ") for m in re.finditer(r"sample_hit tid=.*? ips=\[([^\]]*)\]", dump)]
+    deep = [s for s in stacks if len(s) >= 4]
+    t.check(len(deep) * 2 >= len(stacks) > 0, f"sleep: {len(deep)} of {len(stacks)} hits have 4+ native frames")
+    unnamed = sum(1 for s in deep for f in s if " " not in f.strip())
+    t.check(unnamed == 0, f"sleep: {unnamed} native frames without a name, e.g. {deep[:1]}")
     print(f"ok  wall clock: sleeping threads named {rows[:2]}", flush=True)
 
 
