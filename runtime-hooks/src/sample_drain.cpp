@@ -7,7 +7,8 @@
 // so no module can be unloaded (dlclose takes that lock to unlink and unmap) while we read its
 // tables, and every address we read is first checked against the module list of that moment. This
 // thread is not a Mono thread (the GC never suspends it) and holds no other lock while waiting for
-// the loader's, so waiting cannot deadlock; the host's dlopen/dlclose wait at most one batch.
+// the loader's, so waiting cannot deadlock; the host's dlopen/dlclose wait at most one batch. The
+// locked part does not allocate (malloc's lock may be held by a thread the GC stopped).
 //
 // Native code is then named from the modules' ELF symbols (sample_drain keeps one ElfSymbols per
 // module: .symtab, or the separate debug file's, or .dynsym), each symbol described by one
@@ -78,17 +79,23 @@ struct Segment {
   uint64_t start, end;
 };
 
+// Fixed-size (no allocation while the loader lock is held: a thread stopped by the GC may hold
+// malloc's lock, and we must not make the loader lock wait for the world to restart).
+inline constexpr size_t kMaxModules = 1024;
+inline constexpr size_t kMaxSegments = 8;
+
 struct Module {
-  std::string name;  // dlpi_name ("" for the main program)
+  char name[512];  // dlpi_name ("" for the main program), truncated
   uint64_t bias = 0;
   uint64_t lo = 0, hi = 0;            // extent of the PT_LOAD segments
   uint64_t text_lo = 0, text_hi = 0;  // executable segments
   uint64_t eh_frame_hdr = 0;          // PT_GNU_EH_FRAME, 0 if none
-  std::vector<Segment> readable;
+  uint32_t nreadable = 0;
+  Segment readable[kMaxSegments];
 };
 
 struct Snapshot {
-  std::vector<Module> modules;  // sorted by lo
+  std::vector<Module> modules;  // sorted by lo; capacity kMaxModules, reserved outside the lock
   unsigned long long adds = 0, subs = 0;
 
   const Module* find(uint64_t addr) const {
@@ -101,8 +108,8 @@ struct Snapshot {
   bool readable(uint64_t addr, uint64_t len) const {
     const Module* m = find(addr);
     if (!m) return false;
-    for (const Segment& s : m->readable)
-      if (addr >= s.start && addr + len <= s.end) return true;
+    for (uint32_t i = 0; i < m->nreadable; ++i)
+      if (addr >= m->readable[i].start && addr + len <= m->readable[i].end) return true;
     return false;
   }
 };
@@ -224,8 +231,13 @@ DrainState* g_drain = nullptr;
 
 int collect_module(dl_phdr_info* info, size_t, void* data) {
   auto* s = static_cast<Snapshot*>(data);
-  Module m;
-  m.name = info->dlpi_name ? info->dlpi_name : "";
+  s->adds = info->dlpi_adds;
+  s->subs = info->dlpi_subs;
+  if (s->modules.size() >= kMaxModules) return 0;  // capacity reserved: never reallocates here
+  Module& m = s->modules.emplace_back();
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  std::strncpy(m.name, name, sizeof m.name - 1);
+  m.name[sizeof m.name - 1] = '\0';
   m.bias = info->dlpi_addr;
   m.lo = UINT64_MAX;
   m.text_lo = UINT64_MAX;
@@ -235,7 +247,7 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
     if (p.p_type == PT_LOAD) {
       m.lo = std::min(m.lo, start);
       m.hi = std::max(m.hi, end);
-      if (p.p_flags & PF_R) m.readable.push_back({start, start + p.p_filesz});
+      if ((p.p_flags & PF_R) && m.nreadable < kMaxSegments) m.readable[m.nreadable++] = {start, start + p.p_filesz};
       if (p.p_flags & PF_X) {
         m.text_lo = std::min(m.text_lo, start);
         m.text_hi = std::max(m.text_hi, end);
@@ -244,9 +256,7 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
       m.eh_frame_hdr = start;
     }
   }
-  if (m.lo < m.hi) s->modules.push_back(std::move(m));
-  s->adds = info->dlpi_adds;
-  s->subs = info->dlpi_subs;
+  if (!(m.lo < m.hi)) s->modules.pop_back();
   return 0;
 }
 
@@ -293,7 +303,7 @@ int unwind_batch_locked(dl_phdr_info*, size_t, void* data) {
 }
 
 ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
-  auto key = std::make_pair(m.name, m.bias);
+  auto key = std::make_pair(std::string(m.name), m.bias);
   auto it = d.symbols.find(key);
   if (it != d.symbols.end()) return it->second.get();
   auto ms = std::make_unique<ModuleSymbols>();
@@ -303,9 +313,10 @@ ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
     ms->label = "[vdso]";
     ms->symbols.load_memory(reinterpret_cast<const unsigned char*>(vdso), m.hi - vdso);
   } else {
-    std::string path = m.name.empty() ? "/proc/self/exe" : m.name;
-    ms->label = m.name.empty() ? "main program" : m.name.substr(m.name.rfind('/') + 1);
-    if (m.name.empty()) {
+    const std::string name = m.name;
+    std::string path = name.empty() ? "/proc/self/exe" : name;
+    ms->label = name.empty() ? "main program" : name.substr(name.rfind('/') + 1);
+    if (name.empty()) {
       char buf[4096];
       const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
       if (n > 0) ms->label = std::string(buf, static_cast<size_t>(n)).substr(std::string(buf, static_cast<size_t>(n)).rfind('/') + 1);
@@ -407,6 +418,9 @@ void drain_samples(bool final) {
   std::sort(d.batch.begin(), d.batch.end(),
             [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
   if (d.as) {
+    // Everything the locked part fills is allocated here, before the loader lock is taken.
+    d.snapshot.modules.reserve(kMaxModules);
+    for (Pending& p : d.batch) p.ips.reserve(d.max_native);
     dl_iterate_phdr(unwind_batch_locked, &d);
   } else {
     for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
