@@ -135,7 +135,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
                               r->frames[0].code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
-    if (!managed_leaf) {
+    if (!managed_leaf && g_pool->maxframes > 0) {  // maxframes=0: the leaf IP only, nothing to unwind
       r->stack_len = copy_stack(r->stack_addr, r->stack);
       if (r->stack_len == 0) count(g_counters.stack_copy_failed);
     }
