@@ -16,6 +16,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "counters.h"
@@ -27,6 +28,7 @@
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
 
@@ -184,6 +186,17 @@ class Agent {
           " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
           std::to_string(rounds_) + " flush rounds");
       if (hooks::max_frames() > 0) say(hooks::backtrace_summary());
+      if (options_.sample_mode != SampleMode::None) {
+        const hooks::SampleStats st = hooks::sample_stats();
+        say("mlpd: samples: " + std::to_string(st.taken) + " taken, " + std::to_string(st.written) + " written, " +
+            std::to_string(st.skipped_idle) + " idle skipped; dropped: " + std::to_string(st.dropped_pool_full) +
+            " pool full, " + std::to_string(st.dropped_shutdown) + " after stop, " +
+            std::to_string(st.dropped_unfinished) + " unfinished; " + std::to_string(st.stack_copy_failed) +
+            " without stack copy, " + std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
+            " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) +
+            " ns in the handler and " + std::to_string(st.taken ? st.drain_ns / st.taken : 0) +
+            " ns on the helper per sample");
+      }
     }
   }
 
@@ -244,6 +257,7 @@ class Agent {
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
+    hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
     sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
     for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
       if (i >= 3) sched_yield();
@@ -279,7 +293,11 @@ class Agent {
                     " dropped_events=" + std::to_string(shared_.dropped_events.load()) +
                     " buffers_allocated=" + std::to_string(pool_.allocated()) +
                     " flush_rounds=" + std::to_string(rounds_) + " clients=" + std::to_string(server_->clients());
-    // MERGE (issue 4): s += " samples_dropped=" + std::to_string(<sampler's dropped count>);
+    if (options_.sample_mode != SampleMode::None) {
+      const hooks::SampleStats st = hooks::sample_stats();
+      s += " samples=" + std::to_string(st.taken) + " samples_dropped=" +
+           std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
+    }
     if (failed_) s += " output=failed";
     return s;
   }
@@ -288,6 +306,7 @@ class Agent {
   // to fault in), then the buffers go back to the pool.
   bool round(bool live) {
     ++rounds_;
+    hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
     const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
     bool ok = true;
     if (!failed_) {
@@ -421,6 +440,11 @@ void start(std::string_view text) {
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
   config.verbose = o.verbose;
+  config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
+                       : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
+                                                            : hooks::kSampleOff;
+  config.sample_freq = o.sample_freq;
+  config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
   hooks::HookEnv env;
   env.shared = &agent->shared();
   env.registry = &agent->registry();
@@ -449,13 +473,6 @@ void start(std::string_view text) {
   }
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
-  // Parsed and checked, not acted on yet (issues 4 and 5): say so once rather than ignore silently.
-  std::string later;
-  if (o.sample_mode != SampleMode::None) later += "sample, ";
-  if (!later.empty()) {
-    later.resize(later.size() - 2);
-    say("mlpd: " + later + " not implemented in this build yet; ignored (the other events are recorded)");
-  }
   agent->announce_server();
   if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
 }

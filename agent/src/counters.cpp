@@ -1,19 +1,39 @@
 #include "counters.h"
 
+#include <iterator>
 #include <vector>
+
+#include "mlpd/format.h"
+#include "mlpd/hooks/sampling.h"
 
 namespace mlpd::agent {
 
 AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, const ProfilerCounterSources& sources)
     : sampler_(registry, meta) {
   register_profiler_counters(sampler_, sources);
-  // ---- Sampling counters: THE place to add them (issue 4, sampling branch). ----
-  // hooks::sample_stats() gives the samples taken and the samples dropped per reason; add one
-  // counter per figure, for example:
-  //   sampler_.add_profiler("Samples taken", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
-  //                         format::COUNTER_VARIANCE_MONOTONIC,
-  //                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().taken; }, nullptr);
-  // Nothing else needs to change: they are described and sampled with the others.
+  // Sampling (hooks::sample_stats()): every signal the runtime delivered is exactly one of taken,
+  // skipped idle or dropped for one reason, so the drops are accounted for in the file.
+  struct SampleCounter {
+    const char* name;
+    uint64_t hooks::SampleStats::*field;
+  };
+  static constexpr SampleCounter kSampleCounters[] = {
+      {"Samples taken", &hooks::SampleStats::taken},
+      {"Samples written", &hooks::SampleStats::written},
+      {"Samples skipped (thread idle)", &hooks::SampleStats::skipped_idle},
+      {"Samples dropped (pool full)", &hooks::SampleStats::dropped_pool_full},
+      {"Samples dropped (profiling stopped)", &hooks::SampleStats::dropped_shutdown},
+      {"Samples dropped (unfinished at exit)", &hooks::SampleStats::dropped_unfinished},
+      {"Samples without stack copy", &hooks::SampleStats::stack_copy_failed},
+      {"Samples not unwound", &hooks::SampleStats::unwind_failed},
+      {"Sample managed frames left out", &hooks::SampleStats::frames_left_out},
+  };
+  for (size_t i = 0; i < std::size(kSampleCounters); ++i) {
+    sampler_.add_profiler(
+        kSampleCounters[i].name, format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT, format::COUNTER_VARIANCE_MONOTONIC,
+        [](const void*, uint64_t index) -> uint64_t { return hooks::sample_stats().*(kSampleCounters[index].field); },
+        nullptr, i);
+  }
   sampler_.set_discover(&AgentCounters::discover, this);
 }
 

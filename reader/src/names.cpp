@@ -56,7 +56,7 @@ void Names::observe(const Event& e) {
       threads_[e.ptr] = e.name;
       break;
     case EventKind::sample_usym:
-      symbols_[e.ptr] = e.name;
+      symbols_[e.ptr] = Symbol{e.name, e.size};
       break;
     case EventKind::counter_descriptors:
       for (const CounterDesc& d : e.counter_descs) counters_[d.index] = d;
@@ -115,7 +115,10 @@ const std::string* Names::symbol_at(uint64_t ip) const {
   auto it = symbols_.upper_bound(ip);
   if (it == symbols_.begin()) return nullptr;
   --it;
-  return ip - it->first < kMaxSymbolDistance ? &it->second : nullptr;
+  // A symbol with a size (mlpd's files) names exactly its range, so an address past its end is not
+  // blamed on it; without one (Mono's probe addresses) mprof-report's 4096-byte rule applies.
+  const uint64_t reach = it->second.size ? it->second.size : kMaxSymbolDistance;
+  return ip - it->first < reach ? &it->second.name : nullptr;
 }
 
 }  // namespace mlpd

@@ -27,6 +27,7 @@
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
+#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -635,13 +636,27 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     mono.mono_profiler_set_method_tail_call_callback(h, on_method_tail_call);
     mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
   }
+  if (config.sample_mode != kSampleOff) {
+    SamplingConfig sc;
+    sc.mode = config.sample_mode;
+    sc.freq = config.sample_freq;
+    sc.pool = config.sample_pool;
+    sc.maxframes = std::min<uint32_t>(config.maxframes, kMaxFrames);
+    if (!start_sampling(h, sc, env.meta, error)) return false;
+  }
   set_event_mask(config.mask);
   heapshot::install();
   g_active.store(true, std::memory_order_release);
   return true;
 }
 
-void stop() { g_active.store(false, std::memory_order_release); }
+void stop() {
+  g_active.store(false, std::memory_order_release);
+  stop_sampling();
+}
+
+// For the sample drain (helper thread, which must not call Mono: it is not attached to the runtime).
+bool method_described(uint64_t method) { return g && is_known(g->methods, method); }
 
 uint32_t event_mask() { return g_mask.load(); }
 

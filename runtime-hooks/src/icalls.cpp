@@ -36,13 +36,14 @@
 // * The heapshot settings are handed to the heapshot engine (heapshot.h) at once. TriggerHeapshot takes
 //   the heapshot before it returns (a forced collection on the calling thread); Mono's only requests
 //   one, taken later by a collection its finalizer thread forces. Two calls are two heapshots.
-// * Sampling (issue 4) is not implemented yet: its settings are stored and read back, nothing else.
-//   SetSampleMode therefore returns false ("not applied"; Mono returns true when its profiler owns
-//   sampling).
+// * SetSampleMode changes Mono's sampler when sampling was set up at start (`sample`/`sample-real`)
+//   and returns true then, as Mono does when its profiler owns sampling; otherwise it stores the
+//   values and returns false ("not applied").
 // * Setters take one mutex, so that two threads changing different event bits do not lose one of the
 //   changes (read-modify-write of the mask). The command port changes the mask through the same hooks
 //   API without this mutex; a race between the two can lose one change, never corrupt anything.
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/sampling.h"
 
 #include <dlfcn.h>
 #include <mono/metadata/loader.h>
@@ -169,9 +170,12 @@ MonoBoolean SetSampleMode(int32_t mode, int32_t frequency) {
   }
   if (frequency < 1) return 0;
   std::lock_guard<std::mutex> lock(state().mutex);
+  // Applied when sampling was set up at start (then Mono's sampler takes the new mode and rate);
+  // otherwise stored and read back only, and false says it was not applied.
+  const bool applied = change_sampling(static_cast<uint8_t>(mode), static_cast<uint32_t>(frequency));
   state().settings.sample_mode = static_cast<uint8_t>(mode);
   state().settings.sample_freq = static_cast<uint32_t>(frequency);
-  return 0;  // stored, not applied: no sampler yet
+  return applied ? 1 : 0;
 }
 
 // -- event mask bits

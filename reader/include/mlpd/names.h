@@ -52,8 +52,9 @@ class Names {
   // The method whose JIT-compiled code (method_jit code start and size) contains `ip`, or 0 when
   // none does. Methods reported with code size 0 never match.
   uint64_t method_at(uint64_t ip) const;
-  // The unmanaged symbol (sample_usym) at or below `ip`, at most 4096 bytes below it — the rule
-  // mprof-report uses, since Mono writes probe addresses with size 0 rather than symbol ranges.
+  // The unmanaged symbol (sample_usym) at or below `ip`: within its size when it has one (mlpd's
+  // agent writes real symbol ranges), else at most 4096 bytes below it — the rule mprof-report uses,
+  // since Mono writes probe addresses with size 0 rather than symbol ranges.
   const std::string* symbol_at(uint64_t ip) const;
 
   size_t method_count() const { return methods_.size(); }
@@ -71,7 +72,11 @@ class Names {
   std::unordered_map<uint64_t, uint64_t> contexts_;  // context id → domain id
   std::unordered_map<uint64_t, std::string> threads_;
   std::unordered_set<uint64_t> ended_threads_;  // ended; a new start of the same id drops the old name
-  std::map<uint64_t, std::string> symbols_;
+  struct Symbol {
+    std::string name;
+    uint64_t size;  // 0 in Mono's files (probe addresses); the real size in mlpd's
+  };
+  std::map<uint64_t, Symbol> symbols_;
   std::unordered_map<uint64_t, CounterDesc> counters_;
 };
 

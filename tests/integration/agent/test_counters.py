@@ -139,6 +139,19 @@ def main():
             if mono_jit is not None and ours is not None:
                 t.check(abs(ours - mono_jit) <= max(5, mono_jit // 10),
                         f"{label}: '{JIT_COUNTER}' = {ours}, Mono's own profiler says {mono_jit}")
+            if "sample" in options:
+                # Sampling's accounting: the sample counters are there, "Samples written" equals the
+                # file's sample_hit events, and nothing is dropped with the default pool.
+                rc, obj, _ = t.verify_json(out)
+                hits = (obj or {}).get("counts", {}).get("sample_hit", 0) if rc == 0 else None
+                written = last_int(rep.get(("Mono Profiler", "Samples written"), []))
+                t.check(hits is not None and written == hits,
+                        f"{label}: counter 'Samples written' = {written}, the file has {hits} sample hits")
+                for name in ("Samples taken", "Samples skipped (thread idle)", "Samples dropped (pool full)",
+                             "Samples dropped (profiling stopped)", "Samples dropped (unfinished at exit)"):
+                    t.check(("Mono Profiler", name) in rep, f"{label}: no '{name}' counter in mprof-report")
+                t.check(last_int(rep.get(("Mono Profiler", "Samples dropped (pool full)"), [])) in (0, None),
+                        f"{label}: samples dropped with the default pool")
             if min_samples > 1:
                 values = rep.get(("Mono JIT", JIT_COUNTER), [])
                 t.check(len(values) >= 2 and int(values[0]) < int(values[-1]),

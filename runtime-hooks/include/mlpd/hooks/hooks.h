@@ -18,6 +18,9 @@ struct HookConfig {
   bool verbose = false;          // say when our stack walker switches itself off (and its counts at exit)
   std::string callspec;          // with `calls`: instrument only the methods this spec matches (Mono's
                                  // --trace syntax: M:Type:Method, T:Type, N:Namespace, program, ...)
+  uint8_t sample_mode = 0;       // hooks::kSample* (sampling.h); 0: off
+  uint32_t sample_freq = 100;    // Hz
+  uint64_t sample_pool = 1000;   // sample records in flight (maxsamples)
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.

@@ -9,6 +9,7 @@
 #include <mono/metadata/class.h>
 #include <mono/metadata/debug-helpers.h>
 #include <mono/metadata/image.h>
+#include <mono/metadata/loader.h>
 #include <mono/metadata/mono-gc.h>
 #include <mono/metadata/object.h>
 #include <mono/metadata/profiler.h>
@@ -107,6 +108,10 @@ namespace mlpd::hooks {
   X(mono_counter_get_unit)                             \
   X(mono_counter_get_variance)                         \
   X(mono_counter_get_size)                             \
+  X(mono_stack_walk_async_safe)                        \
+  X(mono_profiler_enable_sampling)                     \
+  X(mono_profiler_set_sample_mode)                     \
+  X(mono_profiler_set_sample_hit_callback)             \
   X(mono_free)
 
 #define MLPD_MONO_FN_MEMBER(name) decltype(&::name) name = nullptr;

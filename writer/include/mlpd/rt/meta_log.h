@@ -35,6 +35,19 @@ class MetaLog {
     }
   }
 
+  // Appends one event with the time it already carries (a sample's own time, which may be earlier
+  // than the stream's last event: deltas wrap around, as in Mono's files).
+  void add_at(const Event& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    encoder_.add(e);
+    ++events_;
+    ++counts_[static_cast<size_t>(e.kind)];
+    if (encoder_.data_size() >= kBufferLimit) {
+      encoder_.finish_into(pending_);
+      encoder_.reset(thread_id_, e.time);
+    }
+  }
+
   // Moves everything added so far, as complete buffers (header + data), to the end of `out`.
   // Returns the number of events taken.
   uint64_t take(std::vector<uint8_t>& out, uint64_t now);

@@ -1,0 +1,68 @@
+// Statistical sampling (`sample`, `sample-real`): Mono's sampler thread signals every attached
+// thread; our sample-hit callback runs in signal context and records the sample into a preallocated
+// lock-free pool (sampler.cpp). The helper thread drains the pool each flush round, unwinds the
+// native frames from the copied registers and stack top, names native code, and writes
+// TYPE_SAMPLE_HIT / TYPE_SAMPLE_USYM events into the MetaLog (sample_drain.cpp).
+// docs/design.md, "Sampling", has the safety argument.
+#pragma once
+
+#include <mono/metadata/profiler.h>
+
+#include <cstdint>
+#include <string>
+
+#include "mlpd/rt/meta_log.h"
+
+namespace mlpd::hooks {
+
+inline constexpr uint8_t kSampleOff = 0;
+inline constexpr uint8_t kSampleProcess = 1;  // `sample`: process CPU time
+inline constexpr uint8_t kSampleReal = 2;     // `sample-real`: wall clock
+
+struct SamplingConfig {
+  uint8_t mode = kSampleOff;
+  uint32_t freq = 100;        // Hz
+  uint64_t pool = 1000;       // sample records in flight (maxsamples); clamped to kMaxSamplePool
+  uint32_t maxframes = 32;    // managed frames and native frames kept per sample (each)
+};
+
+// What happened to the samples so far (relaxed counters; for the profiler counters and `verbose`).
+// Safe to call from any thread at any time. After the final drain every signal our callback saw is
+// exactly one of: taken, skipped_idle, dropped_pool_full, dropped_shutdown, dropped_unfinished.
+// `taken` counts a record when the helper drains it (before that a filled record is in none), and
+// every drained record is written: taken == written between drains. stack_copy_failed,
+// unwind_failed and frames_left_out describe samples that were written with less than everything.
+struct SampleStats {
+  uint64_t taken = 0;              // recorded into the pool
+  uint64_t written = 0;            // written as TYPE_SAMPLE_HIT events
+  uint64_t skipped_idle = 0;       // `sample` (CPU time): the thread used no CPU since its last sample
+  uint64_t dropped_pool_full = 0;  // no free record (maxsamples records in flight)
+  uint64_t dropped_shutdown = 0;   // arrived after profiling stopped (shutdown, output failure, fork)
+  uint64_t dropped_unfinished = 0; // still being filled when the final drain ran (not in `taken`)
+  uint64_t stack_copy_failed = 0;  // recorded with the leaf IP only: the stack top could not be copied
+  uint64_t unwind_failed = 0;      // recorded with the leaf IP only: no unwind info for the leaf
+  uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers)
+  uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
+  uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
+};
+
+SampleStats sample_stats();
+
+// Installs the sampler (pool, callback, Mono's sample mode) on `handle`. Must run before the runtime
+// starts. `meta` receives the events. False with a one-line reason on failure.
+bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
+                    std::string& error);
+
+// Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
+// Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);
+// false otherwise or when Mono refuses. kSampleOff pauses sampling.
+bool change_sampling(uint8_t mode, uint32_t freq);
+
+// Signals arriving from now on are counted as dropped_shutdown. Safe from any thread.
+void stop_sampling();
+
+// Helper thread only: turns every completed sample into events in the MetaLog (native symbols
+// first). `final` counts records still being written as dropped_unfinished. Cheap when idle.
+void drain_samples(bool final = false);
+
+}  // namespace mlpd::hooks

@@ -1,0 +1,44 @@
+// Function symbols of one ELF image, for naming sampled native code: `.symtab` when the file has one,
+// `.dynsym` otherwise, each with its real start and size. Helper thread only (reads files, allocates).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlpd::hooks {
+
+class ElfSymbols {
+ public:
+  struct Symbol {
+    uint64_t value;  // st_value: the start, relative to the module's load bias
+    uint64_t size;
+    std::string name;
+  };
+
+  // Reads the ELF file at `path`. False (and no symbols) if it is not a readable 64-bit ELF file.
+  bool load_file(const std::string& path);
+  // Parses an ELF image already in memory (the vDSO). `len` bounds every read.
+  bool load_memory(const unsigned char* data, size_t len);
+
+  // The function symbol containing `value` (bias already subtracted), or nullptr. Where no symbol
+  // covers it, `gap_start`/`gap_end` receive the stretch between the neighbouring symbols (0 and
+  // UINT64_MAX at the ends), so that the caller can describe the gap instead of blaming a neighbour.
+  const Symbol* find(uint64_t value, uint64_t& gap_start, uint64_t& gap_end) const;
+
+  bool from_symtab() const { return from_symtab_; }
+  // The GNU build id (hex), empty if the image has none: it names the separate debug file
+  // (/usr/lib/debug/.build-id/xx/yyyy.debug) whose .symtab a stripped library lacks.
+  const std::string& build_id() const { return build_id_; }
+  size_t size() const { return symbols_.size(); }
+
+ private:
+  bool parse(const unsigned char* data, size_t len);
+
+  std::vector<Symbol> symbols_;  // sorted by value, no two with the same value
+  bool from_symtab_ = false;
+  std::string build_id_;
+};
+
+}  // namespace mlpd::hooks

@@ -1,0 +1,457 @@
+// The helper-thread half of sampling: completed sample records become TYPE_SAMPLE_HIT events.
+//
+// Native frames are unwound here, not in the signal handler, with libunwind's remote interface on
+// the copy the handler made (registers + stack top): memory reads come from that copy, or from the
+// loaded modules' mapped segments (unwind tables, .eh_frame). The whole unwinding of a batch runs
+// inside one dl_iterate_phdr() callback: the loader holds its dl_load_write_lock for the duration,
+// so no module can be unloaded (dlclose takes that lock to unlink and unmap) while we read its
+// tables, and every address we read is first checked against the module list of that moment. This
+// thread is not a Mono thread (the GC never suspends it) and holds no other lock while waiting for
+// the loader's, so waiting cannot deadlock; the host's dlopen/dlclose wait at most one batch. The
+// locked part does not allocate (malloc's lock may be held by a thread the GC stopped).
+//
+// Native code is then named from the modules' ELF symbols (sample_drain keeps one ElfSymbols per
+// module: .symtab, or the separate debug file's, or .dynsym), each symbol described by one
+// TYPE_SAMPLE_USYM (real start and size) before the first hit that references it. An address inside
+// a module that no symbol covers is described as that gap ("?? (libc.so.6+0x...)"), never as the
+// neighbouring symbol. Addresses in JIT'd code are left to the methods' JIT ranges.
+#define UNW_REMOTE_ONLY
+#include <elf.h>
+#include <libunwind.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "elf_symbols.h"
+#include "mlpd/hooks/mono_api.h"
+#include "mlpd/rt/clock.h"
+#include "sample_pool.h"
+
+#include <dlfcn.h>
+
+namespace mlpd::hooks {
+
+bool method_described(uint64_t method);  // hooks.cpp: described in the MetaLog already
+
+using namespace sampling_detail;
+
+namespace {
+
+// libunwind's remote interface, opened with dlopen(RTLD_LOCAL) on the helper thread: nothing of it
+// enters the host's global symbol scope (libunwind.so.8 exports _Unwind_*, which would otherwise
+// compete with libgcc_s for the host's C++ exceptions).
+struct Unwind {
+  decltype(&_Ux86_64_create_addr_space) create_addr_space = nullptr;
+  decltype(&_Ux86_64_set_caching_policy) set_caching_policy = nullptr;
+  decltype(&_Ux86_64_flush_cache) flush_cache = nullptr;
+  decltype(&_Ux86_64_init_remote) init_remote = nullptr;
+  decltype(&_Ux86_64_step) step = nullptr;
+  decltype(&_Ux86_64_get_reg) get_reg = nullptr;
+  // Exported (libunwind's ptrace and coredump back ends use it) but not declared in its headers:
+  // the binary search of an .eh_frame_hdr table through the address space's accessors.
+  int (*search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t*, unw_proc_info_t*, int, void*) = nullptr;
+
+  bool open() {
+    void* h = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return false;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      return fn != nullptr;
+    };
+    return get(create_addr_space, "_Ux86_64_create_addr_space") &&
+           get(set_caching_policy, "_Ux86_64_set_caching_policy") && get(flush_cache, "_Ux86_64_flush_cache") &&
+           get(init_remote, "_Ux86_64_init_remote") && get(step, "_Ux86_64_step") &&
+           get(get_reg, "_Ux86_64_get_reg") && get(search_unwind_table, "_Ux86_64_dwarf_search_unwind_table");
+  }
+};
+Unwind g_unw;
+
+struct Segment {
+  uint64_t start, end;
+};
+
+// Fixed-size (no allocation while the loader lock is held: a thread stopped by the GC may hold
+// malloc's lock, and we must not make the loader lock wait for the world to restart).
+inline constexpr size_t kMaxModules = 1024;
+inline constexpr size_t kMaxSegments = 8;
+
+struct Module {
+  char name[512];  // dlpi_name ("" for the main program), truncated
+  uint64_t bias = 0;
+  uint64_t lo = 0, hi = 0;            // extent of the PT_LOAD segments
+  uint64_t text_lo = 0, text_hi = 0;  // executable segments
+  uint64_t eh_frame_hdr = 0;          // PT_GNU_EH_FRAME, 0 if none
+  uint32_t nreadable = 0;
+  Segment readable[kMaxSegments];
+};
+
+struct Snapshot {
+  std::vector<Module> modules;  // sorted by lo; capacity kMaxModules, reserved outside the lock
+  unsigned long long adds = 0, subs = 0;
+
+  const Module* find(uint64_t addr) const {
+    auto it = std::upper_bound(modules.begin(), modules.end(), addr,
+                               [](uint64_t a, const Module& m) { return a < m.lo; });
+    if (it == modules.begin()) return nullptr;
+    --it;
+    return addr < it->hi ? &*it : nullptr;
+  }
+  bool readable(uint64_t addr, uint64_t len) const {
+    const Module* m = find(addr);
+    if (!m) return false;
+    for (uint32_t i = 0; i < m->nreadable; ++i)
+      if (addr >= m->readable[i].start && addr + len <= m->readable[i].end) return true;
+    return false;
+  }
+};
+
+struct UnwindArg {
+  const Record* record;
+  const Snapshot* snapshot;
+};
+
+// ---- libunwind accessors -------------------------------------------------------------------------
+
+int read_word(const UnwindArg* a, uint64_t addr, uint64_t* out) {
+  const Record* r = a->record;
+  if (addr >= r->stack_addr && addr + 8 <= r->stack_addr + r->stack_len) {
+    std::memcpy(out, r->stack + (addr - r->stack_addr), 8);
+    return 0;
+  }
+  if (a->snapshot->readable(addr, 8)) {  // mapped for as long as the loader lock is held
+    std::memcpy(out, reinterpret_cast<const void*>(addr), 8);
+    return 0;
+  }
+  return -UNW_EINVAL;
+}
+
+int acc_access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
+  if (write) return -UNW_EINVAL;
+  uint64_t v;
+  const int rc = read_word(static_cast<const UnwindArg*>(arg), addr, &v);
+  if (rc == 0) *val = v;
+  return rc;
+}
+
+int acc_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
+  if (write || reg < 0 || reg >= static_cast<int>(kRegs)) return -UNW_EBADREG;
+  *val = static_cast<const UnwindArg*>(arg)->record->regs[reg];
+  return 0;
+}
+
+int acc_access_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
+int acc_resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+int acc_get_proc_name(unw_addr_space_t, unw_word_t, char*, size_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+int acc_get_dyn_info_list_addr(unw_addr_space_t, unw_word_t* addr, void*) {
+  *addr = 0;
+  return -UNW_ENOINFO;
+}
+// libunwind's DWARF layer frees the table-format unwind info it allocated itself.
+void acc_put_unwind_info(unw_addr_space_t, unw_proc_info_t*, void*) {}
+
+// Reads one DW_EH_PE-encoded value of the .eh_frame_hdr header (the forms linkers emit there).
+bool read_encoded(const Snapshot& s, uint64_t& at, uint8_t enc, uint64_t& out) {
+  size_t size;
+  switch (enc & 0x0f) {
+    case 0x03: case 0x0b: size = 4; break;  // udata4, sdata4
+    case 0x04: case 0x0c: size = 8; break;  // udata8, sdata8
+    default: return false;
+  }
+  if (!s.readable(at, size)) return false;
+  if (size == 4) {
+    uint32_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(at), 4);
+    out = (enc & 0x08) ? static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v))) : v;
+  } else {
+    std::memcpy(&out, reinterpret_cast<const void*>(at), 8);
+  }
+  at += size;
+  return true;
+}
+
+int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need, void* arg) {
+  const Snapshot& s = *static_cast<const UnwindArg*>(arg)->snapshot;
+  const Module* m = s.find(ip);
+  if (!m || !m->eh_frame_hdr || !s.readable(m->eh_frame_hdr, 4)) return -UNW_ENOINFO;
+  unsigned char h[4];  // version, eh_frame_ptr_enc, fde_count_enc, table_enc
+  std::memcpy(h, reinterpret_cast<const void*>(m->eh_frame_hdr), 4);
+  // Only the binary-search table form (datarel sdata4) can be searched; linkers always emit it.
+  constexpr uint8_t kDatarelSdata4 = 0x3b;  // DW_EH_PE_datarel | DW_EH_PE_sdata4
+  if (h[0] != 1 || h[3] != kDatarelSdata4) return -UNW_ENOINFO;
+  uint64_t at = m->eh_frame_hdr + 4, ignored = 0, fde_count = 0;
+  if (!read_encoded(s, at, h[1], ignored) || !read_encoded(s, at, h[2], fde_count) || fde_count == 0 ||
+      !s.readable(at, fde_count * 8)) {
+    return -UNW_ENOINFO;
+  }
+  unw_dyn_info_t di;
+  std::memset(&di, 0, sizeof di);
+  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di.start_ip = m->text_lo;
+  di.end_ip = m->text_hi;
+  di.u.rti.segbase = m->eh_frame_hdr;
+  di.u.rti.table_data = at;
+  di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
+  return g_unw.search_unwind_table(as, ip, &di, pi, need, arg);
+}
+
+unw_accessors_t g_accessors = {acc_find_proc_info, acc_put_unwind_info, acc_get_dyn_info_list_addr,
+                               acc_access_mem,     acc_access_reg,      acc_access_fpreg,
+                               acc_resume,         acc_get_proc_name};
+
+// ---- the helper's state (helper thread only) -----------------------------------------------------
+
+struct Pending {
+  Record* record;
+  std::vector<uint64_t> ips;  // native instruction pointers, leaf first
+};
+
+struct ModuleSymbols {
+  std::string label;  // file name shown in gap names
+  ElfSymbols symbols;
+};
+
+struct DrainState {
+  unw_addr_space_t as = nullptr;
+  Snapshot snapshot;
+  std::vector<Pending> batch;
+  std::map<std::pair<std::string, uint64_t>, std::unique_ptr<ModuleSymbols>> symbols;  // (name, bias)
+  std::unordered_map<uint64_t, std::string> described;  // USYM start -> name written
+  uint32_t max_native = kMaxFrames;
+};
+DrainState* g_drain = nullptr;
+
+int collect_module(dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<Snapshot*>(data);
+  s->adds = info->dlpi_adds;
+  s->subs = info->dlpi_subs;
+  if (s->modules.size() >= kMaxModules) return 0;  // capacity reserved: never reallocates here
+  Module& m = s->modules.emplace_back();
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  std::strncpy(m.name, name, sizeof m.name - 1);
+  m.name[sizeof m.name - 1] = '\0';
+  m.bias = info->dlpi_addr;
+  m.lo = UINT64_MAX;
+  m.text_lo = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    const uint64_t start = m.bias + p.p_vaddr, end = start + p.p_memsz;
+    if (p.p_type == PT_LOAD) {
+      m.lo = std::min(m.lo, start);
+      m.hi = std::max(m.hi, end);
+      if ((p.p_flags & PF_R) && m.nreadable < kMaxSegments) m.readable[m.nreadable++] = {start, start + p.p_filesz};
+      if (p.p_flags & PF_X) {
+        m.text_lo = std::min(m.text_lo, start);
+        m.text_hi = std::max(m.text_hi, end);
+      }
+    } else if (p.p_type == PT_GNU_EH_FRAME) {
+      m.eh_frame_hdr = start;
+    }
+  }
+  if (!(m.lo < m.hi)) s->modules.pop_back();
+  return 0;
+}
+
+void unwind_one(DrainState& d, Pending& p) {
+  const Record* r = p.record;
+  p.ips.clear();
+  p.ips.push_back(r->ip);
+  if (r->stack_len == 0 || !d.snapshot.find(r->ip)) return;  // no copy, or JIT code (no unwind info)
+  UnwindArg arg{r, &d.snapshot};
+  unw_cursor_t c;
+  if (g_unw.init_remote(&c, d.as, &arg) < 0) {
+    g_counters.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  int steps = 0;
+  while (p.ips.size() < d.max_native) {
+    const int rc = g_unw.step(&c);
+    if (rc <= 0) {
+      if (rc < 0 && steps == 0) g_counters.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    ++steps;
+    unw_word_t ip = 0;
+    if (g_unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    // Into JIT'd code: the managed frames take over. Its return address is not kept: mprof-report
+    // counts every IP of a hit as a hit of its own, and would count the P/Invoke wrapper too.
+    if (!d.snapshot.find(ip - 1)) break;
+    p.ips.push_back(ip);
+  }
+}
+
+// The dl_iterate_phdr callback that does the batch's unwinding while the loader lock is held.
+int unwind_batch_locked(dl_phdr_info*, size_t, void* data) {
+  auto* d = static_cast<DrainState*>(data);
+  const unsigned long long adds = d->snapshot.adds, subs = d->snapshot.subs;
+  d->snapshot.modules.clear();
+  dl_iterate_phdr(collect_module, &d->snapshot);  // the lock is recursive: the list as it is now
+  std::sort(d->snapshot.modules.begin(), d->snapshot.modules.end(),
+            [](const Module& a, const Module& b) { return a.lo < b.lo; });
+  // A module was loaded or unloaded: libunwind's cached register rules may describe old code.
+  if (adds != d->snapshot.adds || subs != d->snapshot.subs) g_unw.flush_cache(d->as, 0, 0);
+  for (Pending& p : d->batch) unwind_one(*d, p);
+  return 1;  // stop after the first call: one batch per lock
+}
+
+ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
+  auto key = std::make_pair(std::string(m.name), m.bias);
+  auto it = d.symbols.find(key);
+  if (it != d.symbols.end()) return it->second.get();
+  auto ms = std::make_unique<ModuleSymbols>();
+  const uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
+  if (vdso && vdso >= m.lo && vdso < m.hi) {
+    // The vDSO has no file: its ELF image (section headers included) is mapped in full.
+    ms->label = "[vdso]";
+    ms->symbols.load_memory(reinterpret_cast<const unsigned char*>(vdso), m.hi - vdso);
+  } else {
+    const std::string name = m.name;
+    std::string path = name.empty() ? "/proc/self/exe" : name;
+    ms->label = name.empty() ? "main program" : name.substr(name.rfind('/') + 1);
+    if (name.empty()) {
+      char buf[4096];
+      const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+      if (n > 0) ms->label = std::string(buf, static_cast<size_t>(n)).substr(std::string(buf, static_cast<size_t>(n)).rfind('/') + 1);
+    }
+    ms->symbols.load_file(path);
+    // A stripped library (Debian's) keeps only .dynsym: its separate debug file, when installed,
+    // has the full .symtab (static functions such as __GI___poll) at the same addresses.
+    if (!ms->symbols.from_symtab() && ms->symbols.build_id().size() > 2) {
+      const std::string& id = ms->symbols.build_id();
+      ElfSymbols debug;
+      if (debug.load_file("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug") &&
+          debug.from_symtab() && debug.size() > 0) {
+        ms->symbols = std::move(debug);
+      }
+    }
+  }
+  ModuleSymbols* out = ms.get();
+  d.symbols.emplace(std::move(key), std::move(ms));
+  return out;
+}
+
+constexpr uint64_t kMprofReach = 4096;
+
+void emit_usym(DrainState& d, Event& e) {
+  auto it = d.described.find(e.ptr);
+  if (it != d.described.end() && it->second == e.name) return;
+  d.described[e.ptr] = e.name;
+  g_sample_meta->add(e, rt::now_ns);
+}
+
+// Describes the native code at `ip` (a return address unless `leaf`) once, before its first use.
+void describe_native(DrainState& d, uint64_t ip, bool leaf) {
+  const uint64_t probe = leaf ? ip : ip - 1;  // a call's return address may be past the caller's end
+  const Module* m = d.snapshot.find(probe);
+  if (!m) return;  // JIT'd code: the methods' JIT ranges name it
+  ModuleSymbols* ms = symbols_for(d, *m);
+  uint64_t gap_start = 0, gap_end = 0;
+  Event e;
+  e.kind = EventKind::sample_usym;
+  if (const ElfSymbols::Symbol* s = ms->symbols.find(probe - m->bias, gap_start, gap_end)) {
+    e.ptr = m->bias + s->value;
+    e.size = s->size;
+    e.name = s->name;
+  } else {
+    const uint64_t lo = std::max(m->lo, gap_start > UINT64_MAX - m->bias ? m->hi : m->bias + gap_start);
+    const uint64_t hi = std::min(m->hi, gap_end >= UINT64_MAX - m->bias ? m->hi : m->bias + gap_end);
+    e.ptr = lo;
+    e.size = hi > lo ? hi - lo : 1;
+    char off[32];
+    std::snprintf(off, sizeof off, "+0x%llx)", static_cast<unsigned long long>(lo - m->bias));
+    e.name = "?? (" + ms->label + off;
+  }
+  const uint64_t start = e.ptr, end = e.ptr + e.size;
+  emit_usym(d, e);
+  // mprof-report ignores the size: it names an address by the nearest symbol start below it, and
+  // only within 4096 bytes. Deeper into a large function (or gap) the same name is described again
+  // at the 4 KiB step below the address, so that mprof-report names it too.
+  if (probe - start >= kMprofReach) {
+    e.ptr = start + (probe - start) / kMprofReach * kMprofReach;
+    e.size = end - e.ptr;
+    emit_usym(d, e);
+  }
+}
+
+}  // namespace
+
+void drain_samples(bool final) {
+  Pool* pool = g_pool;
+  if (!pool || !g_sample_meta) return;
+  if (!g_drain) {
+    g_drain = new DrainState;
+    // Without libunwind (not installed) the samples keep their leaf IP only.
+    if (g_unw.open()) g_drain->as = g_unw.create_addr_space(&g_accessors, 0);
+    if (g_drain->as) {
+      g_unw.set_caching_policy(g_drain->as, UNW_CACHE_GLOBAL);
+      // libunwind initialises itself on its first cursor: let that happen here, outside the loader
+      // lock, so that nothing libunwind does lazily runs while unwind_batch_locked holds it.
+      static Record blank;
+      Snapshot none;
+      UnwindArg arg{&blank, &none};
+      unw_cursor_t c;
+      (void)g_unw.init_remote(&c, g_drain->as, &arg);
+    }
+    g_drain->max_native = std::max<uint32_t>(1, pool->maxframes);
+  }
+  DrainState& d = *g_drain;
+  d.batch.clear();
+  uint64_t unfinished = 0;
+  for (uint32_t i = 0; i < pool->count; ++i) {
+    Record* r = &pool->records[i];
+    const uint32_t st = r->state.load(std::memory_order_acquire);
+    if (st == kReady) d.batch.push_back({r, {}});
+    else if (st == kWriting && final) ++unfinished;
+  }
+  if (final && unfinished) g_counters.dropped_unfinished.fetch_add(unfinished, std::memory_order_relaxed);
+  if (d.batch.empty()) return;
+  const uint64_t t0 = rt::now_ns();
+  g_counters.taken.fetch_add(d.batch.size(), std::memory_order_relaxed);
+  std::sort(d.batch.begin(), d.batch.end(),
+            [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
+  if (d.as) {
+    // Everything the locked part fills is allocated here, before the loader lock is taken.
+    d.snapshot.modules.reserve(kMaxModules);
+    for (Pending& p : d.batch) p.ips.reserve(d.max_native);
+    dl_iterate_phdr(unwind_batch_locked, &d);
+  } else {
+    for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
+  }
+  Event hit;
+  uint64_t frames_left_out = 0;
+  for (Pending& p : d.batch) {
+    const Record* r = p.record;
+    for (size_t i = 0; i < p.ips.size(); ++i) describe_native(d, p.ips[i], i == 0);
+    hit.reset(EventKind::sample_hit);
+    hit.time = r->time;
+    hit.ptr = r->tid;
+    hit.ips = p.ips;
+    for (uint32_t i = 0; i < r->nframes; ++i) {
+      const ManagedFrame& f = r->frames[i];
+      // This thread must not call Mono (it is not attached: Mono aborts in mono_method_full_name or
+      // mono_jit_info_table_find), so a frame is kept only if its method was described already
+      // (JIT'd methods are, at jit_done). Left out: no method (AOT code whose jit info the async
+      // walk could not load) and methods never JIT'd here (some wrappers, AOT).
+      if (!f.method || !method_described(f.method)) {
+        ++frames_left_out;
+        continue;
+      }
+      hit.frames.push_back(f.method);
+    }
+    g_sample_meta->add_at(hit);
+    pool->push(p.record);
+  }
+  g_counters.written.fetch_add(d.batch.size(), std::memory_order_relaxed);
+  g_counters.frames_left_out.fetch_add(frames_left_out, std::memory_order_relaxed);
+  g_counters.drain_ns.fetch_add(rt::now_ns() - t0, std::memory_order_relaxed);
+}
+
+}  // namespace mlpd::hooks

@@ -1,0 +1,228 @@
+// The signal-context half of sampling: Mono's sampler thread signals each attached thread and the
+// runtime calls on_sample_hit() in that thread's signal handler.
+//
+// What the handler may do, and why each step is safe there:
+// * pop a record from the pool's lock-free stack (CAS on a preallocated word; no lock);
+// * read the clock (rdtsc or the vDSO), pthread_self() (a TLS read), the ucontext's registers;
+// * copy the top of the interrupted stack with process_vm_readv(2) on our own pid: a system call
+//   (async-signal-safe) that stops at the first unmapped page instead of faulting, so it needs no
+//   knowledge of where the thread's stack ends;
+// * walk the managed frames with mono_stack_walk_async_safe (the runtime's async-safe walker, made
+//   for exactly this; Mono's log profiler calls it from the same place);
+// * in CPU-time mode look at the interrupted instruction to skip threads blocked in the kernel.
+// Nothing here allocates, takes a lock, or enters the dynamic linker (libmlpd is linked -z now, so
+// every PLT slot is bound before the first signal). errno is saved and restored.
+// The native frames are unwound later, on the helper thread (sample_drain.cpp).
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+
+#include "mlpd/hooks/mono_api.h"
+#include "mlpd/rt/clock.h"
+#include "sample_pool.h"
+
+namespace mlpd::hooks {
+
+namespace sampling_detail {
+Pool* g_pool = nullptr;
+Counters g_counters;
+rt::MetaLog* g_sample_meta = nullptr;
+}  // namespace sampling_detail
+
+using namespace sampling_detail;
+
+namespace {
+
+std::atomic<bool> g_sampling_on{false};
+std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by change_sampling()
+MonoProfilerHandle g_handle = nullptr;      // set when sampling was set up at start
+pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
+// True when the signal interrupted a blocking system call: the thread was waiting in the kernel,
+// not running. The kernel then hands the handler either the restart form (RIP back on the `syscall`
+// instruction, to run it again: SA_RESTART or restart_syscall) or the EINTR form (RIP after it, RAX
+// = -EINTR). A thread running user code, or returning from a system call that did not block, shows
+// neither. Reads code bytes at and before RIP only within RIP's page (mapped: the thread executes
+// there). No system call: cheaper and more exact than comparing the thread's CPU clock.
+bool blocked_in_kernel(const greg_t* gregs) {
+  const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
+  const auto* at = reinterpret_cast<const unsigned char*>(rip);
+  if ((rip & 0xfff) != 0xfff && at[0] == 0x0f && at[1] == 0x05) return true;  // rewound for a restart
+  constexpr int64_t kMinusEintr = -EINTR;
+  return (rip & 0xfff) >= 2 && at[-2] == 0x0f && at[-1] == 0x05 && static_cast<int64_t>(gregs[REG_RAX]) == kMinusEintr;
+}
+
+inline void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+
+mono_bool on_frame(MonoMethod* method, MonoDomain* domain, void* base_address, int offset, void* data) {
+  auto* r = static_cast<Record*>(data);
+  if (r->nframes >= g_pool->maxframes) return 1;  // stop: full
+  if (r->nframes == 0) r->leaf_offset = offset;
+  ManagedFrame& f = r->frames[r->nframes++];
+  f.method = reinterpret_cast<uint64_t>(method);
+  f.domain = reinterpret_cast<uint64_t>(domain);
+  f.code_start = reinterpret_cast<uint64_t>(base_address);
+  return r->nframes >= g_pool->maxframes;
+}
+
+// Copies [sp, sp + kStackCopyBytes) as far as it is mapped, page by page so that the copy stops at
+// the end of the stack mapping (process_vm_readv transfers whole iovec elements up to the first
+// one that faults).
+uint32_t copy_stack(uint64_t sp, unsigned char* out) {
+  constexpr uint64_t kPage = 4096;
+  iovec local[kStackCopyBytes / kPage + 1];
+  iovec remote[kStackCopyBytes / kPage + 1];
+  int n = 0;
+  uint64_t at = sp;
+  const uint64_t end = sp + kStackCopyBytes;
+  while (at < end) {
+    const uint64_t next = std::min(end, (at & ~(kPage - 1)) + kPage);
+    local[n].iov_base = out + (at - sp);
+    local[n].iov_len = next - at;
+    remote[n].iov_base = reinterpret_cast<void*>(at);
+    remote[n].iov_len = next - at;
+    ++n;
+    at = next;
+  }
+  const ssize_t got = process_vm_readv(g_pid, local, static_cast<unsigned long>(n), remote,
+                                       static_cast<unsigned long>(n), 0);
+  return got > 0 ? static_cast<uint32_t>(got) : 0;
+}
+
+void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
+  const int saved_errno = errno;
+  if (!g_sampling_on.load(std::memory_order_relaxed)) {
+    count(g_counters.dropped_shutdown);
+    errno = saved_errno;
+    return;
+  }
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  if (g_mode.load(std::memory_order_relaxed) == kSampleProcess && uc && blocked_in_kernel(uc->uc_mcontext.gregs)) {
+    count(g_counters.skipped_idle);
+    errno = saved_errno;
+    return;
+  }
+  Record* r = g_pool->pop();
+  if (!r) {
+    count(g_counters.dropped_pool_full);
+    errno = saved_errno;
+    return;
+  }
+  r->state.store(kWriting, std::memory_order_relaxed);
+  r->time = rt::now_ns();
+  r->tid = static_cast<uint64_t>(pthread_self());
+  r->ip = reinterpret_cast<uint64_t>(ip);
+  r->nframes = 0;
+  r->stack_len = 0;
+  r->stack_addr = 0;
+  if (uc) {
+    const greg_t* g = uc->uc_mcontext.gregs;
+    // libunwind's x86-64 register numbers: RAX RDX RCX RBX RSI RDI RBP RSP R8..R15 RIP.
+    static constexpr int kMap[kRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                        REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                        REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    for (uint32_t i = 0; i < kRegs; ++i) r->regs[i] = static_cast<uint64_t>(g[kMap[i]]);
+    r->stack_addr = r->regs[7];
+    r->leaf_offset = -1;
+    if (g_pool->maxframes) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
+    // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
+    // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
+    const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
+                              r->frames[0].code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
+    if (!managed_leaf && g_pool->maxframes > 0) {  // maxframes=0: the leaf IP only, nothing to unwind
+      r->stack_len = copy_stack(r->stack_addr, r->stack);
+      if (r->stack_len == 0) count(g_counters.stack_copy_failed);
+    }
+  } else {
+    for (uint64_t& reg : r->regs) reg = 0;
+    r->regs[16] = r->ip;
+  }
+  const uint64_t spent = rt::now_ns() - r->time;
+  r->state.store(kReady, std::memory_order_release);
+  g_counters.handler_ns.fetch_add(spent, std::memory_order_relaxed);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
+                    std::string& error) {
+  if (config.mode == kSampleOff) return true;
+  const uint64_t want = std::clamp<uint64_t>(config.pool, 1, kMaxSamplePool);
+  // Address space only: a record's pages are touched (faulted in) when it is first used, and the
+  // free stack hands out recently freed records first, so a program sampled at a steady rate keeps
+  // only a few records resident.
+  const size_t bytes = want * sizeof(Record);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) {
+    error = "cannot map " + std::to_string(bytes >> 20) + " MiB for " + std::to_string(want) + " sample records";
+    return false;
+  }
+  auto* pool = new (std::nothrow) Pool;
+  if (!pool) {
+    munmap(mem, bytes);
+    error = "out of memory";
+    return false;
+  }
+  pool->records = static_cast<Record*>(mem);
+  pool->count = static_cast<uint32_t>(want);
+  pool->maxframes = std::min(config.maxframes, kMaxFrames);
+  // Free stack: record 0 on top.
+  for (uint32_t i = pool->count; i-- > 0;) pool->push(&pool->records[i]);
+  g_pool = pool;
+  g_sample_meta = meta;
+  g_mode.store(config.mode);
+  g_pid = getpid();
+  if (!mono.mono_profiler_enable_sampling(handle)) {
+    error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
+    return false;
+  }
+  const MonoProfilerSampleMode mode =
+      config.mode == kSampleReal ? MONO_PROFILER_SAMPLE_MODE_REAL : MONO_PROFILER_SAMPLE_MODE_PROCESS;
+  if (!mono.mono_profiler_set_sample_mode(handle, mode, config.freq)) {
+    // Another profiler set the mode first: Mono keeps that one (and says so); ours would not apply.
+    error = "another profiler already set the sampling mode";
+    return false;
+  }
+  g_handle = handle;
+  g_sampling_on.store(true, std::memory_order_release);
+  mono.mono_profiler_set_sample_hit_callback(handle, on_sample_hit);
+  return true;
+}
+
+bool change_sampling(uint8_t mode, uint32_t freq) {
+  if (!g_handle || freq == 0) return false;  // the sampler exists only if it was asked for at start
+  const MonoProfilerSampleMode m = mode == kSampleReal      ? MONO_PROFILER_SAMPLE_MODE_REAL
+                                   : mode == kSampleProcess ? MONO_PROFILER_SAMPLE_MODE_PROCESS
+                                                            : MONO_PROFILER_SAMPLE_MODE_NONE;
+  if (!mono.mono_profiler_set_sample_mode(g_handle, m, freq)) return false;
+  g_mode.store(mode, std::memory_order_relaxed);
+  return true;
+}
+
+void stop_sampling() { g_sampling_on.store(false, std::memory_order_release); }
+
+SampleStats sample_stats() {
+  SampleStats s;
+  const Counters& c = g_counters;
+  s.taken = c.taken.load(std::memory_order_relaxed);
+  s.written = c.written.load(std::memory_order_relaxed);
+  s.skipped_idle = c.skipped_idle.load(std::memory_order_relaxed);
+  s.dropped_pool_full = c.dropped_pool_full.load(std::memory_order_relaxed);
+  s.dropped_shutdown = c.dropped_shutdown.load(std::memory_order_relaxed);
+  s.dropped_unfinished = c.dropped_unfinished.load(std::memory_order_relaxed);
+  s.stack_copy_failed = c.stack_copy_failed.load(std::memory_order_relaxed);
+  s.unwind_failed = c.unwind_failed.load(std::memory_order_relaxed);
+  s.frames_left_out = c.frames_left_out.load(std::memory_order_relaxed);
+  s.handler_ns = c.handler_ns.load(std::memory_order_relaxed);
+  s.drain_ns = c.drain_ns.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace mlpd::hooks
