@@ -263,7 +263,15 @@ class Agent {
       if (i >= 3) sched_yield();
       round(true);
     }
-    if (server_) server_->stop();  // waiting clients get ERR; nothing is served after the last round
+    if (server_) {
+      // Everything is written now: a `flush` or a `heapshot` already taken is answered OK (twice: a
+      // heapshot taken moves on to wait for a flush round, which this also is). Then clients still
+      // waiting get ERR; nothing is served after the last round.
+      const int64_t t = ms_of(Clock::now());
+      server_->flush_done(!failed_, t);
+      server_->flush_done(!failed_, t);
+      server_->stop();
+    }
   }
 
   static int64_t ms_of(std::chrono::steady_clock::time_point t) {
@@ -288,16 +296,19 @@ class Agent {
   // The `stats` answer (helper thread: the flusher's counters are its own).
   std::string stats_line() {
     const FlushStats& f = flusher_.stats();
+    uint64_t per_kind[kEventKindCount] = {};
+    registry_.add_counts_to(per_kind);
+    meta_.add_counts_to(per_kind);
+    uint64_t events = 0;
+    for (const uint64_t n : per_kind) events += n;
     std::string s = "bytes=" + std::to_string(f.bytes) + " buffers=" + std::to_string(f.buffers_written) +
                     " meta_events=" + std::to_string(f.meta_events) +
                     " dropped_events=" + std::to_string(shared_.dropped_events.load()) +
                     " buffers_allocated=" + std::to_string(pool_.allocated()) +
                     " flush_rounds=" + std::to_string(rounds_) + " clients=" + std::to_string(server_->clients());
-    if (options_.sample_mode != SampleMode::None) {
-      const hooks::SampleStats st = hooks::sample_stats();
-      s += " samples=" + std::to_string(st.taken) + " samples_dropped=" +
-           std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
-    }
+    const hooks::SampleStats st = hooks::sample_stats();
+    s += " events=" + std::to_string(events) + " samples=" + std::to_string(st.taken) + " samples_dropped=" +
+         std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
     if (failed_) s += " output=failed";
     return s;
   }

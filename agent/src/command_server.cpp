@@ -148,7 +148,7 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
     if (!args.empty()) return answer("ERR heapshot takes no arguments");
     if (!h.request_heapshot || !h.heapshots_done) return answer("ERR heapshot: not available in this build");
     const uint64_t ticket = h.request_heapshot();
-    if (ticket == 0) return answer("ERR heapshot: not possible now");
+    if (ticket == 0) return answer("ERR heapshot: not possible now (profiling has stopped)");
     wait_ = Wait::Heapshot;
     wait_target_ = ticket;
     wait_deadline_ = now_ms + h.heapshot_wait_ms;
@@ -192,8 +192,11 @@ void CommandSession::events(std::string_view args) {
       return answer("ERR events: expected +NAME or -NAME, not " + quote_client_text(w) + " (try help)");
     const std::string_view name = w.substr(1);
     if (name == "calls") {
-      if (!calls_on_start)
-        return answer("ERR events: calls can only be switched when the agent was started with 'calls'");
+      if (!calls_on_start) {
+        // Without instrumentation nothing is recorded anyway: -calls is already true, +calls cannot be.
+        if (!on) continue;
+        return answer("ERR events: calls can only be switched on when the agent was started with 'calls'");
+      }
       calls = on ? 1 : -1;
       continue;
     }

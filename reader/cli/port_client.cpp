@@ -136,6 +136,8 @@ int parse_port_args(int argc, char** argv, const char* command, const char* help
   if (out.commands.empty()) return usage_error(command, "no COMMAND given");
   for (const std::string& c : out.commands) {
     if (c.find_first_of("\r\n") != std::string::npos) return usage_error(command, "a COMMAND cannot contain a newline");
+    // The server answers every line but a blank one: a blank command would wait for no answer.
+    if (c.find_first_not_of(" \t") == std::string::npos) return usage_error(command, "a COMMAND cannot be blank");
   }
   return -1;
 }

@@ -11,6 +11,8 @@
 // mono_gc_finalize_notify (a sem_post).
 #include "mlpd/hooks/heapshot.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -85,7 +87,7 @@ void wake_finalizer() {
 // Vtables seen in the current walk (open addressing, cleared per walk): each is checked against the
 // described set, and described if needed, once per walk. Static storage: nothing is allocated with
 // the world stopped. When it fills up, further vtables are checked every time (still correct).
-constexpr unsigned kSeenBits = 14;
+constexpr unsigned kSeenBits = 16;  // 49,152 vtables per walk before the table is full
 constexpr size_t kSeenSlots = size_t{1} << kSeenBits;
 constexpr size_t kSeenMax = kSeenSlots / 4 * 3;
 uint64_t g_seen[kSeenSlots];
@@ -108,7 +110,6 @@ bool seen(uint64_t vt) {
 
 struct Walk {
   rt::ThreadLog* log;
-  bool locked;  // the described-metadata lock is held: *_known() can be asked
 };
 
 // "Namespace.Name" with enclosing types joined by '/', as Mono's log profiler names classes before
@@ -134,14 +135,23 @@ size_t simple_class_name(MonoClass* k, char* out, size_t cap, int depth = 0) {
 // every vtable is, by the runtime's vtable-load callback; not those whose objects were made before
 // that callback ran (the runtime publishes a vtable before it raises the callback, and allocates
 // e.g. its RuntimeType object in between) nor transparent-proxy vtables. Those are described here,
-// in this thread's buffer just before their first use. Without the lock (a suspended thread holds
-// it) every vtable of the walk is described here once (duplicates are harmless to every reader).
+// in this thread's buffer just before their first use. The described sets' lock is taken per new
+// vtable and only with try_lock, and held only for the look-up: the helper (sample drain, metadata)
+// needs it too and must go on writing buffers out during the walk. When it cannot be had (a
+// suspended thread holds it) the vtable and its class are described here anyway (duplicates are
+// harmless to every reader).
 void describe(Walk& w, uint64_t vt, uint64_t now) {
   if (seen(vt)) return;
   auto* vtable = reinterpret_cast<MonoVTable*>(vt);
-  if (w.locked && detail::vtable_known(vt)) return;
   MonoClass* k = mono.mono_vtable_class(vtable);
-  if (w.locked && k && !detail::class_known(u(k))) {
+  bool vtable_described = false, class_described = false;
+  if (detail::try_lock_known()) {
+    vtable_described = detail::vtable_known(vt);
+    class_described = !k || detail::class_known(u(k));
+    detail::unlock_known();
+  }
+  if (vtable_described) return;
+  if (k && !class_described) {
     char name[1024];
     const size_t len = simple_class_name(k, name, sizeof name);
     rt::write_class_load(*w.log, now, u(k), u(mono.mono_class_get_image(k)), name, len);
@@ -178,9 +188,34 @@ int walk_object(MonoObject* obj, MonoClass*, uintptr_t size, uintptr_t num, Mono
 void walk_heap(rt::ThreadLog& log) {
   std::memset(g_seen, 0, sizeof g_seen);
   g_seen_count = 0;
-  Walk w{&log, detail::try_lock_known()};
+  Walk w{&log};
   mono.mono_gc_walk_heap(0, walk_object, &w);
-  if (w.locked) detail::unlock_known();
+}
+
+// A heapshot that lost events (the buffer pool's cap was reached during the walk: the output could
+// not keep up) is not silently passed off as complete: one line on stderr. The world is stopped:
+// formatted by hand into a stack buffer and written with write(2) (no allocation, no stdio lock).
+void say_incomplete(uint64_t shot, uint64_t lost) {
+  char line[160];
+  size_t n = 0;
+  auto put = [&](const char* s) {
+    while (*s && n < sizeof line) line[n++] = *s++;
+  };
+  auto put_num = [&](uint64_t v) {
+    char digits[24];
+    int d = 0;
+    do {
+      digits[d++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (d && n < sizeof line) line[n++] = digits[--d];
+  };
+  put("mlpd: heapshot ");
+  put_num(shot);
+  put(" is incomplete: ");
+  put_num(lost);
+  put(" events dropped (the output did not keep up; the buffer pool is full)\n");
+  (void)!::write(STDERR_FILENO, line, n);
 }
 
 // -- decisions -------------------------------------------------------------------------------------
@@ -212,6 +247,7 @@ void set_heapshot_policy(uint8_t mode, uint32_t every_gc, uint32_t every_ms) {
 void set_heapshot_on_shutdown(bool on) { g_on_shutdown.store(on, std::memory_order_relaxed); }
 
 uint64_t request_heapshot() {
+  if (!detail::active()) return 0;  // profiling stopped (output failed, shutdown): nothing would take it
   const uint64_t ticket = add_request();
   wake_finalizer();
   return ticket;
@@ -268,16 +304,19 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
     case MONO_GC_EVENT_START:
       if (major) ++g_gc.major_count;
       break;
-    case MONO_GC_EVENT_PRE_START_WORLD:
+    case MONO_GC_EVENT_PRE_START_WORLD: {
       if (!g_gc.walking) break;
       g_gc.walking = false;
       detail::heapshot_roots(false);
       if (!log) break;
+      const uint64_t dropped_before = log->dropped_events();
       walk_heap(*log);
       g_gc.last_shot_ns = rt::now_ns();
       rt::write_bare(*log, TYPE_HEAP | TYPE_HEAP_END, g_gc.last_shot_ns);
       g_done.store(g_gc.shot, std::memory_order_release);
+      if (const uint64_t lost = log->dropped_events() - dropped_before) say_incomplete(g_gc.shot, lost);
       break;
+    }
     default:
       break;
   }

@@ -264,6 +264,12 @@ def main_scenario(workdir):
         p = t.run([t.MLPD, "send", "--port", str(port), "bogus"], timeout=60)
         t.check(p.returncode == 1 and p.stdout == "ERR unknown command 'bogus' (try help)\n",
                 f"main: mlpd send bogus: exit {p.returncode}, {p.stdout!r}")
+        p = t.run([t.MLPD, "send", "--port", str(port), "  "], timeout=60)
+        t.check(p.returncode == 2 and "blank" in p.stderr, f"main: mlpd send of a blank command: exit {p.returncode}, "
+                f"{p.stderr!r} (the server never answers a blank line: it must be refused, not waited on)")
+        lines = exchange(port, b"stats\n", 1)
+        t.check(len(lines) == 1 and re.search(r" events=[1-9]\d* samples=0 samples_dropped=0", lines[0]),
+                f"main: stats has no events= / samples= figures: {lines}")
         t.check(svc.ask("alloc 4000") == "allocated 4000", "main: alloc 4000")
         slow.close()
         rc = svc.finish(7)

@@ -182,7 +182,7 @@ TEST_CASE("heapshot: times out, refused ticket, not available", "[command]") {
   CHECK(h.take() == "ERR heapshot timed out\n");
   h.fake.ticket = 0;
   h.feed("heapshot\n", 0);
-  CHECK(h.take() == "ERR heapshot: not possible now\n");
+  CHECK(h.take() == "ERR heapshot: not possible now (profiling has stopped)\n");
 
   Harness none(false);
   none.feed("heapshot\n");
@@ -227,7 +227,13 @@ TEST_CASE("events: list and change the mask with the option names", "[command]")
   h.feed("events +monitor gc\n");
   CHECK(h.take() == "ERR events: expected +NAME or -NAME, not 'gc' (try help)\n");
   h.feed("events +monitor +calls\n");
-  CHECK(h.take() == "ERR events: calls can only be switched when the agent was started with 'calls'\n");
+  CHECK(h.take() == "ERR events: calls can only be switched on when the agent was started with 'calls'\n");
+  CHECK(h.fake.mask == before);
+  // The issue's own example: -calls without instrumentation is already true, and +alloc applies.
+  h.feed("events +monitor -calls\n");
+  CHECK(h.take() == "OK events: monitor gcalloc counter\n");
+  h.feed("events -monitor\n");
+  CHECK(h.take() == "OK events: gcalloc counter\n");
   CHECK(h.fake.mask == before);
   // Bits without a name (sampling) survive a change.
   h.fake.mask |= MASK_SAMPLE;

@@ -27,6 +27,7 @@ void set_heapshot_on_shutdown(bool on);
 // request — the first one to begin after this call. Requests made before that heapshot begins share
 // its ticket. The heapshot is taken at the next major serial collection; the finalizer thread is
 // woken to force one now. Nothing is ever waited for, so a request pending at exit cannot hang it.
+// Returns 0 when profiling has stopped (output failure, shutdown): no heapshot would be taken.
 uint64_t request_heapshot();
 
 // How many heapshots have been completely written into the buffers so far (monotonic; heapshot N is

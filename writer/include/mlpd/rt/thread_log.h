@@ -30,6 +30,8 @@ class ThreadLog {
   ThreadLog(WriterShared& shared, uint64_t thread_id, uint64_t now);
   ~ThreadLog();  // publishes what is left (call retire() first when the thread ends normally)
   ThreadLog(const ThreadLog&) = delete;
+  // Events this process has lost for want of a buffer (all threads).
+  uint64_t dropped_events() const { return shared_.dropped_events.load(std::memory_order_relaxed); }
   ThreadLog& operator=(const ThreadLog&) = delete;
 
   // Room for `max_bytes` at the returned pointer, or nullptr if no buffer can be had (the event is
