@@ -2,13 +2,21 @@
 //
 // Native frames are unwound here, not in the signal handler, with libunwind's remote interface on
 // the copy the handler made (registers + stack top): memory reads come from that copy, or from the
-// loaded modules' mapped segments (unwind tables, .eh_frame). The whole unwinding of a batch runs
-// inside one dl_iterate_phdr() callback: the loader holds its dl_load_write_lock for the duration,
-// so no module can be unloaded (dlclose takes that lock to unlink and unmap) while we read its
-// tables, and every address we read is first checked against the module list of that moment. This
-// thread is not a Mono thread (the GC never suspends it) and holds no other lock while waiting for
-// the loader's, so waiting cannot deadlock; the host's dlopen/dlclose wait at most one batch. The
-// locked part does not allocate (malloc's lock may be held by a thread the GC stopped).
+// loaded modules' mapped segments (unwind tables, .eh_frame). A batch is unwound in chunks of at
+// most kChunk records, each inside one dl_iterate_phdr() callback: the loader holds its
+// dl_load_write_lock for the duration, so no module can be unloaded (dlclose takes that lock to
+// unlink and unmap) while we read its tables, and every address we read is first checked against
+// the module list of that moment. This thread is not a Mono thread (the GC never suspends it) and
+// holds only g_fork_mutex while waiting for the loader's lock (below), so waiting cannot deadlock;
+// the host's dlopen/dlclose wait at most for one chunk. The locked part does not allocate (malloc's
+// lock may be held by a thread the GC stopped).
+//
+// fork(): glibc's fork does not reset dl_load_write_lock in the child, so a fork while a chunk holds
+// it would leave a child that does not exec hanging at its first dlopen or dl_iterate_phdr. Each
+// chunk therefore also holds g_fork_mutex, which a pthread_atfork prepare handler takes (and the
+// parent and child handlers release): fork waits for the chunk in progress to end. Lock order is
+// always g_fork_mutex, then the loader's lock; the prepare handler runs before glibc takes any lock
+// of its own, this thread never forks, and the signal handler never touches g_fork_mutex.
 //
 // Native code is then named from the modules' ELF symbols (sample_drain keeps one ElfSymbols per
 // module: .symtab, or the separate debug file's, or .dynsym), each symbol described by one
@@ -19,6 +27,7 @@
 #include <elf.h>
 #include <libunwind.h>
 #include <link.h>
+#include <pthread.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -108,8 +117,10 @@ struct Snapshot {
   bool readable(uint64_t addr, uint64_t len) const {
     const Module* m = find(addr);
     if (!m) return false;
-    for (uint32_t i = 0; i < m->nreadable; ++i)
-      if (addr >= m->readable[i].start && addr + len <= m->readable[i].end) return true;
+    for (uint32_t i = 0; i < m->nreadable; ++i) {
+      const Segment& g = m->readable[i];
+      if (g.end >= g.start && within(addr, len, g.start, g.end - g.start)) return true;
+    }
     return false;
   }
 };
@@ -123,7 +134,7 @@ struct UnwindArg {
 
 int read_word(const UnwindArg* a, uint64_t addr, uint64_t* out) {
   const Record* r = a->record;
-  if (addr >= r->stack_addr && addr + 8 <= r->stack_addr + r->stack_len) {
+  if (within(addr, 8, r->stack_addr, r->stack_len)) {
     std::memcpy(out, r->stack + (addr - r->stack_addr), 8);
     return 0;
   }
@@ -189,7 +200,7 @@ int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, 
   if (h[0] != 1 || h[3] != kDatarelSdata4) return -UNW_ENOINFO;
   uint64_t at = m->eh_frame_hdr + 4, ignored = 0, fde_count = 0;
   if (!read_encoded(s, at, h[1], ignored) || !read_encoded(s, at, h[2], fde_count) || fde_count == 0 ||
-      !s.readable(at, fde_count * 8)) {
+      fde_count > UINT64_MAX / 8 || !s.readable(at, fde_count * 8)) {
     return -UNW_ENOINFO;
   }
   unw_dyn_info_t di;
@@ -219,10 +230,19 @@ struct ModuleSymbols {
   ElfSymbols symbols;
 };
 
+// Records unwound per dl_iterate_phdr call: bounds how long the loader's lock (and fork) waits.
+inline constexpr size_t kChunk = 32;
+
+pthread_mutex_t g_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void fork_prepare() { pthread_mutex_lock(&g_fork_mutex); }
+void fork_release() { pthread_mutex_unlock(&g_fork_mutex); }
+
 struct DrainState {
   unw_addr_space_t as = nullptr;
   Snapshot snapshot;
   std::vector<Pending> batch;
+  size_t chunk_begin = 0, chunk_end = 0;  // the part of `batch` the locked callback unwinds
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<ModuleSymbols>> symbols;  // (name, bias)
   std::unordered_map<uint64_t, std::string> described;  // USYM start -> name written
   uint32_t max_native = kMaxFrames;
@@ -288,8 +308,8 @@ void unwind_one(DrainState& d, Pending& p) {
   }
 }
 
-// The dl_iterate_phdr callback that does the batch's unwinding while the loader lock is held.
-int unwind_batch_locked(dl_phdr_info*, size_t, void* data) {
+// The dl_iterate_phdr callback that unwinds one chunk of the batch while the loader lock is held.
+int unwind_chunk_locked(dl_phdr_info*, size_t, void* data) {
   auto* d = static_cast<DrainState*>(data);
   const unsigned long long adds = d->snapshot.adds, subs = d->snapshot.subs;
   d->snapshot.modules.clear();
@@ -298,8 +318,8 @@ int unwind_batch_locked(dl_phdr_info*, size_t, void* data) {
             [](const Module& a, const Module& b) { return a.lo < b.lo; });
   // A module was loaded or unloaded: libunwind's cached register rules may describe old code.
   if (adds != d->snapshot.adds || subs != d->snapshot.subs) g_unw.flush_cache(d->as, 0, 0);
-  for (Pending& p : d->batch) unwind_one(*d, p);
-  return 1;  // stop after the first call: one batch per lock
+  for (size_t i = d->chunk_begin; i < d->chunk_end; ++i) unwind_one(*d, d->batch[i]);
+  return 1;  // stop after the first call: one chunk per lock
 }
 
 ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
@@ -383,9 +403,15 @@ void describe_native(DrainState& d, uint64_t ip, bool leaf) {
 
 }  // namespace
 
+void sampling_detail::install_fork_guard() {
+  static const bool installed = pthread_atfork(fork_prepare, fork_release, fork_release) == 0;
+  (void)installed;
+}
+
 void drain_samples(bool final) {
   Pool* pool = g_pool;
-  if (!pool || !g_sample_meta) return;
+  // Closed by the final drain: a record filled after it was counted there as dropped_unfinished.
+  if (!pool || !g_sample_meta || pool->closed()) return;
   if (!g_drain) {
     g_drain = new DrainState;
     // Without libunwind (not installed) the samples keep their leaf IP only.
@@ -393,7 +419,7 @@ void drain_samples(bool final) {
     if (g_drain->as) {
       g_unw.set_caching_policy(g_drain->as, UNW_CACHE_GLOBAL);
       // libunwind initialises itself on its first cursor: let that happen here, outside the loader
-      // lock, so that nothing libunwind does lazily runs while unwind_batch_locked holds it.
+      // lock, so that nothing libunwind does lazily runs while unwind_chunk_locked holds it.
       static Record blank;
       Snapshot none;
       UnwindArg arg{&blank, &none};
@@ -404,14 +430,18 @@ void drain_samples(bool final) {
   }
   DrainState& d = *g_drain;
   d.batch.clear();
-  uint64_t unfinished = 0;
+  // Final: close the free stack first, so that a handler that passed the on-check before the stop
+  // can no longer take a record (it counts dropped_shutdown). Every record not on the closed stack
+  // and not READY now was popped by a handler that has not finished (state WRITING, or not yet
+  // marked): dropped_unfinished, and nothing pushes it back.
+  const uint32_t on_stack = final ? pool->close() : 0;
   for (uint32_t i = 0; i < pool->count; ++i) {
-    Record* r = &pool->records[i];
-    const uint32_t st = r->state.load(std::memory_order_acquire);
-    if (st == kReady) d.batch.push_back({r, {}});
-    else if (st == kWriting && final) ++unfinished;
+    if (pool->slots[i].state.load(std::memory_order_acquire) == kReady) d.batch.push_back({&pool->records[i], {}});
   }
-  if (final && unfinished) g_counters.dropped_unfinished.fetch_add(unfinished, std::memory_order_relaxed);
+  if (final) {
+    const uint64_t unfinished = pool->count - on_stack - d.batch.size();
+    if (unfinished) g_counters.dropped_unfinished.fetch_add(unfinished, std::memory_order_relaxed);
+  }
   if (d.batch.empty()) return;
   const uint64_t t0 = rt::now_ns();
   g_counters.taken.fetch_add(d.batch.size(), std::memory_order_relaxed);
@@ -421,7 +451,12 @@ void drain_samples(bool final) {
     // Everything the locked part fills is allocated here, before the loader lock is taken.
     d.snapshot.modules.reserve(kMaxModules);
     for (Pending& p : d.batch) p.ips.reserve(d.max_native);
-    dl_iterate_phdr(unwind_batch_locked, &d);
+    for (d.chunk_begin = 0; d.chunk_begin < d.batch.size(); d.chunk_begin = d.chunk_end) {
+      d.chunk_end = std::min(d.batch.size(), d.chunk_begin + kChunk);
+      pthread_mutex_lock(&g_fork_mutex);
+      dl_iterate_phdr(unwind_chunk_locked, &d);
+      pthread_mutex_unlock(&g_fork_mutex);
+    }
   } else {
     for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
   }
@@ -438,11 +473,13 @@ void drain_samples(bool final) {
       const ManagedFrame& f = r->frames[i];
       // This thread must not call Mono (it is not attached: Mono aborts in mono_method_full_name or
       // mono_jit_info_table_find), so a frame is kept only if its method was described already
-      // (JIT'd methods are, at jit_done). Left out: no method (AOT code whose jit info the async
-      // walk could not load) and methods never JIT'd here (some wrappers, AOT).
+      // (JIT'd methods are, at jit_done). Not kept: no method (AOT code whose jit info the async
+      // walk could not load) and methods never JIT'd here (some wrappers, AOT). The chain stops at
+      // the first such frame, and the frames above it are left out too: skipping only that frame
+      // would join its callee to its caller (A -> C for A -> B -> C), a call that never happened.
       if (!f.method || !method_described(f.method)) {
-        ++frames_left_out;
-        continue;
+        frames_left_out += r->nframes - i;
+        break;
       }
       hit.frames.push_back(f.method);
     }

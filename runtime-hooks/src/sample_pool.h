@@ -5,6 +5,14 @@
 // and publishes it with one release store of READY; the helper scans for READY records (acquire),
 // writes them out and pushes them back on the free stack. No lock, no allocation, no call into the
 // dynamic linker on the handler's side.
+//
+// Each record's state and free-stack link live in a separate compact array (Slot, 8 bytes a record),
+// not in the record: building the free stack at start and the helper's scans then touch only that
+// array, and a record's own pages (~17 KiB) are faulted in only when a handler first fills it.
+//
+// At the final drain the free stack is closed (its head exchanged with kClosed): a handler that
+// passed the on-check before stop then fails to pop and counts the sample as dropped_shutdown, and
+// the drain knows exactly which records are not on the stack.
 #pragma once
 
 #include <atomic>
@@ -30,9 +38,21 @@ struct ManagedFrame {
   uint64_t code_start;
 };
 
-struct Record {
+// The free stack's head index (low 32 bits of Pool::free_head) once the stack is closed.
+inline constexpr uint32_t kClosed = UINT32_MAX;
+
+// True when [addr, addr + len) lies inside [base, base + size), without computing an end that could
+// wrap around 2^64 (an address read from a sampled stack or register may be anything).
+inline bool within(uint64_t addr, uint64_t len, uint64_t base, uint64_t size) noexcept {
+  return addr >= base && len <= size && addr - base <= size - len;
+}
+
+struct Slot {
   std::atomic<uint32_t> state;
   std::atomic<uint32_t> next;  // free stack link: index + 1, 0 = end
+};
+
+struct Record {
   uint64_t time;
   uint64_t tid;                // pthread_self(), as Mono
   uint64_t ip;
@@ -47,31 +67,55 @@ struct Record {
 
 struct Pool {
   Record* records = nullptr;
+  Slot* slots = nullptr;  // one per record, separate from the records (see the top of this file)
   uint32_t count = 0;
   uint32_t maxframes = kMaxFrames;
-  std::atomic<uint64_t> free_head{0};  // (tag << 32) | (index + 1)
+  std::atomic<uint64_t> free_head{0};  // (tag << 32) | (index + 1); index part kClosed: closed
 
+  uint32_t index(const Record* r) const noexcept { return static_cast<uint32_t>(r - records); }
+  std::atomic<uint32_t>& state(const Record* r) noexcept { return slots[index(r)].state; }
+
+  // nullptr when no record is free or the stack is closed (closed() tells which).
   Record* pop() noexcept {
     uint64_t head = free_head.load(std::memory_order_acquire);
     for (;;) {
       const uint32_t idx = static_cast<uint32_t>(head);
-      if (idx == 0) return nullptr;
-      Record* r = &records[idx - 1];
-      const uint32_t next = r->next.load(std::memory_order_relaxed);
+      if (idx == 0 || idx == kClosed) return nullptr;
+      const uint32_t next = slots[idx - 1].next.load(std::memory_order_relaxed);
       const uint64_t want = ((head >> 32) + 1) << 32 | next;
-      if (free_head.compare_exchange_weak(head, want, std::memory_order_acquire, std::memory_order_acquire)) return r;
+      if (free_head.compare_exchange_weak(head, want, std::memory_order_acquire, std::memory_order_acquire)) {
+        return &records[idx - 1];
+      }
     }
   }
 
+  // Once the stack is closed a pushed record is only marked FREE (it is not handed out again).
   void push(Record* r) noexcept {
-    const uint32_t idx = static_cast<uint32_t>(r - records) + 1;
-    r->state.store(kFree, std::memory_order_relaxed);
+    const uint32_t idx = index(r) + 1;
+    Slot& s = slots[idx - 1];
+    s.state.store(kFree, std::memory_order_relaxed);
     uint64_t head = free_head.load(std::memory_order_relaxed);
     for (;;) {
-      r->next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
+      if (static_cast<uint32_t>(head) == kClosed) return;
+      s.next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
       const uint64_t want = ((head >> 32) + 1) << 32 | idx;
       if (free_head.compare_exchange_weak(head, want, std::memory_order_release, std::memory_order_relaxed)) return;
     }
+  }
+
+  bool closed() const noexcept {
+    return static_cast<uint32_t>(free_head.load(std::memory_order_acquire)) == kClosed;
+  }
+
+  // Closes the stack and returns how many records were on it. Those records then belong to the
+  // caller: no pop can take them any more (a pop racing with this fails its CAS, sees kClosed).
+  uint32_t close() noexcept {
+    const uint64_t head = free_head.exchange(kClosed, std::memory_order_acq_rel);
+    uint32_t n = 0;
+    for (uint32_t idx = static_cast<uint32_t>(head); idx != 0 && idx != kClosed && n < count; ++n) {
+      idx = slots[idx - 1].next.load(std::memory_order_relaxed);
+    }
+    return n;
   }
 };
 
@@ -80,6 +124,10 @@ struct Counters {
       dropped_unfinished{0}, stack_copy_failed{0}, unwind_failed{0}, frames_left_out{0},
       handler_ns{0}, drain_ns{0};
 };
+
+// sample_drain.cpp: registers (once) the pthread_atfork handlers that make fork() wait for the
+// helper's unwinding chunk in progress (it holds the loader's lock, which fork does not reset).
+void install_fork_guard();
 
 // Set up by start_sampling(); nullptr when sampling is off.
 extern Pool* g_pool;

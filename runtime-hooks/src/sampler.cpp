@@ -110,11 +110,13 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   }
   Record* r = g_pool->pop();
   if (!r) {
-    count(g_counters.dropped_pool_full);
+    // Closed: the final drain has run (this handler passed the on-check just before the stop).
+    count(g_pool->closed() ? g_counters.dropped_shutdown : g_counters.dropped_pool_full);
     errno = saved_errno;
     return;
   }
-  r->state.store(kWriting, std::memory_order_relaxed);
+  std::atomic<uint32_t>& state = g_pool->state(r);
+  state.store(kWriting, std::memory_order_relaxed);
   r->time = rt::now_ns();
   r->tid = static_cast<uint64_t>(pthread_self());
   r->ip = reinterpret_cast<uint64_t>(ip);
@@ -144,7 +146,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     r->regs[16] = r->ip;
   }
   const uint64_t spent = rt::now_ns() - r->time;
-  r->state.store(kReady, std::memory_order_release);
+  state.store(kReady, std::memory_order_release);
   g_counters.handler_ns.fetch_add(spent, std::memory_order_relaxed);
   errno = saved_errno;
 }
@@ -155,9 +157,9 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
                     std::string& error) {
   if (config.mode == kSampleOff) return true;
   const uint64_t want = std::clamp<uint64_t>(config.pool, 1, kMaxSamplePool);
-  // Address space only: a record's pages are touched (faulted in) when it is first used, and the
-  // free stack hands out recently freed records first, so a program sampled at a steady rate keeps
-  // only a few records resident.
+  // Address space only: a record's pages are touched (faulted in) when a handler first fills it (the
+  // free stack and the states are in the separate slot array), and the free stack hands out recently
+  // freed records first, so a program sampled at a steady rate keeps only a few records resident.
   const size_t bytes = want * sizeof(Record);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) {
@@ -165,16 +167,21 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
     return false;
   }
   auto* pool = new (std::nothrow) Pool;
-  if (!pool) {
+  auto* slots = new (std::nothrow) Slot[want]();  // zeroed: FREE, no link
+  if (!pool || !slots) {
     munmap(mem, bytes);
+    delete pool;
+    delete[] slots;
     error = "out of memory";
     return false;
   }
   pool->records = static_cast<Record*>(mem);
+  pool->slots = slots;
   pool->count = static_cast<uint32_t>(want);
   pool->maxframes = std::min(config.maxframes, kMaxFrames);
-  // Free stack: record 0 on top.
+  // Free stack: record 0 on top. Touches the slot array only, no record page.
   for (uint32_t i = pool->count; i-- > 0;) pool->push(&pool->records[i]);
+  install_fork_guard();
   g_pool = pool;
   g_sample_meta = meta;
   g_mode.store(config.mode);

@@ -232,8 +232,26 @@ bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is comp
 using GetContext = void* (*)(MonoMethod*);
 GetContext g_method_context = nullptr;
 
-inline bool slots_match(const Signature& s, uintptr_t base, const ThreadWalk& t) {
-  if (base + s.lowest < t.lo || base + s.highest + 8 > t.hi) return false;
+// The part of the stack a walk may read: from the walk's own frame (the anchor: everything above
+// it is the live, mapped stack of this thread) to the top of the thread's stack.
+struct Bounds {
+  uintptr_t lo, hi;
+};
+
+// True when the 8 bytes at base + off lie inside `b`. Computed without an end that could wrap
+// around 2^64: `base` and `off` come from what the stack holds and may be anything.
+inline bool readable(const Bounds& b, uintptr_t base, int64_t off) {
+  if (base < b.lo || base > b.hi) return false;
+  if (off >= 0) {
+    const auto o = static_cast<uint64_t>(off);
+    return o <= b.hi - base && b.hi - base - o >= 8;
+  }
+  const uint64_t o = 0 - static_cast<uint64_t>(off);
+  return o <= base - b.lo && b.hi - (base - o) >= 8;
+}
+
+inline bool slots_match(const Signature& s, uintptr_t base, const Bounds& b) {
+  if (!readable(b, base, s.lowest) || !readable(b, base, s.highest)) return false;
   for (uint32_t k = 0; k < s.n; ++k) {
     if (*reinterpret_cast<const uint64_t*>(base + s.off[k]) != s.val[k]) return false;
   }
@@ -264,6 +282,7 @@ inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a)
 int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
               Signature* extra_top, FastResult& r) {
   if (anchor < t.lo || anchor >= t.hi) return kNoBottom;
+  const Bounds b{anchor, t.hi};
   // Bottom: which learned native chain leads from us to managed code. One chain can be the start of
   // another (the allocator's slow path goes deeper before it reaches managed code): the one whose
   // next return address is managed code is the one.
@@ -272,10 +291,9 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
   uintptr_t slot = 0;
   for (uint32_t i = 0; i <= nb && !bottom; ++i) {
     Signature* s = i < nb ? &g_bottom->sigs[i] : extra_bottom;
-    if (!s || !slots_match(*s, anchor, t)) continue;
+    if (!s || !slots_match(*s, anchor, b)) continue;
+    if (!readable(b, anchor, s->managed_slot) || !readable(b, anchor, s->rbp_loc)) continue;
     slot = anchor + s->managed_slot;
-    const uintptr_t rbp_at = anchor + s->rbp_loc;
-    if (slot < t.lo || slot + 8 > t.hi || rbp_at < t.lo || rbp_at + 8 > t.hi) continue;
     if (lookup(t, load(slot))->kind != kNative) bottom = s;
   }
   if (!bottom) return kNoBottom;
@@ -295,12 +313,12 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     }
     uint64_t ret, caller_sp, caller_rbp;
     if (e->kind == kFramePointer) {
-      if (rbp < sp || rbp + 16 > t.hi) return kNoManaged;
+      if (rbp < sp || rbp > b.hi || b.hi - rbp < 16) return kNoManaged;
       caller_rbp = load(rbp);
       ret = load(rbp + 8);
       caller_sp = rbp + 16;
     } else {
-      if (sp + e->frame + 8 > t.hi) return kNoManaged;
+      if (sp > b.hi || b.hi - sp < uint64_t{e->frame} + 8) return kNoManaged;
       ret = load(sp + e->frame);
       caller_sp = sp + e->frame + 8;
       caller_rbp = e->rbp_save >= 0 ? load(sp + static_cast<uint32_t>(e->rbp_save)) : rbp;
@@ -320,7 +338,7 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
   const uint32_t nt = g_top->count.load(std::memory_order_acquire);
   for (uint32_t i = 0; i <= nt; ++i) {
     Signature* s = i < nt ? &g_top->sigs[i] : extra_top;
-    if (s && s->val[0] == ip && slots_match(*s, sp, t)) {
+    if (s && s->val[0] == ip && slots_match(*s, sp, b)) {
       r.top = s;
       return kOk;
     }

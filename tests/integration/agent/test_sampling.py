@@ -7,7 +7,11 @@ and Mono.Profiler.Log (LogCount):
   named first, with its real start and size (not "unresolved", not a neighbouring symbol);
 * CPU-time mode never reports a thread blocked in the kernel; wall-clock mode names a sleeping
   thread's leaf by the function it is in (not __nptl_death_event, as Mono's profiler does);
-* the pool: with maxsamples=1 samples are dropped and counted, never silently lost;
+* the pool: with maxsamples=1 samples are dropped and counted, never silently lost; the largest pool
+  (16384 records, ~17 KiB each) is not faulted in at start (the process's RSS grows by a few MiB, not
+  by one page per record);
+* fork while sampling: the pthread_atfork guard around the helper's unwinding chunks lets a forking
+  program (no exec) run and exit normally;
 * stress: dlopen/dlclose, malloc and threads in loops, sampled at 5 kHz wall clock with `calls`:
   normal output and exit status on every one of 20 runs, every file valid.
 """
@@ -16,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
@@ -162,6 +167,41 @@ def check_pool_full(workdir):
     print(f"ok  pool: maxsamples=1 dropped {st and st['pool_full']} (counted), wrote {st and st['written']}", flush=True)
 
 
+def resident_kib(options, out):
+    """VmRSS of `quiet` (sleeping, sampled) once it is running."""
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"{options},output={out}")
+    p = subprocess.Popen([t.MONO, t.program("quiet"), "1500"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        time.sleep(0.5)
+        with open(f"/proc/{p.pid}/status") as f:
+            kib = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), None)
+    finally:
+        p.communicate(timeout=60)
+    return kib, p.returncode
+
+
+def check_pool_resident(workdir):
+    out = os.path.join(workdir, "rss.mlpd")
+    base, rc0 = resident_kib("nodefaults", out)
+    big, rc1 = resident_kib("sample-real=100,maxsamples=0", out)
+    t.check(rc0 == 0 and rc1 == 0 and base and big, f"rss: runs failed ({rc0}, {rc1}, {base}, {big})")
+    # One page per record (the record's header) would be 16384 * 4 KiB = 64 MiB.
+    t.check(base and big and big - base < 24 * 1024,
+            f"rss: a 16384-record pool made the process {(big or 0) - (base or 0)} KiB larger")
+    print(f"ok  pool: 16384 records add {(big or 0) - (base or 0)} KiB resident", flush=True)
+
+
+def check_fork(workdir):
+    out = os.path.join(workdir, "fork.mlpd")
+    for i in range(3):
+        p = profile("forker", ["1"], "sample-real=2000", out)
+        t.check(p.returncode == 0 and p.stdout == "forked\n", f"fork run {i}: status {p.returncode} output {p.stdout!r} {p.stderr[-300:]!r}")
+    valid("fork", out, expect_hits=False)
+    print("ok  fork while sampling: normal output and status", flush=True)
+
+
 def check_logprofiler(workdir):
     """Mono.Profiler.Log.LogProfiler.SetSampleParameters applies when sampling was set up at start."""
     out = os.path.join(workdir, "api.mlpd")
@@ -200,6 +240,8 @@ def main():
         check_native(workdir)
         check_wall_clock_leaf(workdir)
         check_pool_full(workdir)
+        check_pool_resident(workdir)
+        check_fork(workdir)
         check_logprofiler(workdir)
         check_stress(workdir)
     t.finish("sampling")

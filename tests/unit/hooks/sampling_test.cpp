@@ -1,12 +1,25 @@
 // The sampling pieces that need no Mono: the record pool's lock-free free stack, and ELF symbol
 // tables (runtime-hooks/src/sample_pool.h, elf_symbols.h).
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
+
+#include "mlpd/hooks/sampling.h"
+#include "mlpd/rt/meta_log.h"
 
 #include "elf_symbols.h"
 #include "sample_pool.h"
@@ -21,7 +34,9 @@ TEST_CASE("sample pool: concurrent pops and pushes never hand out a record twice
   void* mem = mmap(nullptr, kRecords * sizeof(Record), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(mem != MAP_FAILED);
   Pool pool;
+  std::vector<Slot> slots(kRecords);
   pool.records = static_cast<Record*>(mem);
+  pool.slots = slots.data();
   pool.count = kRecords;
   for (uint32_t i = kRecords; i-- > 0;) pool.push(&pool.records[i]);
   std::vector<std::atomic<int>> owners(kRecords);
@@ -79,4 +94,147 @@ TEST_CASE("ELF symbols: not an ELF file, or no file", "[hooks][sampling]") {
   CHECK_FALSE(syms.load_memory(junk, sizeof junk));
   uint64_t a = 0, b = 0;
   CHECK(syms.find(100, a, b) == nullptr);
+}
+
+TEST_CASE("sample pool: within() never wraps around 2^64", "[hooks][sampling]") {
+  const uint64_t base = 0x7fff00001000, size = 16384;
+  CHECK(within(base, 8, base, size));
+  CHECK(within(base + size - 8, 8, base, size));
+  CHECK_FALSE(within(base + size - 7, 8, base, size));
+  CHECK_FALSE(within(base - 1, 8, base, size));
+  // The old form (addr + 8 <= base + size) accepted these: addr + 8 wraps to a small number.
+  CHECK_FALSE(within(UINT64_MAX - 3, 8, base, size));
+  CHECK_FALSE(within(UINT64_MAX, 8, base, size));
+  CHECK_FALSE(within(base, UINT64_MAX, base, size));
+  CHECK_FALSE(within(base, 8, base, 4));
+  CHECK(within(UINT64_MAX - 7, 8, UINT64_MAX - 15, 16));
+  CHECK_FALSE(within(0, 8, 0, 0));
+}
+
+TEST_CASE("sample pool: closing hands every free record to the closer, later pops fail", "[hooks][sampling]") {
+  constexpr uint32_t kRecords = 6;
+  void* mem = mmap(nullptr, kRecords * sizeof(Record), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  Pool pool;
+  std::vector<Slot> slots(kRecords);
+  pool.records = static_cast<Record*>(mem);
+  pool.slots = slots.data();
+  pool.count = kRecords;
+  for (uint32_t i = kRecords; i-- > 0;) pool.push(&pool.records[i]);
+  // Building the free stack touched no record page (only the slot array).
+  std::vector<unsigned char> resident((kRecords * sizeof(Record) + 4095) / 4096);
+  REQUIRE(mincore(mem, kRecords * sizeof(Record), resident.data()) == 0);
+  for (unsigned char page : resident) CHECK((page & 1) == 0);
+  Record* a = pool.pop();
+  Record* b = pool.pop();
+  REQUIRE(a);
+  REQUIRE(b);
+  pool.state(a).store(kWriting);
+  CHECK_FALSE(pool.closed());
+  CHECK(pool.close() == kRecords - 2);
+  CHECK(pool.closed());
+  CHECK(pool.pop() == nullptr);
+  pool.push(a);  // after the close: marked free, not handed out again
+  CHECK(pool.state(a).load() == kFree);
+  CHECK(pool.pop() == nullptr);
+  CHECK(pool.closed());
+  CHECK(pool.close() == 0);
+  munmap(mem, kRecords * sizeof(Record));
+}
+
+namespace {
+
+// Fills `r` as the signal handler does: this thread's registers (libunwind's numbering) and a copy
+// of its stack top, so that the drain has real native frames to unwind.
+__attribute__((noinline)) void capture(Record& r) {
+  ucontext_t uc;
+  REQUIRE(getcontext(&uc) == 0);
+  static constexpr int kMap[kRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                      REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                      REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+  for (uint32_t i = 0; i < kRegs; ++i) r.regs[i] = static_cast<uint64_t>(uc.uc_mcontext.gregs[kMap[i]]);
+  r.ip = r.regs[16];
+  r.stack_addr = r.regs[7];
+  pthread_attr_t attr;
+  REQUIRE(pthread_getattr_np(pthread_self(), &attr) == 0);
+  void* lo = nullptr;
+  size_t size = 0;
+  REQUIRE(pthread_attr_getstack(&attr, &lo, &size) == 0);
+  pthread_attr_destroy(&attr);
+  const uint64_t hi = reinterpret_cast<uint64_t>(lo) + size;
+  r.stack_len = static_cast<uint32_t>(std::min<uint64_t>(kStackCopyBytes, hi - r.stack_addr));
+  std::memcpy(r.stack, reinterpret_cast<const void*>(r.stack_addr), r.stack_len);
+  r.nframes = 0;
+  r.leaf_offset = -1;
+  r.tid = static_cast<uint64_t>(pthread_self());
+}
+
+int count_module(dl_phdr_info*, size_t, void* n) {
+  ++*static_cast<int*>(n);
+  return 0;
+}
+
+}  // namespace
+
+// glibc's fork does not reset the loader's dl_load_write_lock in the child: a fork while the drain
+// holds it (inside dl_iterate_phdr) would leave the child hanging at its first dl_iterate_phdr or
+// dlopen. The drain holds it one chunk at a time, under a mutex the pthread_atfork guard takes.
+TEST_CASE("sample drain: a fork while the helper unwinds leaves a child that can use the loader",
+          "[hooks][sampling][fork]") {
+  constexpr uint32_t kRecords = 1024;
+  const size_t bytes = kRecords * sizeof(Record);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  std::vector<Slot> slots(kRecords);
+  Pool pool;
+  pool.records = static_cast<Record*>(mem);
+  pool.slots = slots.data();
+  pool.count = kRecords;
+  capture(pool.records[0]);
+  for (uint32_t i = 0; i < kRecords; ++i) {
+    if (i) std::memcpy(static_cast<void*>(&pool.records[i]), &pool.records[0], sizeof(Record));
+    pool.records[i].time = i;
+  }
+  mlpd::rt::MetaLog meta(1, 0);
+  // MLPD_TEST_NO_FORK_GUARD=1 leaves the guard out, to see this test fail without it.
+  if (!std::getenv("MLPD_TEST_NO_FORK_GUARD")) install_fork_guard();
+  g_sample_meta = &meta;
+  g_pool = &pool;
+  const uint64_t written_before = sample_stats().written;
+  std::atomic<bool> stop{false};
+  std::thread helper([&] {
+    while (!stop.load()) {
+      for (uint32_t i = 0; i < kRecords; ++i) slots[i].state.store(kReady, std::memory_order_release);
+      drain_samples();
+    }
+  });
+  int forks = 0, hung = 0, failed = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      alarm(10);  // a hung child dies of SIGALRM
+      int n = 0;
+      dl_iterate_phdr(count_module, &n);
+      void* h = dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD);
+      (void)h;
+      _exit(n > 0 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    ++forks;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++hung;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  stop.store(true);
+  helper.join();
+  g_pool = nullptr;
+  g_sample_meta = nullptr;
+  INFO("forks " << forks << ", samples unwound " << sample_stats().written - written_before);
+  CHECK(sample_stats().written - written_before >= kRecords);
+  CHECK(forks > 0);
+  CHECK(hung == 0);
+  CHECK(failed == 0);
+  munmap(mem, bytes);
 }

@@ -22,7 +22,7 @@ inline constexpr uint8_t kSampleReal = 2;     // `sample-real`: wall clock
 struct SamplingConfig {
   uint8_t mode = kSampleOff;
   uint32_t freq = 100;        // Hz
-  uint64_t pool = 1000;       // sample records in flight (maxsamples); clamped to kMaxSamplePool
+  uint64_t pool = 1000;       // sample records in flight (maxsamples); clamped to 1..kMaxSamplePool
   uint32_t maxframes = 32;    // managed frames and native frames kept per sample (each)
 };
 
@@ -41,7 +41,8 @@ struct SampleStats {
   uint64_t dropped_unfinished = 0; // still being filled when the final drain ran (not in `taken`)
   uint64_t stack_copy_failed = 0;  // recorded with the leaf IP only: the stack top could not be copied
   uint64_t unwind_failed = 0;      // recorded with the leaf IP only: no unwind info for the leaf
-  uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers)
+  uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers) and
+                                   // every frame above it (the chain stops there)
   uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
   uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
 };
@@ -62,7 +63,9 @@ bool change_sampling(uint8_t mode, uint32_t freq);
 void stop_sampling();
 
 // Helper thread only: turns every completed sample into events in the MetaLog (native symbols
-// first). `final` counts records still being written as dropped_unfinished. Cheap when idle.
+// first). `final` first closes the pool (a handler that passed the stop check finds no record and
+// counts dropped_shutdown), counts every record still being written as dropped_unfinished, and makes
+// every later call do nothing. Cheap when idle.
 void drain_samples(bool final = false);
 
 }  // namespace mlpd::hooks
