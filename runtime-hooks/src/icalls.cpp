@@ -156,7 +156,7 @@ void SetHeapshotCollectionsFrequency(int32_t value) {
 // A heapshot now, on this (managed, hence attached) thread: see the decisions above.
 void TriggerHeapshot() { heapshot_now(); }
 
-// -- sampling (stored only: issue 4)
+// -- sampling (applied to Mono's sampler when sampling was on at start; stored and read back always)
 
 void GetSampleMode(int32_t* mode, int32_t* frequency) {
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -11,7 +11,7 @@ namespace mlpd::hooks {
 
 // The heapshot and sampling settings as LogProfiler sets them, so that what a program sets it reads
 // back. The heapshot ones are also handed to the heapshot engine (heapshot.h) whenever they change;
-// the sampling ones are only stored (issue 4).
+// the sampling ones are applied to Mono's sampler when sampling was set up at start (sampling.h).
 struct LogProfilerSettings {
   uint8_t heapshot_mode = 0;   // format::HEAPSHOT_* (Mono's internal numbering, NOT the managed enum's)
   uint32_t heapshot_ms = 0;    // HEAPSHOT_X_MS: at most every this many milliseconds
