@@ -402,6 +402,22 @@ void CommandServer::accept_all(int64_t now_ms) {
     size_t slot = 1;
     while (slot < slots_.size() && slots_[slot].load(std::memory_order_relaxed) >= 0) ++slot;
     if (clients_.size() >= kMaxCommandClients || slot >= slots_.size()) {
+      // Full: the client idle longest (not waiting for an answer) makes room if it has been idle for
+      // a while, so that connections trickling a byte now and then cannot hold the port forever.
+      Client* idlest = nullptr;
+      for (Client& c : clients_) {
+        if (c.fd >= 0 && !c.session->waiting() && (!idlest || c.session->last_progress() < idlest->session->last_progress()))
+          idlest = &c;
+      }
+      if (idlest && now_ms - idlest->session->last_progress() >= kCommandEvictIdleMs) {
+        static constexpr char kEvicted[] = "ERR closed: idle while the port is full\n";
+        (void)!::send(idlest->fd, kEvicted, sizeof kEvicted - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        slot = idlest->slot;
+        close_client(*idlest);
+        std::erase_if(clients_, [](const Client& c) { return c.fd < 0; });
+      }
+    }
+    if (clients_.size() >= kMaxCommandClients || slot >= slots_.size()) {
       static constexpr char kFull[] = "ERR too many connections\n";
       (void)!::send(fd, kFull, sizeof kFull - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       // What the client already sent is read first: closing with unread data would reset the

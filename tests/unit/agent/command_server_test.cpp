@@ -414,6 +414,52 @@ TEST_CASE("server: more than the cap of connections get ERR and are closed; the 
   for (const int fd : fds) ::close(fd);
 }
 
+TEST_CASE("server: when full, the client idle longest makes room for a new one", "[command][server]") {
+  Fake fake;
+  CommandServer s(fake.handlers());
+  std::string error;
+  REQUIRE(s.start("127.0.0.1", 0, error));
+  // The server's clock, moved forward by hand: `skew` ms ahead of real time.
+  int64_t skew = 0;
+  auto step = [&](int ms) {
+    const int64_t end = now_ms() + ms;
+    std::vector<pollfd> fds;
+    while (now_ms() < end) {
+      fds.clear();
+      s.add_pollfds(fds, now_ms() + skew);
+      ::poll(fds.data(), fds.size(), 10);
+      s.service(fds.data(), fds.size(), now_ms() + skew);
+    }
+  };
+  std::vector<int> fds;
+  for (size_t i = 0; i < kMaxCommandClients; ++i) {
+    fds.push_back(connect_to(s.port()));
+    REQUIRE(fds.back() >= 0);
+    step(5);
+  }
+  step(100);
+  REQUIRE(s.clients() == kMaxCommandClients);
+  // Busy: all idle for less than the eviction age, so a newcomer is refused.
+  const int late = connect_to(s.port());
+  step(100);
+  CHECK(received(late) == "ERR too many connections\n");
+  ::close(late);
+  // Everyone idle for 11 s but the last one, which just spoke: the first one (idle longest) goes.
+  skew = kCommandEvictIdleMs + 1000;
+  send_all(fds.back(), "stats\n");
+  step(100);
+  CHECK(received(fds.back()) == "OK bytes=1 buffers=2\n");
+  const int newcomer = connect_to(s.port());
+  step(100);
+  CHECK(received(fds.front()) == "ERR closed: idle while the port is full\n");
+  CHECK(s.clients() == kMaxCommandClients);
+  send_all(newcomer, "stats\n");
+  step(100);
+  CHECK(received(newcomer) == "OK bytes=1 buffers=2\n");
+  for (const int fd : fds) ::close(fd);
+  ::close(newcomer);
+}
+
 TEST_CASE("server: a Mono-style client (heapshot, then close at once) does no harm", "[command][server]") {
   Fake fake;
   fake.ticket = 1;

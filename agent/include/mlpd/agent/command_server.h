@@ -30,6 +30,7 @@ inline constexpr size_t kMaxCommandClients = 64;         // more connections get
 inline constexpr size_t kCommandReadChunk = 4096;        // bytes read from one client per poll round
 inline constexpr size_t kCommandOutputHigh = 16 * 1024;  // unsent answers beyond this: stop reading
 inline constexpr int64_t kCommandIdleMs = 120 * 1000;    // no progress for this long: closed
+inline constexpr int64_t kCommandEvictIdleMs = 10 * 1000;  // port full: a client idle this long makes room
 inline constexpr int64_t kHeapshotWaitMs = 30 * 1000;    // `heapshot` answers ERR after this long
 
 struct CommandHandlers {
