@@ -38,6 +38,10 @@ namespace {
 
 constexpr uint32_t kBufferBytes = 64 * 1024;  // per-thread buffer, as Mono's
 constexpr uint32_t kMaxBuffers = 4096;        // 256 MiB in flight at most; beyond, events are dropped
+// Beyond kMaxBuffers, for a heap walk only (world stopped, the helper possibly held up by a suspended
+// thread holding one of our mutexes): another 256 MiB, about 9M more objects, before a heapshot loses
+// events.
+constexpr uint32_t kHeapWalkReserve = 4096;
 // How often full buffers are written: often while threads are filling buffers (each recycled buffer
 // is one the pool need not map and fault in), rarely when nothing is happening.
 constexpr auto kBusyTick = std::chrono::milliseconds(10);
@@ -54,7 +58,7 @@ class Agent {
  public:
   explicit Agent(Options options)
       : options_(std::move(options)),
-        pool_(kBufferBytes, kMaxBuffers),
+        pool_(kBufferBytes, kMaxBuffers, kHeapWalkReserve),
         meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
         registry_(shared_),
         flusher_(shared_, registry_, meta_),

@@ -310,7 +310,9 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
       detail::heapshot_roots(false);
       if (!log) break;
       const uint64_t dropped_before = log->dropped_events();
+      log->use_reserve(true);  // the helper may be held up until the world restarts: see design.md
       walk_heap(*log);
+      log->use_reserve(false);
       g_gc.last_shot_ns = rt::now_ns();
       rt::write_bare(*log, TYPE_HEAP | TYPE_HEAP_END, g_gc.last_shot_ns);
       g_done.store(g_gc.shot, std::memory_order_release);

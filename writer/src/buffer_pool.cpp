@@ -17,12 +17,13 @@ void* map_zeroed(size_t bytes, bool populate = false) {
 constexpr size_t kHeaderRoom = 256;  // the LogBuffer struct lives at the start of its mapping
 }  // namespace
 
-BufferPool::BufferPool(uint32_t buffer_bytes, uint32_t max_buffers)
-    : buffer_bytes_(buffer_bytes), max_buffers_(max_buffers) {
+BufferPool::BufferPool(uint32_t buffer_bytes, uint32_t max_buffers, uint32_t reserve_buffers)
+    : buffer_bytes_(buffer_bytes), max_buffers_(max_buffers), reserve_buffers_(reserve_buffers) {
   static_assert(sizeof(LogBuffer) <= kHeaderRoom);
-  table_ = static_cast<LogBuffer**>(map_zeroed(sizeof(LogBuffer*) * max_buffers));
-  next_free_ = static_cast<std::atomic<uint32_t>*>(map_zeroed(sizeof(std::atomic<uint32_t>) * max_buffers));
-  if (!table_ || !next_free_) max_buffers_ = 0;
+  const size_t slots = size_t{max_buffers} + reserve_buffers;
+  table_ = static_cast<LogBuffer**>(map_zeroed(sizeof(LogBuffer*) * slots));
+  next_free_ = static_cast<std::atomic<uint32_t>*>(map_zeroed(sizeof(std::atomic<uint32_t>) * slots));
+  if (!table_ || !next_free_) max_buffers_ = reserve_buffers_ = 0;
 }
 
 BufferPool::~BufferPool() {
@@ -33,11 +34,12 @@ BufferPool::~BufferPool() {
       munmap(table_[i], kHeaderRoom + buffer_bytes_);
     }
   }
-  if (table_) munmap(table_, sizeof(LogBuffer*) * max_buffers_);
-  if (next_free_) munmap(next_free_, sizeof(std::atomic<uint32_t>) * max_buffers_);
+  const size_t slots = size_t{max_buffers_} + reserve_buffers_;
+  if (table_) munmap(table_, sizeof(LogBuffer*) * slots);
+  if (next_free_) munmap(next_free_, sizeof(std::atomic<uint32_t>) * slots);
 }
 
-LogBuffer* BufferPool::take() {
+LogBuffer* BufferPool::take(bool use_reserve) {
   uint64_t head = free_head_.load(std::memory_order_acquire);
   while (static_cast<uint32_t>(head) != 0) {
     const uint32_t index = static_cast<uint32_t>(head) - 1;
@@ -48,9 +50,11 @@ LogBuffer* BufferPool::take() {
       return table_[index];
     }
   }
-  // Free list empty: make a new buffer if the cap allows.
+  // Free list empty: make a new buffer if the cap (with the reserve, when allowed) allows. Buffers
+  // made from the reserve are recycled like the others afterwards: the pool's memory bound is
+  // max_buffers + reserve_buffers.
   const uint32_t index = allocated_.fetch_add(1, std::memory_order_relaxed);
-  if (index >= max_buffers_) {
+  if (index >= max_buffers_ + (use_reserve ? reserve_buffers_ : 0)) {
     allocated_.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }

@@ -18,7 +18,7 @@ ThreadLog::~ThreadLog() { retire(); }
 
 bool ThreadLog::start_buffer() {
   const uint32_t made = shared_.pool->allocated();
-  LogBuffer* b = shared_.pool->take();
+  LogBuffer* b = shared_.pool->take(use_reserve_);
   if (!b) return false;
   if (shared_.pool->allocated() != made && shared_.wake_helper) shared_.wake_helper(shared_.wake_ctx);
   b->start(thread_id_, last_time_, last_method_);

@@ -39,6 +39,23 @@ TEST_CASE("the pool never makes more than its cap", "[buffer_pool]") {
   CHECK(pool.take() == got[1]);
 }
 
+TEST_CASE("the reserve is only for take(true), and bounded too", "[buffer_pool]") {
+  BufferPool pool(4096, 2, 2);
+  LogBuffer* a = pool.take();
+  LogBuffer* b = pool.take();
+  CHECK(a);
+  CHECK(b);
+  CHECK(pool.take() == nullptr);  // the cap, for everyone else
+  LogBuffer* c = pool.take(true);
+  LogBuffer* d = pool.take(true);
+  CHECK(c);
+  CHECK(d);
+  CHECK(pool.take(true) == nullptr);  // the reserve is bounded as well
+  CHECK(pool.allocated() == 4);
+  pool.give(c);
+  CHECK(pool.take() == c);  // recycled like any other buffer
+}
+
 TEST_CASE("take and give from many threads hand out each buffer to one owner at a time", "[buffer_pool]") {
   BufferPool pool(1024, 64);
   std::vector<std::thread> threads;

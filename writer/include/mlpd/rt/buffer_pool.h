@@ -12,15 +12,17 @@ namespace mlpd::rt {
 
 class BufferPool {
  public:
-  // `buffer_bytes`: data bytes per buffer; `max_buffers`: cap on buffers in existence (memory bound).
-  BufferPool(uint32_t buffer_bytes, uint32_t max_buffers);
+  // `buffer_bytes`: data bytes per buffer; `max_buffers`: cap on buffers in existence (memory bound);
+  // `reserve_buffers`: further buffers only take(true) may make (a heap walk, which must not lose
+  // events while the helper may be held up by the stopped world).
+  BufferPool(uint32_t buffer_bytes, uint32_t max_buffers, uint32_t reserve_buffers = 0);
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
   // A clean buffer, or nullptr when max_buffers exist and none is free (the caller drops the event
   // and counts it). Lock-free; async-signal-safe apart from mmap.
-  LogBuffer* take();
+  LogBuffer* take(bool use_reserve = false);
   // Returns a buffer to the free list (any thread).
   void give(LogBuffer* buffer);
 
@@ -35,6 +37,7 @@ class BufferPool {
   std::atomic<uint32_t> allocated_{0};
   uint32_t buffer_bytes_;
   uint32_t max_buffers_;
+  uint32_t reserve_buffers_;
   LogBuffer** table_ = nullptr;             // index -> buffer (mmap'd array)
   std::atomic<uint32_t>* next_free_ = nullptr;  // index -> next free index + 1
 };

@@ -30,6 +30,8 @@ class ThreadLog {
   ThreadLog(WriterShared& shared, uint64_t thread_id, uint64_t now);
   ~ThreadLog();  // publishes what is left (call retire() first when the thread ends normally)
   ThreadLog(const ThreadLog&) = delete;
+  // While on, this thread's new buffers may come from the pool's reserve (the heap walk).
+  void use_reserve(bool on) { use_reserve_ = on; }
   // Events this process has lost for want of a buffer (all threads).
   uint64_t dropped_events() const { return shared_.dropped_events.load(std::memory_order_relaxed); }
   ThreadLog& operator=(const ThreadLog&) = delete;
@@ -99,6 +101,7 @@ class ThreadLog {
   int64_t last_method_ = 0;
   std::atomic<LogBuffer*> current_{nullptr};
   bool retired_ = false;
+  bool use_reserve_ = false;
   EventCounts counts_;
 };
 
