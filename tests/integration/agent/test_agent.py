@@ -10,6 +10,7 @@ exception, zip, help.
 """
 import concurrent.futures
 import os
+import subprocess
 import re
 import sys
 import tempfile
@@ -233,7 +234,12 @@ def check_logprofiler_api(workdir):
     # For comparison only (not asserted): Mono's own log profiler, without the `raw` part (which can
     # abort Mono: it stores bad values unchecked).
     theirs = os.path.join(workdir, "logprofiler_api-mono.mlpd")
-    mono = t.mono_log_profile("logprofiler_api", "alloc", theirs)
+    try:
+        mono = t.mono_log_profile("logprofiler_api", "alloc", theirs)
+    except subprocess.TimeoutExpired:
+        # Mono's own profiler (the reference, not under test) has been seen to hang here once in CI.
+        print("note: Mono's log profiler did not finish logprofiler_api within the time limit", flush=True)
+        return
     mallocs = per_class_allocs(t.run([t.MPROF_REPORT, "--verbose", theirs], timeout=300).stdout) \
         if os.path.exists(theirs) else {}
     # Up to the final settings, which our `raw` part changed.

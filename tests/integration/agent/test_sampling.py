@@ -63,7 +63,7 @@ def summary(path):
 def valid(label, path, expect_hits=True):
     """verify --strict, a full mprof-report and LogCount all accept the file and agree on the hits."""
     rc, obj, p = t.verify_json(path, strict=True)
-    ok = t.check(rc == 0 and obj and obj.get("ok"), f"{label}: verify --strict failed: {p.stdout[:400]} {p.stderr[:200]}")
+    ok = t.check(rc == 0 and obj and obj.get("ok"), f"{label}: verify --strict failed: {(obj or {}).get('errors', [])[:5]} {p.stdout[:200]} {p.stderr[:200]}")
     hits = (obj or {}).get("counts", {}).get("sample_hit", 0)
     if expect_hits:
         t.check(hits > 0, f"{label}: no sample_hit events")
