@@ -69,11 +69,13 @@ inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // The methods whose enter was recorded and whose leave was not yet (a shadow stack), so that every
 // recorded enter gets exactly one leave (mprof-report prints "unmatched leave" otherwise).
+constexpr unsigned kMethodCache = 256;
 struct CallStack {
   uint32_t depth = 0;  // real nesting depth, recorded or not
   uint32_t count = 0;  // recorded frames on `frames`
   uint32_t cap = 0;
   uint64_t* frames = nullptr;
+  uint64_t* seen = nullptr;  // kMethodCache methods seen described (direct-mapped), with `frames`
 };
 thread_local CallStack tls_calls __attribute__((tls_model("initial-exec")));
 // Frees a thread's shadow stack when the thread exits. The key's value only marks that there is one:
@@ -83,6 +85,7 @@ bool g_calls_key_ok = false;
 void free_call_stack(void*) {
   CallStack& cs = tls_calls;
   std::free(cs.frames);
+  std::free(cs.seen);
   cs = CallStack{};
 }
 
@@ -335,6 +338,7 @@ void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoP
 // -- calls
 
 bool grow(CallStack& cs) {
+  if (!cs.seen && !(cs.seen = static_cast<uint64_t*>(std::calloc(kMethodCache, sizeof(uint64_t))))) return false;
   const uint32_t cap = cs.cap ? cs.cap * 2 : 64;
   auto* f = static_cast<uint64_t*>(std::realloc(cs.frames, sizeof(uint64_t) * cap));
   if (!f) return false;
@@ -344,6 +348,20 @@ bool grow(CallStack& cs) {
   return true;
 }
 
+// An enter of a method not yet described describes it first: a method's code can run before its
+// jit_done event is raised (another thread that finds the code published while the compiling thread
+// has not yet raised the event; P/Invoke methods, whose event follows their wrapper's), and its enter
+// must not reach the file before its description. Described without a code range; jit_done
+// describes it again with one. The per-thread cache of methods seen described lives with the shadow
+// stack on the heap: initial-exec TLS must stay small, or a dlopen'd agent (--profile=mlpd) cannot
+// be loaded.
+inline void ensure_method_cached(CallStack& cs, MonoMethod* m) {
+  uint64_t& slot = cs.seen[(u(m) >> 4) % kMethodCache];
+  if (slot == u(m)) [[likely]] return;
+  ensure_method(m);
+  slot = u(m);
+}
+
 void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
   CallStack& cs = tls_calls;
@@ -351,6 +369,7 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   rt::ThreadLog* l = log();
   if (!l) return;
   if (cs.count == cs.cap && !grow(cs)) return;
+  ensure_method_cached(cs, m);
   cs.frames[cs.count++] = u(m);
   rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
 }
