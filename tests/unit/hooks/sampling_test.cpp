@@ -29,16 +29,37 @@ using namespace mlpd::hooks::sampling_detail;
 
 extern "C" __attribute__((noinline)) int mlpd_sampling_test_marker(int x) { return x * 7 + 1; }
 
+namespace {
+// A pool over `n` fresh records (mmap'd, as the sampler maps them), unmapped when the test ends.
+struct TestPool {
+  explicit TestPool(uint32_t n) : bytes(size_t{n} * sizeof(Record)), slots(n) {
+    void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return;
+    pool.records = static_cast<Record*>(mem);
+    pool.slots = slots.data();
+    pool.count = n;
+  }
+  ~TestPool() {
+    if (pool.records) munmap(pool.records, bytes);
+  }
+  TestPool(const TestPool&) = delete;
+  TestPool& operator=(const TestPool&) = delete;
+  // Every record on the free stack, record 0 on top.
+  void fill() {
+    for (uint32_t i = pool.count; i-- > 0;) pool.push(&pool.records[i]);
+  }
+  size_t bytes;
+  std::vector<Slot> slots;
+  Pool pool;
+};
+}  // namespace
+
 TEST_CASE("sample pool: concurrent pops and pushes never hand out a record twice", "[hooks][sampling]") {
   constexpr uint32_t kRecords = 8;
-  void* mem = mmap(nullptr, kRecords * sizeof(Record), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mem != MAP_FAILED);
-  Pool pool;
-  std::vector<Slot> slots(kRecords);
-  pool.records = static_cast<Record*>(mem);
-  pool.slots = slots.data();
-  pool.count = kRecords;
-  for (uint32_t i = kRecords; i-- > 0;) pool.push(&pool.records[i]);
+  TestPool tp(kRecords);
+  REQUIRE(tp.pool.records);
+  Pool& pool = tp.pool;
+  tp.fill();
   std::vector<std::atomic<int>> owners(kRecords);
   std::atomic<int> twice{0};
   std::atomic<long> empty{0};
@@ -63,7 +84,6 @@ TEST_CASE("sample pool: concurrent pops and pushes never hand out a record twice
   uint32_t n = 0;
   while (pool.pop()) ++n;
   CHECK(n == kRecords);  // every record came back
-  munmap(mem, kRecords * sizeof(Record));
 }
 
 TEST_CASE("ELF symbols: a function of this program is found with its real start and size", "[hooks][sampling]") {
@@ -113,17 +133,13 @@ TEST_CASE("sample pool: within() never wraps around 2^64", "[hooks][sampling]") 
 
 TEST_CASE("sample pool: closing hands every free record to the closer, later pops fail", "[hooks][sampling]") {
   constexpr uint32_t kRecords = 6;
-  void* mem = mmap(nullptr, kRecords * sizeof(Record), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mem != MAP_FAILED);
-  Pool pool;
-  std::vector<Slot> slots(kRecords);
-  pool.records = static_cast<Record*>(mem);
-  pool.slots = slots.data();
-  pool.count = kRecords;
-  for (uint32_t i = kRecords; i-- > 0;) pool.push(&pool.records[i]);
+  TestPool tp(kRecords);
+  REQUIRE(tp.pool.records);
+  Pool& pool = tp.pool;
+  tp.fill();
   // Building the free stack touched no record page (only the slot array).
   std::vector<unsigned char> resident((kRecords * sizeof(Record) + 4095) / 4096);
-  REQUIRE(mincore(mem, kRecords * sizeof(Record), resident.data()) == 0);
+  REQUIRE(mincore(pool.records, tp.bytes, resident.data()) == 0);
   for (unsigned char page : resident) CHECK((page & 1) == 0);
   Record* a = pool.pop();
   Record* b = pool.pop();
@@ -139,7 +155,6 @@ TEST_CASE("sample pool: closing hands every free record to the closer, later pop
   CHECK(pool.pop() == nullptr);
   CHECK(pool.closed());
   CHECK(pool.close() == 0);
-  munmap(mem, kRecords * sizeof(Record));
 }
 
 namespace {
@@ -182,14 +197,9 @@ int count_module(dl_phdr_info*, size_t, void* n) {
 TEST_CASE("sample drain: a fork while the helper unwinds leaves a child that can use the loader",
           "[hooks][sampling][fork]") {
   constexpr uint32_t kRecords = 1024;
-  const size_t bytes = kRecords * sizeof(Record);
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mem != MAP_FAILED);
-  std::vector<Slot> slots(kRecords);
-  Pool pool;
-  pool.records = static_cast<Record*>(mem);
-  pool.slots = slots.data();
-  pool.count = kRecords;
+  TestPool tp(kRecords);
+  REQUIRE(tp.pool.records);
+  Pool& pool = tp.pool;
   capture(pool.records[0]);
   for (uint32_t i = 0; i < kRecords; ++i) {
     if (i) std::memcpy(static_cast<void*>(&pool.records[i]), &pool.records[0], sizeof(Record));
@@ -204,7 +214,7 @@ TEST_CASE("sample drain: a fork while the helper unwinds leaves a child that can
   std::atomic<bool> stop{false};
   std::thread helper([&] {
     while (!stop.load()) {
-      for (uint32_t i = 0; i < kRecords; ++i) slots[i].state.store(kReady, std::memory_order_release);
+      for (uint32_t i = 0; i < kRecords; ++i) tp.slots[i].state.store(kReady, std::memory_order_release);
       drain_samples();
     }
   });
@@ -236,5 +246,4 @@ TEST_CASE("sample drain: a fork while the helper unwinds leaves a child that can
   CHECK(forks > 0);
   CHECK(hung == 0);
   CHECK(failed == 0);
-  munmap(mem, bytes);
 }
