@@ -9,17 +9,44 @@ packages=(
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
   python3 procps
+  # Exports (issue 10), checked by the tools they are for: go tool pprof, protobuf for writing pprof,
+  # headless Chromium for speedscope's viewer and the HTML flame graph, jsonschema for speedscope files.
+  golang-go libprotobuf-dev protobuf-compiler chromium python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm comes with Node.js; Debian's own npm package is installed only when no npm is there (a NodeSource
+# nodejs carries its own npm and conflicts with Debian's).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+
+# npm packages the export tests use, pinned, in a project-local directory git ignores
+# (tests/tools/node/node_modules): speedscope (its file-format JSON schema and its offline viewer,
+# dist/release/) and playwright-core (drives the system's /usr/bin/chromium; no browser download).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+node_dir="$root/tests/tools/node"
+npm_packages=(speedscope@1.25.0 playwright-core@1.56.1)
+npm_missing=()
+for spec in "${npm_packages[@]}"; do
+  name="${spec%@*}" version="${spec##*@}"
+  have="$(node -p "require('$node_dir/node_modules/$name/package.json').version" 2>/dev/null || true)"
+  [ "$have" = "$version" ] || npm_missing+=("$spec")
+done
+if [ ${#npm_missing[@]} -eq 0 ]; then
+  echo "install-deps: npm packages present"
+else
+  echo "install-deps: npm install ${npm_missing[*]} into $node_dir"
+  mkdir -p "$node_dir"
+  # All of them in one command: npm removes packages it was not asked for in this one.
+  npm install --prefix "$node_dir" --no-save --no-audit --no-fund --loglevel=error "${npm_packages[@]}"
+fi
