@@ -198,6 +198,8 @@ class Profile {
   Profile& operator=(Profile&&) noexcept;
 
   const FileHeader& header() const { return header_; }
+  // The program: the first image loaded whose file name ends in ".exe" ("" when none).
+  const std::string& program() const { return program_; }
   bool header_ok() const { return header_ok_; }
   const DecodeSummary& summary() const { return summary_; }
   const std::vector<Problem>& problems() const { return problems_; }  // first max_problems
@@ -248,6 +250,7 @@ class Profile {
  private:
   friend class Builder;
   FileHeader header_;
+  std::string program_;
   bool header_ok_ = false;
   DecodeSummary summary_;
   std::vector<Problem> problems_;
@@ -278,6 +281,10 @@ class Profile {
 // (as `mlpd verify` words them) and what could be read is kept. Returns false when there was any
 // problem.
 bool build_profile(Input& input, Profile& out, const BuildOptions& options = {});
+
+// Per-method numbers (indexed by FrameId) over the threads whose `thread_mask` entry is true (all
+// threads when thread_mask is null): what Profile::methods() holds for all threads.
+std::vector<MethodStat> method_stats(const Profile& p, const std::vector<bool>* thread_mask);
 
 // Convenience for views: the name of a thread as a report shows it ("name (0xID)" or "thread 0xID").
 std::string thread_label(const ThreadInfo& t);

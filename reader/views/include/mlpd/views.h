@@ -18,10 +18,19 @@
 namespace mlpd::views {
 
 struct ExportOptions {
+  // The --what asked for. When what_given is false the user gave none and `what` is only a guess
+  // made before the file was read: call effective_what(p, o) in write() for the one to export.
   profile::What what = profile::What::cpu;
+  bool what_given = false;
   bool threads = false;     // --threads: one root frame (or profile) per thread
   std::string input_name;   // the input file, for titles
 };
+
+// The --what to export: the one asked for, else cpu when the file has samples, else the first of
+// calls, alloc, exceptions, monitor that the file has (cpu when it has none of them).
+profile::What effective_what(const profile::Profile& p, const ExportOptions& o);
+// When the file lacks `w`: the one-line message naming the option that records it; else "".
+std::string missing_what_error(const profile::Profile& p, profile::What w);
 
 class Exporter {
  public:
