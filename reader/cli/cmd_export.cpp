@@ -28,6 +28,12 @@ constexpr ExporterEntry kExporters[] = {
      views::make_collapsed_exporter},
     {"html", ".html .htm", "self-contained interactive flame graph (one file, no network)",
      views::make_html_exporter},
+    {"speedscope", ".speedscope.json", "speedscope's JSON (sampled; evented per thread for --what calls)",
+     views::make_speedscope_exporter},
+    {"trace", ".trace.json", "Chrome Trace Event JSON (Perfetto UI, chrome://tracing): spans, GC, samples",
+     views::make_trace_exporter},
+    {"pprof", ".pb.gz .pprof", "pprof's profile.proto, gzipped (go tool pprof, Pyroscope, Parca)",
+     views::make_pprof_exporter},
 };
 
 std::string help_text() {

@@ -11,7 +11,7 @@ threads.exe (`alloc,calls`: three named threads, collections).
   function (first -top row) and the total equal `mlpd report --json`'s (samples, calls, objects,
   bytes); SampleProgram:Spin is first for sample.exe; the thread label is there (-tags).
 - speedscope: every export validates against the JSON schema shipped in speedscope's npm package
-  (python3-jsonschema); evented profiles (calls) are balanced (each close matches the innermost open
+  (python3-jsonschema; the first 5000 events of each evented profile); evented profiles (calls) are balanced (each close matches the innermost open
   frame, times never go back) and open as many frames as the report counts calls; and a few exports
   open in speedscope's own offline viewer in headless Chromium with no console error, the hot method's
   name on the page (a screenshot is kept next to the test's build directory).
@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
@@ -41,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GO = shutil.which("go")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NODE = shutil.which("node")
+SCHEMA_EVENTS = 5000
 
 
 def agent_profile(prog, options, out):
@@ -54,8 +56,10 @@ def make_profiles(work, wanted):
     for prog, options in wanted:
         for who in ("mono", "ours"):
             out = os.path.join(work, f"{prog}-{who}.mlpd")
+            start = time.monotonic()
             p = (t.mono_log_profile(prog, options, out, timeout=180) if who == "mono"
                  else agent_profile(prog, options, out))
+            print(f"  {time.monotonic() - start:5.1f} s  {who} profile of {prog} ({options})", flush=True)
             if t.check(p.returncode == 0 and os.path.exists(out),
                        f"{who} profile of {prog} ({options}): rc {p.returncode} {p.stderr[-300:]}"):
                 files[(who, prog)] = out
@@ -74,7 +78,10 @@ def report(path):
 
 def export(path, fmt, what, out, *extra):
     cmd = [MLPD, "export", "--format", fmt, "--what", what, "-o", out, *extra, path]
+    start = time.monotonic()
     p = t.run(cmd, timeout=300)
+    print(f"  {time.monotonic() - start:5.1f} s  mlpd export --format {fmt} --what {what} {' '.join(extra)} "
+          f"{os.path.basename(path)}", flush=True)
     ok = t.check(p.returncode == 0 and os.path.exists(out) and os.path.getsize(out) > 0,
                  f"{' '.join(cmd)}: rc {p.returncode} {p.stderr[-400:]}")
     return ok
@@ -145,8 +152,11 @@ def check_pprof(files, work):
                 # hot spot of the program.
                 t.check(rows and rows[0][1] == top_name(rep.get("samples"), "methods"),
                         f"{label}: pprof's first row {rows[:1]} != report's {top_name(rep.get('samples'), 'methods')}")
-                t.check(rows and rows[0][1].startswith("SampleProgram:Spin"),
-                        f"{label}: hottest function {rows[:1]}, expected SampleProgram:Spin")
+                # Mono's own sampler also hits the sleeping threads (a wait function can come first
+                # there); ours samples running threads: the program's one hot spot is first.
+                if who == "ours":
+                    t.check(rows and rows[0][1].startswith("SampleProgram:Spin"),
+                            f"{label}: hottest function {rows[:1]}, expected SampleProgram:Spin")
             if what == "calls":
                 names = [r[1] for r in rows]
                 t.check(any(n.startswith("CallsProgram:Fib") for n in names[:3]),
@@ -211,10 +221,12 @@ def view_in_speedscope(path, expect, shot):
     cmd = [NODE, os.path.join(HERE, "speedscope_view.mjs"), SPEEDSCOPE_DIR, path, expect, shot]
     env = dict(os.environ, PLAYWRIGHT_CORE=os.path.join(NODE_DIR, "playwright-core"), CHROMIUM=CHROMIUM)
     for attempt in range(2):  # the browser's start-up can time out on a loaded machine: one retry
+        start = time.monotonic()
         try:
             p = t.run(cmd, env=env, timeout=150)
         except subprocess.TimeoutExpired:
             p = None
+        print(f"  {time.monotonic() - start:5.1f} s  speedscope viewer on {os.path.basename(path)}", flush=True)
         if p is not None and (p.returncode == 0 or '"driver:' not in p.stdout):
             break
     if p is None:
@@ -249,7 +261,11 @@ def check_speedscope(files, work):
                         t.check(False, f"{label}: not JSON: {e}")
                         continue
                 if validator is not None:
-                    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))[:3]
+                    # jsonschema takes ~0.2 ms per evented event here: the schema sees the first
+                    # SCHEMA_EVENTS events of each profile, check_evented all of them.
+                    shown = dict(doc, profiles=[dict(p, events=p["events"][:SCHEMA_EVENTS]) if "events" in p else p
+                                                for p in doc["profiles"]])
+                    errors = sorted(validator.iter_errors(shown), key=lambda e: list(e.path))[:3]
                     t.check(not errors, f"{label}: schema: {[e.message[:200] + ' at ' + str(list(e.path)) for e in errors]}")
                 rep = rep or report(path)
                 if what == "calls":
@@ -327,7 +343,7 @@ def check_trace(files, work):
         t.check(len(gc_tracks) == 1, f"{label}: {len(gc_tracks)} GC tracks")
         if prog == "threads":
             t.check(len(gc_spans) > 0, f"{label}: no GC pause (threads.exe collects)")
-            t.check(all(n in names.values() for n in ("alpha", "beta", "gamma")),
+            t.check(all(any(v.startswith(n + " ") for v in names.values()) for n in ("alpha", "beta", "gamma")),
                     f"{label}: thread names missing: {sorted(set(names.values()))}")
         if pauses is not None:
             t.check(len(gc_spans) == pauses, f"{label}: {len(gc_spans)} GC spans, report counts {pauses} pauses")

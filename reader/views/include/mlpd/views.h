@@ -44,6 +44,9 @@ class Exporter {
 
 std::unique_ptr<Exporter> make_collapsed_exporter(const ExportOptions& o);
 std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o);
+std::unique_ptr<Exporter> make_speedscope_exporter(const ExportOptions& o);  // export_speedscope.cpp
+std::unique_ptr<Exporter> make_trace_exporter(const ExportOptions& o);       // export_trace.cpp
+std::unique_ptr<Exporter> make_pprof_exporter(const ExportOptions& o);       // export_pprof.cpp
 
 // The text report (`mlpd report`), and its JSON form.
 struct ReportOptions {
