@@ -43,7 +43,7 @@ void json_escape(std::string& out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
       out.push_back(static_cast<char>(c));
       ++i;
       continue;
@@ -157,26 +157,39 @@ bool RecordSpill::read_chunk(const Chunk& c, std::vector<uint8_t>& into) {
   return true;
 }
 
-void OpenFrames::open(profile::ThreadIndex t, profile::FrameId f, uint64_t time) {
+bool OpenFrames::open(profile::ThreadIndex t, profile::FrameId f, uint64_t time) {
   if (t >= stacks_.size()) stacks_.resize(size_t(t) + 1);
-  stacks_[t].push_back({f, time});
+  Stack& s = stacks_[t];
+  if (s.frames.size() >= kMaxDepth) {
+    ++s.too_deep;
+    return false;
+  }
+  s.frames.push_back({f, time});
+  return true;
 }
 
 void OpenFrames::close(profile::ThreadIndex t, profile::FrameId f, std::vector<Closed>& closed) {
   if (t >= stacks_.size()) return;
-  auto& s = stacks_[t];
-  size_t i = s.size();
-  while (i > 0 && s[i - 1].frame != f) --i;
-  if (i == 0) return;  // not open: nothing to close
-  for (size_t k = s.size(); k >= i; --k) closed.push_back(s[k - 1]);
-  s.resize(i - 1);
+  Stack& s = stacks_[t];
+  if (s.too_deep > 0) {
+    --s.too_deep;
+    return;
+  }
+  auto& v = s.frames;
+  size_t i = v.size();
+  const size_t stop = v.size() > kMaxSearch ? v.size() - kMaxSearch : 0;
+  while (i > stop && v[i - 1].frame != f) --i;
+  if (i == stop && (i == 0 || v[i - 1].frame != f)) return;  // not open near the top: ignored
+  for (size_t k = v.size(); k >= i; --k) closed.push_back(v[k - 1]);
+  v.resize(i - 1);
 }
 
 void OpenFrames::close_all(profile::ThreadIndex t, std::vector<Closed>& closed) {
   if (t >= stacks_.size()) return;
-  auto& s = stacks_[t];
-  for (size_t k = s.size(); k > 0; --k) closed.push_back(s[k - 1]);
-  s.clear();
+  auto& v = stacks_[t].frames;
+  for (size_t k = v.size(); k > 0; --k) closed.push_back(v[k - 1]);
+  v.clear();
+  stacks_[t].too_deep = 0;
 }
 
 }  // namespace mlpd::views::detail

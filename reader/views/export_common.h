@@ -92,15 +92,20 @@ class RecordSpill {
 };
 
 // Keeps each thread's open frames while enter/leave events stream by, so that what an exporter
-// writes is balanced even if the events are not: a leave of a frame below the top closes the frames
-// above it first; a leave of a frame not open is ignored. Memory: the open frames.
+// writes is balanced even if the events are not: a leave of a frame just below the top closes the
+// frames above it first; a leave of a frame not open near the top is ignored. Bounded against hostile
+// files: at most kMaxDepth open frames per thread (deeper enters are counted, not kept, and the leaves
+// that match them are dropped too), and a leave searches at most kMaxSearch frames down.
 class OpenFrames {
  public:
+  static constexpr size_t kMaxDepth = 1 << 16;
+  static constexpr size_t kMaxSearch = 64;
   struct Closed {
     profile::FrameId frame;
     uint64_t start;
   };
-  void open(profile::ThreadIndex t, profile::FrameId f, uint64_t time);
+  // Returns false when the frame is past kMaxDepth (then nothing is to be written for it).
+  bool open(profile::ThreadIndex t, profile::FrameId f, uint64_t time);
   // Appends to `closed` the frames the leave of `f` closes, innermost first.
   void close(profile::ThreadIndex t, profile::FrameId f, std::vector<Closed>& closed);
   // All frames still open on `t`, innermost first (they are removed).
@@ -108,7 +113,11 @@ class OpenFrames {
   size_t threads() const { return stacks_.size(); }
 
  private:
-  std::vector<std::vector<Closed>> stacks_;
+  struct Stack {
+    std::vector<Closed> frames;
+    uint64_t too_deep = 0;  // enters past kMaxDepth not yet left
+  };
+  std::vector<Stack> stacks_;
 };
 
 }  // namespace mlpd::views::detail

@@ -43,8 +43,7 @@ class SpeedscopeExporter final : public Exporter, public profile::Listener {
   void on_event(const TimelineEvent& e) override {
     if (e.kind == TimelineKind::enter) {
       if (e.frame == profile::kNoFrame) return;
-      open_.open(e.thread, e.frame, e.time);
-      put(e.thread, e.time, e.frame, 1);
+      if (open_.open(e.thread, e.frame, e.time)) put(e.thread, e.time, e.frame, 1);
     } else if (e.kind == TimelineKind::leave) {
       closed_.clear();
       open_.close(e.thread, e.frame, closed_);
