@@ -38,7 +38,7 @@ std::string module_of(std::string_view name) {
 bool runtime_native(std::string_view name, std::string_view module) {
   return starts_with(name, "mono_") || starts_with(name, "sgen_") || starts_with(name, "mini_") ||
          starts_with(name, "ves_") || module.find("libmono") != std::string_view::npos ||
-         module == "mono" || module.find("/mono") != std::string_view::npos;
+         starts_with(module, "mono") || module.find("/mono") != std::string_view::npos;
 }
 
 // Open-addressing map (parent node, frame) -> child node; keys are never 0 (the root's children,
