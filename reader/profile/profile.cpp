@@ -155,8 +155,23 @@ class Builder final : public Visitor {
   }
 
   void on_buffer(const BufferInfo& b) override {
+    flush_buffer_times();
     cur_thread_ = thread_index(b.header.thread_id);
     if (o_.progress && (++buffers_ & 15) == 0) o_.progress(b.offset, events_);
+  }
+
+  void on_buffer_end(const BufferInfo&) override { flush_buffer_times(); }
+
+  // Folds the time range of the enter/leave events of the current buffer into its thread's and the
+  // file's first/last times.
+  void flush_buffer_times() {
+    if (buf_min_ > buf_max_) return;
+    if (buf_min_ != 0) touch(cur_thread_, buf_min_);
+    touch(cur_thread_, buf_max_);
+    if (buf_min_ && (p_.first_time_ == 0 || buf_min_ < p_.first_time_)) p_.first_time_ = buf_min_;
+    if (buf_max_ > p_.last_time_) p_.last_time_ = buf_max_;
+    buf_min_ = UINT64_MAX;
+    buf_max_ = 0;
   }
 
   void on_problem(const Problem& pr) override {
@@ -253,9 +268,15 @@ class Builder final : public Visitor {
     return f;
   }
 
+  // Method -> frame, through a direct-mapped cache in front of the map (enter events look up the
+  // same few methods again and again).
   FrameId managed_frame(uint64_t method) {
+    FrameCacheEntry& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameCache - 1)];
+    if (c.method == method && c.frame != kNoFrame) return c.frame;
     auto [it, inserted] = managed_.try_emplace(method, 0);
     if (inserted) it->second = new_frame(FrameKind::managed, method, {});
+    c.method = method;
+    c.frame = it->second;
     return it->second;
   }
 
@@ -361,6 +382,10 @@ class Builder final : public Visitor {
       ++p_.unmatched_leaves_;
       return;
     }
+    if (s.calls.back().method == e.method) {  // the usual case
+      close_top(t, e.time, exc ? 1 : 0);
+      return;
+    }
     size_t found = s.calls.size();
     for (size_t i = s.calls.size(); i > 0 && s.calls.size() - i < kMaxUnwindSearch; --i) {
       if (s.calls[i - 1].method == e.method) {
@@ -450,6 +475,12 @@ class Builder final : public Visitor {
            t == format::COUNTER_TIME_INTERVAL;
   }
 
+  static constexpr size_t kFrameCache = 1024;
+  struct FrameCacheEntry {
+    uint64_t method = 0;
+    FrameId frame = kNoFrame;
+  };
+  std::vector<FrameCacheEntry> frame_cache_ = std::vector<FrameCacheEntry>(kFrameCache);
   Profile& p_;
   const BuildOptions& o_;
   Names names_;
@@ -471,20 +502,30 @@ class Builder final : public Visitor {
   bool gc_open_ = false;
   GcPause gc_{};
   uint64_t buffers_ = 0, events_ = 0;
+  uint64_t buf_min_ = UINT64_MAX, buf_max_ = 0;  // times of the current buffer's enter/leave events
 };
 
 void Builder::on_event(const Event& e, const EventInfo&) {
   ++events_;
+  const ThreadIndex t = cur_thread_;
+  // The hot path: enter/leave need neither Names nor per-event time bookkeeping (the buffer's times
+  // are folded in at its end).
+  if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
+    if (e.time < buf_min_) buf_min_ = e.time;
+    if (e.time > buf_max_) buf_max_ = e.time;
+    if (e.kind == EventKind::method_enter)
+      enter(e, t);
+    else
+      leave(e, t, false);
+    return;
+  }
   names_.observe(e);
   if (e.time) {
     if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
     if (e.time > p_.last_time_) p_.last_time_ = e.time;
   }
-  const ThreadIndex t = cur_thread_;
   if (e.kind != EventKind::sample_hit) touch(t, e.time);
   switch (e.kind) {
-    case EventKind::method_enter: enter(e, t); break;
-    case EventKind::method_leave: leave(e, t, false); break;
     case EventKind::method_exc_leave: leave(e, t, true); break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: {
@@ -621,6 +662,7 @@ void Builder::on_event(const Event& e, const EventInfo&) {
 }
 
 void Builder::finish(const DecodeSummary& summary, const Input& input) {
+  flush_buffer_times();
   p_.summary_ = summary;
   if (!input.error().empty() && p_.problem_count_ == 0) {
     p_.problems_.push_back({input.offset(), -1, input.error()});
