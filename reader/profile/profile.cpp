@@ -694,6 +694,9 @@ void Builder::finish(const DecodeSummary& summary, const Input& input) {
       if (runtime_native(f.name, f.module)) f.kind = FrameKind::runtime;
     }
   }
+  for (Frame& f : p_.frames_) {  // a description with an empty name still names something
+    if (f.name.empty()) f.name = hex_name(f.kind == FrameKind::native ? "unnamed native" : "unnamed method", f.address);
+  }
   for (ThreadInfo& ti : p_.threads_) {
     if (ti.name.empty())
       if (const std::string* n = names_.thread_name(ti.id)) ti.name = *n;
