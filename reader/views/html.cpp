@@ -20,7 +20,8 @@ const char kPageHead[] = R"HTML(<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>@TITLE@</title>
 <style>
-body{margin:0;font:12px/1.3 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;background:#fafafa;color:#222}
+html,body{height:100%}
+body{display:flex;flex-direction:column;margin:0;font:12px/1.3 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;background:#fafafa;color:#222}
 header{padding:8px 12px;background:#fff;border-bottom:1px solid #ddd;display:flex;flex-wrap:wrap;gap:8px;align-items:center}
 header h1{font-size:15px;margin:0 12px 0 0;font-weight:600}
 header button,header input{font:inherit;padding:3px 8px;border:1px solid #bbb;border-radius:3px;background:#fff}
@@ -28,6 +29,7 @@ header button:hover{background:#eee}
 #search{width:220px}
 #info{color:#555;margin-left:auto}
 .legend span{display:inline-block;padding:1px 6px;margin-right:4px;border-radius:2px;color:#222}
+#wrap{flex:1;overflow:auto}
 #chart{position:relative;margin:6px 12px;overflow:hidden}
 .f{position:absolute;height:17px;box-sizing:border-box;border:1px solid rgba(255,255,255,.75);border-radius:2px;
  overflow:hidden;white-space:nowrap;text-overflow:ellipsis;padding:0 3px;line-height:15px;cursor:pointer;font-size:11px}
@@ -47,7 +49,7 @@ header button:hover{background:#eee}
 <span class="legend" id="legend"></span>
 <span id="info"></span>
 </header>
-<div id="chart"></div><div id="tip"></div>
+<div id="wrap"><div id="chart"></div></div><div id="tip"></div>
 <script id="profile" type="application/json">)HTML";
 
 const char kPageTail[] = R"HTML(</script>
@@ -81,7 +83,6 @@ const char kPageTail[] = R"HTML(</script>
   }
   var roots = []; for (i = 0; i < N; i++) if (parent[i] < 0) roots.push(i);
   var rootW = 0; roots.forEach(function (r) { rootW += wid[r]; });
-  var maxDepth = 0; for (i = 0; i < N; i++) maxDepth = Math.max(maxDepth, depth[i]);
   // x offsets (in width units) from the left edge of the whole profile.
   var x = new Array(N), acc = 0;
   roots.forEach(function (r) { x[r] = acc; acc += wid[r]; });
@@ -115,25 +116,30 @@ const char kPageTail[] = R"HTML(</script>
     chart.textContent = "";
     var W = chart.clientWidth || 1200, x0 = 0, span = rootW;
     if (zoom >= 0) { x0 = x[zoom]; span = wid[zoom]; }
-    chart.style.height = ((maxDepth + 1) * H + 4) + "px";
-    var frag = document.createDocumentFragment(), minW = span / W * 0.8;
+    var minW = span / W * 0.8, vis = [], vmax = 0;
     for (var i = 0; i < N; i++) {
-      var left, width;
-      if (zoom >= 0 && i !== zoom && isAncestor(i, zoom)) { left = 0; width = W; }
+      var left, width, anc = zoom >= 0 && i !== zoom && isAncestor(i, zoom);
+      if (anc) { left = 0; width = W; }
       else if (zoom >= 0 && !isAncestor(zoom, i)) continue;
       else {
         if (wid[i] < minW) continue;
         left = (x[i] - x0) / span * W; width = wid[i] / span * W;
       }
-      var e = document.createElement("div");
-      e.className = "f" + (re && re.test(names[raw[i * STRIDE]]) ? " match" : "") + (zoom >= 0 && i !== zoom && isAncestor(i, zoom) ? " dim" : "");
-      e.style.left = left + "px"; e.style.width = Math.max(width, 1) + "px";
-      e.style.top = (icicle ? depth[i] * H : (maxDepth - depth[i]) * H) + "px";
+      vis.push([i, left, width, anc]);
+      vmax = Math.max(vmax, depth[i]);
+    }
+    chart.style.height = ((vmax + 1) * H + 4) + "px";
+    var frag = document.createDocumentFragment();
+    vis.forEach(function (v) {
+      var i = v[0], e = document.createElement("div");
+      e.className = "f" + (re && re.test(names[raw[i * STRIDE]]) ? " match" : "") + (v[3] ? " dim" : "");
+      e.style.left = v[1] + "px"; e.style.width = Math.max(v[2], 1) + "px";
+      e.style.top = (icicle ? depth[i] * H : (vmax - depth[i]) * H) + "px";
       e.style.background = colour(i);
-      if (width > 28) e.textContent = names[raw[i * STRIDE]];
+      if (v[2] > 28) e.textContent = names[raw[i * STRIDE]];
       e.setAttribute("data-i", i);
       frag.appendChild(e);
-    }
+    });
     chart.appendChild(frag);
     document.getElementById("info").textContent = "total " + fmt(diff ? valB.reduce(function (s, v, j) { return parent[j] < 0 ? s + v : s; }, 0) : rootW) +
       (diff ? " (after), " + fmt(totA) + " (before)" : "") + (zoom >= 0 ? " - zoomed: " + names[raw[zoom * STRIDE]] : "");
@@ -171,12 +177,15 @@ const char kPageTail[] = R"HTML(</script>
   });
   chart.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   document.getElementById("reset").onclick = function () { zoom = -1; render(); };
-  document.getElementById("flip").onclick = function () { icicle = !icicle; this.textContent = icicle ? "Flame" : "Icicle"; render(); };
+  document.getElementById("flip").onclick = function () { icicle = !icicle; this.textContent = icicle ? "Flame" : "Icicle"; render();
+    wrap.scrollTop = icicle ? 0 : wrap.scrollHeight; };
   document.getElementById("search").addEventListener("input", function () { search(this.value); });
   document.getElementById("clear").onclick = function () { search(""); };
   window.addEventListener("resize", render);
   var h = decodeURIComponent(location.hash.slice(1));
   if (h.indexOf("search=") === 0) search(h.slice(7)); else render();
+  var wrap = document.getElementById("wrap");
+  if (!icicle) wrap.scrollTop = wrap.scrollHeight;  // a flame graph's root is at the bottom
 })();
 </script></body></html>
 )HTML";

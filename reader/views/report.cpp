@@ -482,9 +482,13 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
     } else {
       line("");
       line("== Counters (last values): " + u64(cs.size()) + " ==");
-      const size_t shown = std::min(cs.size(), n);
-      for (size_t i = 0; i < shown; ++i) line("  " + cs[i]->name + " = " + counter_value(*cs[i]));
-      if (shown < cs.size()) line("  ... " + u64(cs.size() - shown) + " more (--top or --json shows them)");
+      size_t shown = 0;
+      for (const CounterInfo* c : cs) {  // the ones that say something: not zero, not empty
+        if (shown == n || (c->is_string ? c->last_string.empty() : c->last == 0)) continue;
+        line("  " + c->name + " = " + counter_value(*c));
+        ++shown;
+      }
+      if (shown < cs.size()) line("  ... " + u64(cs.size() - shown) + " more (zero, or beyond --top; --json lists all)");
     }
   }
 
