@@ -7,11 +7,15 @@ and by our agent for the test programs:
   * the hot spot of sample.exe (SampleProgram:Spin) comes first in the report and in collapsed;
   * Fib's recursion does not double-count its inclusive time; unmatched enters at the end close;
   * --what for what the file lacks, unknown thread, bad options: one-line errors, exit 2;
-  * diff writes 'stack A B' lines and an HTML page.
+  * diff writes 'stack A B' lines and an HTML page;
+  * progress: on a terminal (a pty) standard error shows bytes, percent and events/s; on a pipe,
+    nothing.
 """
 import json
 import os
+import pty
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -231,6 +235,26 @@ def main():
         check(rep["calls"]["unclosed"] > 0, f"truncated file: no unclosed calls reported: {rep['calls'].get('unclosed')}")
     except (ValueError, KeyError) as e:
         check(False, f"truncated file: report --json: {e}")
+
+    # Progress: on a terminal only (MLPD_PROGRESS_AFTER_MS=0: even for a short read).
+    master, slave = pty.openpty()
+    env = dict(os.environ, MLPD_PROGRESS_AFTER_MS="0")
+    p = subprocess.run([MLPD, "report", mono_calls], stdout=subprocess.DEVNULL, stderr=slave, env=env, timeout=120)
+    os.close(slave)
+    tty = b""
+    try:
+        while True:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            tty += chunk
+    except OSError:
+        pass
+    os.close(master)
+    check(p.returncode == 0 and re.search(rb"reading: [\d.]+ MiB \(\d+%\), [\d.]+ M events/s", tty),
+          f"no progress on a terminal: {tty[:200]!r}")
+    p = run([MLPD, "report", mono_calls], env=env)
+    check(p.returncode == 0 and p.stderr == "", f"progress or other output on a pipe: {p.stderr[:200]!r}")
 
     # diff: Mono's samples against ours (same program).
     a, b = os.path.join(WORK, "mono-sample.mlpd"), os.path.join(WORK, "ours-sample.mlpd")
