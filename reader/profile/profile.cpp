@@ -358,18 +358,20 @@ class Builder final : public Visitor {
   }
 
   void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
-    ThreadState& s = states_[t];
-    const CallEntry c = s.calls.back();
-    s.calls.pop_back();
+    std::vector<CallEntry>& calls = states_[t].calls;
+    const CallEntry& c = calls.back();
     const uint64_t dur = time > c.enter ? time - c.enter : 0;
     const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
-    CallStat& cs = call_stat(c.node);
+    const NodeId node = c.node;
+    const FrameId frame = c.frame;
+    calls.pop_back();
+    CallStat& cs = call_stat(node);
     ++cs.calls;
     cs.total_ns += dur;
     cs.self_ns += self;
-    add(What::calls, c.node, self);
-    if (!s.calls.empty()) s.calls.back().child_ns += dur;
-    emit(TimelineKind::leave, t, time, c.frame, c.node, code);
+    add(What::calls, node, self);
+    if (!calls.empty()) calls.back().child_ns += dur;
+    emit(TimelineKind::leave, t, time, frame, node, code);
   }
 
   void leave(const Event& e, ThreadIndex t, bool exc) {
