@@ -48,6 +48,15 @@ def main():
     check(len(frames) >= 3, f"the page rendered {len(frames)} frames")
     check(any("SampleProgram:Spin" in f for f in frames), f"the hot frame is not on the page: {frames[:10]}")
     check(not re.search(r'class="f match"', dom.stdout), "frames highlighted without a search")
+    # The hot frame is the widest of its row.
+    boxes = re.findall(r'<div class="f[^"]*" data-i="\d+" style="left: ([\d.]+)px; width: ([\d.]+)px; '
+                       r'top: ([\d.]+)px;[^"]*">([^<]*)</div>', dom.stdout)
+    spin = [b for b in boxes if "SampleProgram:Spin" in b[3]]
+    if check(spin, f"no box for the hot frame among {len(boxes)}"):
+        row = [b for b in boxes if b[2] == spin[0][2]]
+        widest = max(row, key=lambda b: float(b[1]))
+        check(widest is spin[0] or float(widest[1]) == float(spin[0][1]),
+              f"the widest frame of the hot frame's row is {widest[3]!r}, not Spin")
 
     dom = chromium(["--window-size=1400,800", "--dump-dom", url + "#search=SampleProgram:Spin"])
     matches = re.findall(r'<div class="f match"[^>]*>([^<]*)</div>', dom.stdout)
