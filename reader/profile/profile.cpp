@@ -369,7 +369,7 @@ class Builder final : public Visitor {
     ++cs.calls;
     cs.total_ns += dur;
     cs.self_ns += self;
-    add(What::calls, node, self);
+    // (the calls weights are the call stats' self times, copied at the end of the pass)
     if (!calls.empty()) calls.back().child_ns += dur;
     emit(TimelineKind::leave, t, time, frame, node, code);
   }
@@ -674,6 +674,14 @@ void Builder::finish(const DecodeSummary& summary, const Input& input) {
   for (ThreadIndex t = 0; t < states_.size(); ++t) {
     p_.unclosed_calls_ += states_[t].calls.size() + states_[t].deep;
     while (!states_[t].calls.empty()) close_top(t, p_.threads_[t].last_time, 3);
+  }
+  // --what calls: the self time of each call path.
+  {
+    auto& w = p_.weights_[static_cast<size_t>(What::calls)];
+    w.assign(p_.call_stats_.size(), 0);
+    uint64_t total = 0;
+    for (size_t n = 0; n < p_.call_stats_.size(); ++n) total += (w[n] = p_.call_stats_[n].self_ns);
+    p_.totals_[static_cast<size_t>(What::calls)] = total;
   }
   // Names, now that every description in the file has been seen.
   for (Frame& f : p_.frames_) {
