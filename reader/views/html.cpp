@@ -224,7 +224,7 @@ class HtmlExporter final : public Exporter {
     FlameGraphInput in;
     in.title = std::string(what_name(o_.what)) + " flame graph" + (o_.input_name.empty() ? "" : " - " + o_.input_name);
     in.unit = std::string(what_unit(o_.what));
-    in.stacks = collapse(p, o_.what, o_.threads);
+    in.stacks = collapse(p, effective_what(p, o_), o_.threads);
     const std::string page = flame_graph_html(in);
     if (std::fwrite(page.data(), 1, page.size(), out) != page.size() || std::ferror(out)) {
       error = "write error";
