@@ -2,6 +2,7 @@
 // flamegraph.pl and of inferno, and the aggregation the HTML flame graph and diff start from.
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <functional>
 #include <unordered_map>
 
@@ -70,7 +71,7 @@ void for_each_collapsed(const Profile& p, What what, bool threads,
     if (live[n]) live[nodes[n].parent] = 1;
   }
   // Frame names interned: frames of the same name (distinct method pointers, say) merge.
-  std::vector<std::string> names;
+  std::deque<std::string> names;  // stable addresses: name_ids' keys point into it
   std::vector<char> name_kind;
   std::unordered_map<std::string_view, uint32_t> name_ids;
   std::vector<uint32_t> frame_name(p.frames().size(), UINT32_MAX);
