@@ -220,65 +220,75 @@ std::string html_escape(std::string_view s) {
 class HtmlExporter final : public Exporter {
  public:
   explicit HtmlExporter(const ExportOptions& o) : o_(o) {}
-  bool write(const Profile& p, std::FILE* out, std::string& error) override {
-    FlameGraphInput in;
-    in.title = std::string(what_name(o_.what)) + " flame graph" + (o_.input_name.empty() ? "" : " - " + o_.input_name);
-    in.unit = std::string(what_unit(o_.what));
-    in.stacks = collapse(p, effective_what(p, o_), o_.threads);
-    const std::string page = flame_graph_html(in);
-    if (std::fwrite(page.data(), 1, page.size(), out) != page.size() || std::ferror(out)) {
-      error = "write error";
-      return false;
-    }
-    return true;
-  }
+  bool write(const Profile& p, std::FILE* out, std::string& error) override;
 
  private:
   ExportOptions o_;
 };
 
-}  // namespace
 
-std::string flame_graph_html(const FlameGraphInput& in) {
-  // Build the tree of frames (children merged by name and kind) from the collapsed stacks.
-  std::vector<TreeNode> t;
-  t.push_back(TreeNode{0, 's', 0, 0, {}});  // a synthetic root: "all"
-  std::vector<std::string> names{"all"};
-  std::unordered_map<std::string, uint32_t> name_ids{{"all", 0}};
-  std::unordered_map<uint64_t, uint32_t> child;  // (parent << 32 | name) -> node
-  for (size_t s = 0; s < in.stacks.size(); ++s) {
-    const CollapsedStack& cs = in.stacks[s];
+// The tree of frames (children merged by name) that the page draws, built one stack at a time.
+class FlameTree {
+ public:
+  FlameTree() {
+    t_.push_back(TreeNode{0, 's', 0, 0, {}});  // a synthetic root: "all"
+    names_.push_back("all");
+    name_ids_.emplace("all", 0);
+  }
+  void add(const std::string& stack, const std::string& kinds, uint64_t weight, uint64_t base) {
     uint32_t cur = 0;
     size_t start = 0, k = 0;
-    while (start <= cs.stack.size()) {
-      size_t end = cs.stack.find(';', start);
-      if (end == std::string::npos) end = cs.stack.size();
-      const std::string frame = cs.stack.substr(start, end - start);
-      const char kind = k < cs.kinds.size() ? cs.kinds[k] : 's';
-      auto [nit, ninserted] = name_ids.try_emplace(frame, static_cast<uint32_t>(names.size()));
-      if (ninserted) names.push_back(frame);
+    while (start <= stack.size()) {
+      size_t end = stack.find(';', start);
+      if (end == std::string::npos) end = stack.size();
+      frame_.assign(stack, start, end - start);
+      const char kind = k < kinds.size() ? kinds[k] : 's';
+      auto [nit, ninserted] = name_ids_.try_emplace(frame_, static_cast<uint32_t>(names_.size()));
+      if (ninserted) names_.push_back(frame_);
       const uint64_t key = (static_cast<uint64_t>(cur) << 32) | nit->second;
-      auto [cit, cinserted] = child.try_emplace(key, static_cast<uint32_t>(t.size()));
+      auto [cit, cinserted] = child_.try_emplace(key, static_cast<uint32_t>(t_.size()));
       if (cinserted) {
-        t.push_back(TreeNode{nit->second, kind, 0, 0, {}});
-        t[cur].kids.push_back(cit->second);
+        t_.push_back(TreeNode{nit->second, kind, 0, 0, {}});
+        t_[cur].kids.push_back(cit->second);
       }
       cur = cit->second;
       ++k;
       start = end + 1;
     }
-    t[cur].self += cs.weight;
-    if (in.diff && s < in.base.size()) t[cur].base += in.base[s];
+    t_[cur].self += weight;
+    t_[cur].base += base;
   }
-  uint64_t total = 0, base_total = 0;
-  for (const TreeNode& n : t) total += n.self, base_total += n.base;
+  std::string html(const std::string& title, const std::string& unit, bool diff) const;
 
+ private:
+  std::vector<TreeNode> t_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::unordered_map<uint64_t, uint32_t> child_;  // (parent << 32 | name) -> node
+  std::string frame_;
+};
+
+}  // namespace
+
+std::string flame_graph_html(const FlameGraphInput& in) {
+  FlameTree tree;
+  for (size_t s = 0; s < in.stacks.size(); ++s)
+    tree.add(in.stacks[s].stack, in.stacks[s].kinds, in.stacks[s].weight,
+             in.diff && s < in.base.size() ? in.base[s] : 0);
+  return tree.html(in.title, in.unit, in.diff);
+}
+
+namespace {
+
+std::string FlameTree::html(const std::string& title, const std::string& unit, bool diff) const {
+  const std::vector<TreeNode>& t = t_;
+  const std::vector<std::string>& names = names_;
   std::string json = "{\"title\":";
-  cli::json_escape_into(json, in.title);
+  cli::json_escape_into(json, title);
   json += ",\"unit\":";
-  cli::json_escape_into(json, in.unit);
+  cli::json_escape_into(json, unit);
   json += ",\"diff\":";
-  json += in.diff ? "true" : "false";
+  json += diff ? "true" : "false";
   json += ",\"names\":[";
   for (size_t i = 0; i < names.size(); ++i) {
     if (i) json += ',';
@@ -300,7 +310,7 @@ std::string flame_graph_html(const FlameGraphInput& in) {
     append_u64(json, d);
     json += ',';
     append_u64(json, t[n].self);
-    if (in.diff) {
+    if (diff) {
       json += ',';
       append_u64(json, t[n].base);
     }
@@ -324,11 +334,27 @@ std::string flame_graph_html(const FlameGraphInput& in) {
   }
   std::string head = kPageHead;
   const size_t at = head.find("@TITLE@");
-  head.replace(at, 7, html_escape(in.title));
-  (void)total;
-  (void)base_total;
+  head.replace(at, 7, html_escape(title));
   return head + safe + kPageTail;
 }
+
+bool HtmlExporter::write(const Profile& p, std::FILE* out, std::string& error) {
+  const What what = effective_what(p, o_);
+  FlameTree tree;
+  for_each_collapsed(p, what, o_.threads, [&](const std::string& stack, const std::string& kinds, uint64_t weight) {
+    tree.add(stack, kinds, weight, 0);
+  });
+  const std::string page =
+      tree.html(std::string(what_name(what)) + " flame graph" + (o_.input_name.empty() ? "" : " - " + o_.input_name),
+                std::string(what_unit(what)), false);
+  if (std::fwrite(page.data(), 1, page.size(), out) != page.size() || std::ferror(out)) {
+    error = "write error";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o) { return std::make_unique<HtmlExporter>(o); }
 
