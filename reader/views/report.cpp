@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
@@ -474,8 +475,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         out += (i ? "," : "") + std::string("{\"name\":") + js(cs[i]->name) + ",\"value\":";
         if (cs[i]->is_string)
           out += js(cs[i]->last_string);
-        else
+        else if (std::isfinite(cs[i]->last))
           out += fmt("%.17g", cs[i]->last);
+        else
+          out += "null";  // a NaN or infinite double: JSON has no spelling for it
         out += ",\"samples\":" + u64(cs[i]->samples) + "}";
       }
       out += "]}";

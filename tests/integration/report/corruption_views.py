@@ -55,7 +55,7 @@ def run_case(index, case):
                 break
         if problem is None and cmd == ["report", "--json"] and rc in (0, 1):
             try:
-                json.loads(p.stdout)
+                json.loads(p.stdout, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
             except ValueError as e:
                 problem = f"report --json output is not JSON: {e}"
     if problem:
