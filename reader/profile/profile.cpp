@@ -183,6 +183,11 @@ class Builder final : public Visitor {
   void finish(const DecodeSummary& summary, const Input& input);
 
  private:
+  static constexpr size_t kFrameCache = 1024;
+  struct FrameCacheEntry {
+    uint64_t method = 0;
+    FrameId frame = kNoFrame;
+  };
   struct CallEntry {
     NodeId node;
     FrameId frame;
@@ -237,9 +242,15 @@ class Builder final : public Visitor {
     if (time > ti.last_time) ti.last_time = time;
   }
 
-  NodeId child(NodeId parent, FrameId frame) {
+  // The child of `parent` for `frame`: the parent's last child when it matches (the usual case, inline),
+  // else the table.
+  [[gnu::always_inline]] NodeId child(NodeId parent, FrameId frame) {
     const NodeId cached = last_child_[parent];
     if (cached && p_.nodes_[cached].frame == frame) return cached;
+    return child_slow(parent, frame);
+  }
+
+  [[gnu::noinline]] NodeId child_slow(NodeId parent, FrameId frame) {
     const uint64_t key = (static_cast<uint64_t>(parent) << 32) | frame;
     NodeId n = table_.find(key);
     if (n == 0) {
@@ -270,9 +281,13 @@ class Builder final : public Visitor {
 
   // Method -> frame, through a direct-mapped cache in front of the map (enter events look up the
   // same few methods again and again).
-  FrameId managed_frame(uint64_t method) {
+  [[gnu::always_inline]] FrameId managed_frame(uint64_t method) {
     FrameCacheEntry& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameCache - 1)];
     if (c.method == method && c.frame != kNoFrame) return c.frame;
+    return managed_frame_slow(method, c);
+  }
+
+  [[gnu::noinline]] FrameId managed_frame_slow(uint64_t method, FrameCacheEntry& c) {
     auto [it, inserted] = managed_.try_emplace(method, 0);
     if (inserted) it->second = new_frame(FrameKind::managed, method, {});
     c.method = method;
@@ -342,7 +357,7 @@ class Builder final : public Visitor {
     return child(s.root, special_frame("[no backtrace]"));
   }
 
-  void enter(const Event& e, ThreadIndex t) {
+  [[gnu::always_inline]] void enter(const Event& e, ThreadIndex t) {
     ++p_.call_count_;
     p_.present_[static_cast<size_t>(What::calls)] = true;
     ThreadState& s = states_[t];
@@ -357,7 +372,7 @@ class Builder final : public Visitor {
     emit(TimelineKind::enter, t, e.time, f, n);
   }
 
-  void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
+  [[gnu::always_inline]] void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
     std::vector<CallEntry>& calls = states_[t].calls;
     const CallEntry& c = calls.back();
     const uint64_t dur = time > c.enter ? time - c.enter : 0;
@@ -374,7 +389,7 @@ class Builder final : public Visitor {
     emit(TimelineKind::leave, t, time, frame, node, code);
   }
 
-  void leave(const Event& e, ThreadIndex t, bool exc) {
+  [[gnu::always_inline]] void leave(const Event& e, ThreadIndex t, bool exc) {
     ThreadState& s = states_[t];
     if (s.deep > 0) {
       --s.deep;
@@ -477,11 +492,6 @@ class Builder final : public Visitor {
            t == format::COUNTER_TIME_INTERVAL;
   }
 
-  static constexpr size_t kFrameCache = 1024;
-  struct FrameCacheEntry {
-    uint64_t method = 0;
-    FrameId frame = kNoFrame;
-  };
   std::vector<FrameCacheEntry> frame_cache_ = std::vector<FrameCacheEntry>(kFrameCache);
   Profile& p_;
   const BuildOptions& o_;
