@@ -264,6 +264,13 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
   if (hits) {
     const auto by_self = top(rows, n, [](const MethodStat& s) { return s.samples_self; });
     const auto by_total = top(rows, n, [](const MethodStat& s) { return s.samples_total; });
+    // Hits per thread (Mono's sampler hits idle threads too: this tells them apart).
+    std::vector<std::pair<uint64_t, ThreadIndex>> per_thread(p.threads().size());
+    for (ThreadIndex t = 0; t < per_thread.size(); ++t) per_thread[t].second = t;
+    for (NodeId i = 1; i < p.nodes().size(); ++i)
+      if (mask[p.nodes()[i].thread]) per_thread[p.nodes()[i].thread].first += p.weight(What::cpu, i);
+    std::stable_sort(per_thread.begin(), per_thread.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    while (!per_thread.empty() && (per_thread.back().first == 0 || per_thread.size() > n)) per_thread.pop_back();
     if (json) {
       out += ",\"samples\":{\"total\":" + u64(hits) + ",\"methods\":[";
       for (size_t i = 0; i < by_self.size(); ++i) {
@@ -279,6 +286,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         out += (i ? "," : "") + std::string("{\"name\":") + js(r.name) + ",\"kind\":" + js(frame_kind_name(r.kind)) +
                ",\"self\":" + u64(r.s.samples_self) + ",\"total\":" + u64(r.s.samples_total) + "}";
       }
+      out += "],\"threads\":[";
+      for (size_t i = 0; i < per_thread.size(); ++i)
+        out += (i ? "," : "") + std::string("{\"name\":") + js(thread_label(p.threads()[per_thread[i].second])) +
+               ",\"hits\":" + u64(per_thread[i].first) + "}";
       out += "]}";
     } else {
       line("");
@@ -288,6 +299,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         line(fmt("  %6.2f %8" PRIu64 "  %6.2f %8" PRIu64 "  %-7s  ", pct(r->s.samples_self, hits), r->s.samples_self,
                  pct(r->s.samples_total, hits), r->s.samples_total, std::string(frame_kind_name(r->kind)).c_str()) +
              r->name);
+      std::string threads;
+      for (const auto& [hits_t, t] : per_thread)
+        threads += (threads.empty() ? "" : ", ") + thread_label(p.threads()[t]) + " " + u64(hits_t);
+      line("  by thread: " + threads);
       line("  by total (inclusive):");
       for (const Row* r : by_total)
         line(fmt("  %6.2f %8" PRIu64 "  ", pct(r->s.samples_total, hits), r->s.samples_total) + r->name);
