@@ -9,9 +9,10 @@ packages=(
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
   python3 procps
+  chromium  # headless: the HTML flame graph test (tests/integration/report) and docs/reports.md's picture
   # Exports (issue 10), checked by the tools they are for: go tool pprof, protobuf for writing pprof,
-  # headless Chromium for speedscope's viewer and the HTML flame graph, jsonschema for speedscope files.
-  golang-go libprotobuf-dev protobuf-compiler chromium python3-jsonschema
+  # jsonschema for speedscope files (chromium above also opens speedscope's viewer).
+  golang-go libprotobuf-dev protobuf-compiler python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do

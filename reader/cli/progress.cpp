@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 namespace mlpd::cli {
@@ -32,6 +33,8 @@ Progress::Progress(const std::string& path) {
     }
   }
   start_ = last_ = now();
+  // How long a read goes on before progress shows (tests set 0).
+  if (const char* e = std::getenv("MLPD_PROGRESS_AFTER_MS")) after_ = std::atof(e) / 1000.0;
 }
 
 std::function<void(uint64_t, uint64_t)> Progress::callback() {
@@ -41,7 +44,7 @@ std::function<void(uint64_t, uint64_t)> Progress::callback() {
 
 void Progress::update(uint64_t bytes, uint64_t events) {
   const double t = now();
-  if (t - start_ < 0.5 || t - last_ < 0.2) return;
+  if (t - start_ < after_ || (shown_ && t - last_ < 0.2)) return;
   last_ = t;
   shown_ = true;
   const double rate = static_cast<double>(events) / (t - start_);

@@ -1,5 +1,6 @@
 // Progress of long reads on standard error, only when it is a terminal: bytes read, percent of the
-// file (plain files), events per second. Nothing at all on a pipe or a file, or for reads under 0.5 s.
+// file (plain files), events per second. Nothing at all on a pipe or a file, or for reads under 0.5 s
+// (MLPD_PROGRESS_AFTER_MS in the environment changes that delay; the tests set 0).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ class Progress {
   bool shown_ = false;
   uint64_t size_ = 0;  // file size for percentages (0: unknown or compressed)
   double start_ = 0, last_ = 0;
+  double after_ = 0.5;  // seconds
 };
 
 }  // namespace mlpd::cli

@@ -38,7 +38,7 @@ std::string module_of(std::string_view name) {
 bool runtime_native(std::string_view name, std::string_view module) {
   return starts_with(name, "mono_") || starts_with(name, "sgen_") || starts_with(name, "mini_") ||
          starts_with(name, "ves_") || module.find("libmono") != std::string_view::npos ||
-         module == "mono" || module.find("/mono") != std::string_view::npos;
+         starts_with(module, "mono") || module.find("/mono") != std::string_view::npos;
 }
 
 // Open-addressing map (parent node, frame) -> child node; keys are never 0 (the root's children,
@@ -155,8 +155,23 @@ class Builder final : public Visitor {
   }
 
   void on_buffer(const BufferInfo& b) override {
+    flush_buffer_times();
     cur_thread_ = thread_index(b.header.thread_id);
     if (o_.progress && (++buffers_ & 15) == 0) o_.progress(b.offset, events_);
+  }
+
+  void on_buffer_end(const BufferInfo&) override { flush_buffer_times(); }
+
+  // Folds the time range of the enter/leave events of the current buffer into its thread's and the
+  // file's first/last times.
+  void flush_buffer_times() {
+    if (buf_min_ > buf_max_) return;
+    if (buf_min_ != 0) touch(cur_thread_, buf_min_);
+    touch(cur_thread_, buf_max_);
+    if (buf_min_ && (p_.first_time_ == 0 || buf_min_ < p_.first_time_)) p_.first_time_ = buf_min_;
+    if (buf_max_ > p_.last_time_) p_.last_time_ = buf_max_;
+    buf_min_ = UINT64_MAX;
+    buf_max_ = 0;
   }
 
   void on_problem(const Problem& pr) override {
@@ -168,6 +183,11 @@ class Builder final : public Visitor {
   void finish(const DecodeSummary& summary, const Input& input);
 
  private:
+  static constexpr size_t kFrameCache = 1024;
+  struct FrameCacheEntry {
+    uint64_t method = 0;
+    FrameId frame = kNoFrame;
+  };
   struct CallEntry {
     NodeId node;
     FrameId frame;
@@ -222,9 +242,15 @@ class Builder final : public Visitor {
     if (time > ti.last_time) ti.last_time = time;
   }
 
-  NodeId child(NodeId parent, FrameId frame) {
+  // The child of `parent` for `frame`: the parent's last child when it matches (the usual case, inline),
+  // else the table.
+  [[gnu::always_inline]] NodeId child(NodeId parent, FrameId frame) {
     const NodeId cached = last_child_[parent];
     if (cached && p_.nodes_[cached].frame == frame) return cached;
+    return child_slow(parent, frame);
+  }
+
+  [[gnu::noinline]] NodeId child_slow(NodeId parent, FrameId frame) {
     const uint64_t key = (static_cast<uint64_t>(parent) << 32) | frame;
     NodeId n = table_.find(key);
     if (n == 0) {
@@ -253,9 +279,19 @@ class Builder final : public Visitor {
     return f;
   }
 
-  FrameId managed_frame(uint64_t method) {
+  // Method -> frame, through a direct-mapped cache in front of the map (enter events look up the
+  // same few methods again and again).
+  [[gnu::always_inline]] FrameId managed_frame(uint64_t method) {
+    FrameCacheEntry& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameCache - 1)];
+    if (c.method == method && c.frame != kNoFrame) return c.frame;
+    return managed_frame_slow(method, c);
+  }
+
+  [[gnu::noinline]] FrameId managed_frame_slow(uint64_t method, FrameCacheEntry& c) {
     auto [it, inserted] = managed_.try_emplace(method, 0);
     if (inserted) it->second = new_frame(FrameKind::managed, method, {});
+    c.method = method;
+    c.frame = it->second;
     return it->second;
   }
 
@@ -321,7 +357,7 @@ class Builder final : public Visitor {
     return child(s.root, special_frame("[no backtrace]"));
   }
 
-  void enter(const Event& e, ThreadIndex t) {
+  [[gnu::always_inline]] void enter(const Event& e, ThreadIndex t) {
     ++p_.call_count_;
     p_.present_[static_cast<size_t>(What::calls)] = true;
     ThreadState& s = states_[t];
@@ -336,22 +372,24 @@ class Builder final : public Visitor {
     emit(TimelineKind::enter, t, e.time, f, n);
   }
 
-  void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
-    ThreadState& s = states_[t];
-    const CallEntry c = s.calls.back();
-    s.calls.pop_back();
+  [[gnu::always_inline]] void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
+    std::vector<CallEntry>& calls = states_[t].calls;
+    const CallEntry& c = calls.back();
     const uint64_t dur = time > c.enter ? time - c.enter : 0;
     const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
-    CallStat& cs = call_stat(c.node);
+    const NodeId node = c.node;
+    const FrameId frame = c.frame;
+    calls.pop_back();
+    CallStat& cs = call_stat(node);
     ++cs.calls;
     cs.total_ns += dur;
     cs.self_ns += self;
-    add(What::calls, c.node, self);
-    if (!s.calls.empty()) s.calls.back().child_ns += dur;
-    emit(TimelineKind::leave, t, time, c.frame, c.node, code);
+    // (the calls weights are the call stats' self times, copied at the end of the pass)
+    if (!calls.empty()) calls.back().child_ns += dur;
+    emit(TimelineKind::leave, t, time, frame, node, code);
   }
 
-  void leave(const Event& e, ThreadIndex t, bool exc) {
+  [[gnu::always_inline]] void leave(const Event& e, ThreadIndex t, bool exc) {
     ThreadState& s = states_[t];
     if (s.deep > 0) {
       --s.deep;
@@ -359,6 +397,10 @@ class Builder final : public Visitor {
     }
     if (s.calls.empty()) {
       ++p_.unmatched_leaves_;
+      return;
+    }
+    if (s.calls.back().method == e.method) {  // the usual case
+      close_top(t, e.time, exc ? 1 : 0);
       return;
     }
     size_t found = s.calls.size();
@@ -450,6 +492,7 @@ class Builder final : public Visitor {
            t == format::COUNTER_TIME_INTERVAL;
   }
 
+  std::vector<FrameCacheEntry> frame_cache_ = std::vector<FrameCacheEntry>(kFrameCache);
   Profile& p_;
   const BuildOptions& o_;
   Names names_;
@@ -471,20 +514,30 @@ class Builder final : public Visitor {
   bool gc_open_ = false;
   GcPause gc_{};
   uint64_t buffers_ = 0, events_ = 0;
+  uint64_t buf_min_ = UINT64_MAX, buf_max_ = 0;  // times of the current buffer's enter/leave events
 };
 
 void Builder::on_event(const Event& e, const EventInfo&) {
   ++events_;
+  const ThreadIndex t = cur_thread_;
+  // The hot path: enter/leave need neither Names nor per-event time bookkeeping (the buffer's times
+  // are folded in at its end).
+  if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
+    if (e.time < buf_min_) buf_min_ = e.time;
+    if (e.time > buf_max_) buf_max_ = e.time;
+    if (e.kind == EventKind::method_enter)
+      enter(e, t);
+    else
+      leave(e, t, false);
+    return;
+  }
   names_.observe(e);
   if (e.time) {
     if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
     if (e.time > p_.last_time_) p_.last_time_ = e.time;
   }
-  const ThreadIndex t = cur_thread_;
   if (e.kind != EventKind::sample_hit) touch(t, e.time);
   switch (e.kind) {
-    case EventKind::method_enter: enter(e, t); break;
-    case EventKind::method_leave: leave(e, t, false); break;
     case EventKind::method_exc_leave: leave(e, t, true); break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: {
@@ -621,6 +674,7 @@ void Builder::on_event(const Event& e, const EventInfo&) {
 }
 
 void Builder::finish(const DecodeSummary& summary, const Input& input) {
+  flush_buffer_times();
   p_.summary_ = summary;
   if (!input.error().empty() && p_.problem_count_ == 0) {
     p_.problems_.push_back({input.offset(), -1, input.error()});
@@ -630,6 +684,14 @@ void Builder::finish(const DecodeSummary& summary, const Input& input) {
   for (ThreadIndex t = 0; t < states_.size(); ++t) {
     p_.unclosed_calls_ += states_[t].calls.size() + states_[t].deep;
     while (!states_[t].calls.empty()) close_top(t, p_.threads_[t].last_time, 3);
+  }
+  // --what calls: the self time of each call path.
+  {
+    auto& w = p_.weights_[static_cast<size_t>(What::calls)];
+    w.assign(p_.call_stats_.size(), 0);
+    uint64_t total = 0;
+    for (size_t n = 0; n < p_.call_stats_.size(); ++n) total += (w[n] = p_.call_stats_[n].self_ns);
+    p_.totals_[static_cast<size_t>(What::calls)] = total;
   }
   // Names, now that every description in the file has been seen.
   for (Frame& f : p_.frames_) {
@@ -651,6 +713,9 @@ void Builder::finish(const DecodeSummary& summary, const Input& input) {
       f.module = module_of(f.name);
       if (runtime_native(f.name, f.module)) f.kind = FrameKind::runtime;
     }
+  }
+  for (Frame& f : p_.frames_) {  // a description with an empty name still names something
+    if (f.name.empty()) f.name = hex_name(f.kind == FrameKind::native ? "unnamed native" : "unnamed method", f.address);
   }
   for (ThreadInfo& ti : p_.threads_) {
     if (ti.name.empty())

@@ -2,6 +2,8 @@
 // flamegraph.pl and of inferno, and the aggregation the HTML flame graph and diff start from.
 #include <algorithm>
 #include <charconv>
+#include <deque>
+#include <functional>
 #include <unordered_map>
 
 #include "mlpd/views.h"
@@ -32,18 +34,20 @@ class CollapsedExporter final : public Exporter {
   explicit CollapsedExporter(const ExportOptions& o) : o_(o) {}
   bool write(const Profile& p, std::FILE* out, std::string& error) override {
     std::string buf;
-    for (const CollapsedStack& s : collapse(p, o_.what, o_.threads)) {
-      buf += s.stack;
-      buf += ' ';
-      char num[24];
-      buf.append(num, std::to_chars(num, num + sizeof num, s.weight).ptr);
-      buf += '\n';
-      if (buf.size() > (1u << 20)) {
-        if (std::fwrite(buf.data(), 1, buf.size(), out) != buf.size()) break;
-        buf.clear();
-      }
-    }
-    if (std::fwrite(buf.data(), 1, buf.size(), out) != buf.size() || std::ferror(out)) {
+    bool failed = false;
+    for_each_collapsed(p, effective_what(p, o_), o_.threads,
+                       [&](const std::string& stack, const std::string&, uint64_t weight) {
+                         buf += stack;
+                         buf += ' ';
+                         char num[24];
+                         buf.append(num, std::to_chars(num, num + sizeof num, weight).ptr);
+                         buf += '\n';
+                         if (buf.size() > (1u << 20)) {
+                           failed |= std::fwrite(buf.data(), 1, buf.size(), out) != buf.size();
+                           buf.clear();
+                         }
+                       });
+    if (failed || std::fwrite(buf.data(), 1, buf.size(), out) != buf.size() || std::ferror(out)) {
       error = "write error";
       return false;
     }
@@ -56,32 +60,110 @@ class CollapsedExporter final : public Exporter {
 
 }  // namespace
 
-std::vector<CollapsedStack> collapse(const Profile& p, What what, bool threads) {
+void for_each_collapsed(const Profile& p, What what, bool threads,
+                        const std::function<void(const std::string&, const std::string&, uint64_t)>& fn) {
   const auto& nodes = p.nodes();
-  std::unordered_map<std::string, size_t> index;
-  std::vector<CollapsedStack> out;
-  std::vector<FrameId> frames;
-  std::string key, kinds;
-  for (NodeId n = 1; n < nodes.size(); ++n) {
-    const uint64_t w = p.weight(what, n);
-    if (w == 0 || nodes[n].frame == kNoFrame) continue;
-    p.stack(n, frames);
-    key.clear();
-    kinds.clear();
-    if (threads) {
-      append_frame(key, thread_label(p.threads()[nodes[n].thread]));
-      kinds += 't';
-    }
-    for (FrameId f : frames) {
-      if (!key.empty()) key += ';';
-      const Frame& fr = p.frames()[f];
-      append_frame(key, fr.name.empty() ? std::string_view("[unnamed]") : std::string_view(fr.name));
-      kinds += kind_letter(fr.kind);
-    }
-    auto [it, inserted] = index.try_emplace(key, out.size());
-    if (inserted) out.push_back(CollapsedStack{key, kinds, 0});
-    out[it->second].weight += w;
+  const size_t nn = nodes.size();
+  // Which nodes lead to a weight (parents come before children, so one backward pass).
+  std::vector<uint8_t> live(nn, 0);
+  for (size_t n = nn; n-- > 1;) {
+    if (p.weight(what, static_cast<NodeId>(n)) != 0) live[n] = 1;
+    if (live[n]) live[nodes[n].parent] = 1;
   }
+  // Frame names interned: frames of the same name (distinct method pointers, say) merge.
+  std::deque<std::string> names;  // stable addresses: name_ids' keys point into it
+  std::vector<char> name_kind;
+  std::unordered_map<std::string_view, uint32_t> name_ids;
+  std::vector<uint32_t> frame_name(p.frames().size(), UINT32_MAX);
+  auto name_of_frame = [&](FrameId f) {
+    if (frame_name[f] == UINT32_MAX) {
+      const Frame& fr = p.frames()[f];
+      std::string n;
+      append_frame(n, fr.name.empty() ? std::string_view("[unnamed]") : std::string_view(fr.name));
+      auto it = name_ids.find(n);
+      if (it == name_ids.end()) {
+        names.push_back(std::move(n));
+        name_kind.push_back(kind_letter(fr.kind));
+        it = name_ids.emplace(names.back(), static_cast<uint32_t>(names.size() - 1)).first;
+      }
+      frame_name[f] = it->second;
+    }
+    return frame_name[f];
+  };
+  // The merged tree: children by (merged parent, name); node 0 is the root.
+  struct M {
+    uint32_t name = 0;
+    uint64_t weight = 0;
+    std::vector<uint32_t> kids;
+  };
+  std::vector<M> tree(1);
+  std::vector<char> kind_of(1, 's');
+  std::unordered_map<uint64_t, uint32_t> child;
+  auto merged_child = [&](uint32_t parent, uint32_t name, char kind) {
+    auto [it, inserted] = child.try_emplace((static_cast<uint64_t>(parent) << 32) | name, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(tree.size());
+      tree.push_back(M{name, 0, {}});
+      kind_of.push_back(kind);
+      tree[parent].kids.push_back(it->second);
+    }
+    return it->second;
+  };
+  std::vector<uint32_t> m(nn, 0);
+  for (size_t n = 1; n < nn; ++n) {
+    if (!live[n]) continue;
+    const Node& nd = nodes[n];
+    if (nd.frame == kNoFrame) {  // a thread
+      if (threads) {
+        std::string label;
+        append_frame(label, thread_label(p.threads()[nd.thread]));
+        auto it = name_ids.find(label);
+        if (it == name_ids.end()) {
+          names.push_back(std::move(label));
+          name_kind.push_back('t');
+          it = name_ids.emplace(names.back(), static_cast<uint32_t>(names.size() - 1)).first;
+        }
+        m[n] = merged_child(0, it->second, 't');
+      }
+      continue;
+    }
+    const uint32_t name = name_of_frame(nd.frame);
+    m[n] = merged_child(m[nd.parent], name, name_kind[name]);
+    tree[m[n]].weight += p.weight(what, static_cast<NodeId>(n));
+  }
+  // Depth-first, callees in name order, one path string reused.
+  for (M& t : tree)
+    std::sort(t.kids.begin(), t.kids.end(), [&](uint32_t x, uint32_t y) { return names[tree[x].name] < names[tree[y].name]; });
+  std::string path, kinds;
+  struct Step {
+    uint32_t node;
+    size_t next;  // next child to visit
+    size_t path_len, kinds_len;
+  };
+  std::vector<Step> stack{{0, 0, 0, 0}};
+  while (!stack.empty()) {
+    Step& s = stack.back();
+    if (s.next == tree[s.node].kids.size()) {
+      path.resize(s.path_len);
+      kinds.resize(s.kinds_len);
+      stack.pop_back();
+      continue;
+    }
+    const uint32_t c = tree[s.node].kids[s.next++];
+    const size_t pl = path.size(), kl = kinds.size();
+    if (!path.empty()) path += ';';
+    path += names[tree[c].name];
+    kinds += kind_of[c];
+    if (tree[c].weight) fn(path, kinds, tree[c].weight);
+    stack.push_back({c, 0, pl, kl});
+  }
+}
+
+std::vector<CollapsedStack> collapse(const Profile& p, What what, bool threads) {
+  std::vector<CollapsedStack> out;
+  for_each_collapsed(p, what, threads, [&](const std::string& stack, const std::string& kinds, uint64_t weight) {
+    out.push_back(CollapsedStack{stack, kinds, weight});
+  });
   std::sort(out.begin(), out.end(), [](const CollapsedStack& a, const CollapsedStack& b) { return a.stack < b.stack; });
   return out;
 }

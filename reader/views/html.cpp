@@ -20,7 +20,8 @@ const char kPageHead[] = R"HTML(<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>@TITLE@</title>
 <style>
-body{margin:0;font:12px/1.3 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;background:#fafafa;color:#222}
+html,body{height:100%}
+body{display:flex;flex-direction:column;margin:0;font:12px/1.3 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;background:#fafafa;color:#222}
 header{padding:8px 12px;background:#fff;border-bottom:1px solid #ddd;display:flex;flex-wrap:wrap;gap:8px;align-items:center}
 header h1{font-size:15px;margin:0 12px 0 0;font-weight:600}
 header button,header input{font:inherit;padding:3px 8px;border:1px solid #bbb;border-radius:3px;background:#fff}
@@ -28,6 +29,7 @@ header button:hover{background:#eee}
 #search{width:220px}
 #info{color:#555;margin-left:auto}
 .legend span{display:inline-block;padding:1px 6px;margin-right:4px;border-radius:2px;color:#222}
+#wrap{flex:1;overflow:auto}
 #chart{position:relative;margin:6px 12px;overflow:hidden}
 .f{position:absolute;height:17px;box-sizing:border-box;border:1px solid rgba(255,255,255,.75);border-radius:2px;
  overflow:hidden;white-space:nowrap;text-overflow:ellipsis;padding:0 3px;line-height:15px;cursor:pointer;font-size:11px}
@@ -47,7 +49,7 @@ header button:hover{background:#eee}
 <span class="legend" id="legend"></span>
 <span id="info"></span>
 </header>
-<div id="chart"></div><div id="tip"></div>
+<div id="wrap"><div id="chart"></div></div><div id="tip"></div>
 <script id="profile" type="application/json">)HTML";
 
 const char kPageTail[] = R"HTML(</script>
@@ -81,7 +83,6 @@ const char kPageTail[] = R"HTML(</script>
   }
   var roots = []; for (i = 0; i < N; i++) if (parent[i] < 0) roots.push(i);
   var rootW = 0; roots.forEach(function (r) { rootW += wid[r]; });
-  var maxDepth = 0; for (i = 0; i < N; i++) maxDepth = Math.max(maxDepth, depth[i]);
   // x offsets (in width units) from the left edge of the whole profile.
   var x = new Array(N), acc = 0;
   roots.forEach(function (r) { x[r] = acc; acc += wid[r]; });
@@ -115,25 +116,30 @@ const char kPageTail[] = R"HTML(</script>
     chart.textContent = "";
     var W = chart.clientWidth || 1200, x0 = 0, span = rootW;
     if (zoom >= 0) { x0 = x[zoom]; span = wid[zoom]; }
-    chart.style.height = ((maxDepth + 1) * H + 4) + "px";
-    var frag = document.createDocumentFragment(), minW = span / W * 0.8;
+    var minW = span / W * 0.8, vis = [], vmax = 0;
     for (var i = 0; i < N; i++) {
-      var left, width;
-      if (zoom >= 0 && i !== zoom && isAncestor(i, zoom)) { left = 0; width = W; }
+      var left, width, anc = zoom >= 0 && i !== zoom && isAncestor(i, zoom);
+      if (anc) { left = 0; width = W; }
       else if (zoom >= 0 && !isAncestor(zoom, i)) continue;
       else {
         if (wid[i] < minW) continue;
         left = (x[i] - x0) / span * W; width = wid[i] / span * W;
       }
-      var e = document.createElement("div");
-      e.className = "f" + (re && re.test(names[raw[i * STRIDE]]) ? " match" : "") + (zoom >= 0 && i !== zoom && isAncestor(i, zoom) ? " dim" : "");
-      e.style.left = left + "px"; e.style.width = Math.max(width, 1) + "px";
-      e.style.top = (icicle ? depth[i] * H : (maxDepth - depth[i]) * H) + "px";
+      vis.push([i, left, width, anc]);
+      vmax = Math.max(vmax, depth[i]);
+    }
+    chart.style.height = ((vmax + 1) * H + 4) + "px";
+    var frag = document.createDocumentFragment();
+    vis.forEach(function (v) {
+      var i = v[0], e = document.createElement("div");
+      e.className = "f" + (re && re.test(names[raw[i * STRIDE]]) ? " match" : "") + (v[3] ? " dim" : "");
+      e.style.left = v[1] + "px"; e.style.width = Math.max(v[2], 1) + "px";
+      e.style.top = (icicle ? depth[i] * H : (vmax - depth[i]) * H) + "px";
       e.style.background = colour(i);
-      if (width > 28) e.textContent = names[raw[i * STRIDE]];
+      if (v[2] > 28) e.textContent = names[raw[i * STRIDE]];
       e.setAttribute("data-i", i);
       frag.appendChild(e);
-    }
+    });
     chart.appendChild(frag);
     document.getElementById("info").textContent = "total " + fmt(diff ? valB.reduce(function (s, v, j) { return parent[j] < 0 ? s + v : s; }, 0) : rootW) +
       (diff ? " (after), " + fmt(totA) + " (before)" : "") + (zoom >= 0 ? " - zoomed: " + names[raw[zoom * STRIDE]] : "");
@@ -171,12 +177,15 @@ const char kPageTail[] = R"HTML(</script>
   });
   chart.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   document.getElementById("reset").onclick = function () { zoom = -1; render(); };
-  document.getElementById("flip").onclick = function () { icicle = !icicle; this.textContent = icicle ? "Flame" : "Icicle"; render(); };
+  document.getElementById("flip").onclick = function () { icicle = !icicle; this.textContent = icicle ? "Flame" : "Icicle"; render();
+    wrap.scrollTop = icicle ? 0 : wrap.scrollHeight; };
   document.getElementById("search").addEventListener("input", function () { search(this.value); });
   document.getElementById("clear").onclick = function () { search(""); };
   window.addEventListener("resize", render);
   var h = decodeURIComponent(location.hash.slice(1));
   if (h.indexOf("search=") === 0) search(h.slice(7)); else render();
+  var wrap = document.getElementById("wrap");
+  if (!icicle) wrap.scrollTop = wrap.scrollHeight;  // a flame graph's root is at the bottom
 })();
 </script></body></html>
 )HTML";
@@ -211,65 +220,75 @@ std::string html_escape(std::string_view s) {
 class HtmlExporter final : public Exporter {
  public:
   explicit HtmlExporter(const ExportOptions& o) : o_(o) {}
-  bool write(const Profile& p, std::FILE* out, std::string& error) override {
-    FlameGraphInput in;
-    in.title = std::string(what_name(o_.what)) + " flame graph" + (o_.input_name.empty() ? "" : " - " + o_.input_name);
-    in.unit = std::string(what_unit(o_.what));
-    in.stacks = collapse(p, o_.what, o_.threads);
-    const std::string page = flame_graph_html(in);
-    if (std::fwrite(page.data(), 1, page.size(), out) != page.size() || std::ferror(out)) {
-      error = "write error";
-      return false;
-    }
-    return true;
-  }
+  bool write(const Profile& p, std::FILE* out, std::string& error) override;
 
  private:
   ExportOptions o_;
 };
 
-}  // namespace
 
-std::string flame_graph_html(const FlameGraphInput& in) {
-  // Build the tree of frames (children merged by name and kind) from the collapsed stacks.
-  std::vector<TreeNode> t;
-  t.push_back(TreeNode{0, 's', 0, 0, {}});  // a synthetic root: "all"
-  std::vector<std::string> names{"all"};
-  std::unordered_map<std::string, uint32_t> name_ids{{"all", 0}};
-  std::unordered_map<uint64_t, uint32_t> child;  // (parent << 32 | name) -> node
-  for (size_t s = 0; s < in.stacks.size(); ++s) {
-    const CollapsedStack& cs = in.stacks[s];
+// The tree of frames (children merged by name) that the page draws, built one stack at a time.
+class FlameTree {
+ public:
+  FlameTree() {
+    t_.push_back(TreeNode{0, 's', 0, 0, {}});  // a synthetic root: "all"
+    names_.push_back("all");
+    name_ids_.emplace("all", 0);
+  }
+  void add(const std::string& stack, const std::string& kinds, uint64_t weight, uint64_t base) {
     uint32_t cur = 0;
     size_t start = 0, k = 0;
-    while (start <= cs.stack.size()) {
-      size_t end = cs.stack.find(';', start);
-      if (end == std::string::npos) end = cs.stack.size();
-      const std::string frame = cs.stack.substr(start, end - start);
-      const char kind = k < cs.kinds.size() ? cs.kinds[k] : 's';
-      auto [nit, ninserted] = name_ids.try_emplace(frame, static_cast<uint32_t>(names.size()));
-      if (ninserted) names.push_back(frame);
+    while (start <= stack.size()) {
+      size_t end = stack.find(';', start);
+      if (end == std::string::npos) end = stack.size();
+      frame_.assign(stack, start, end - start);
+      const char kind = k < kinds.size() ? kinds[k] : 's';
+      auto [nit, ninserted] = name_ids_.try_emplace(frame_, static_cast<uint32_t>(names_.size()));
+      if (ninserted) names_.push_back(frame_);
       const uint64_t key = (static_cast<uint64_t>(cur) << 32) | nit->second;
-      auto [cit, cinserted] = child.try_emplace(key, static_cast<uint32_t>(t.size()));
+      auto [cit, cinserted] = child_.try_emplace(key, static_cast<uint32_t>(t_.size()));
       if (cinserted) {
-        t.push_back(TreeNode{nit->second, kind, 0, 0, {}});
-        t[cur].kids.push_back(cit->second);
+        t_.push_back(TreeNode{nit->second, kind, 0, 0, {}});
+        t_[cur].kids.push_back(cit->second);
       }
       cur = cit->second;
       ++k;
       start = end + 1;
     }
-    t[cur].self += cs.weight;
-    if (in.diff && s < in.base.size()) t[cur].base += in.base[s];
+    t_[cur].self += weight;
+    t_[cur].base += base;
   }
-  uint64_t total = 0, base_total = 0;
-  for (const TreeNode& n : t) total += n.self, base_total += n.base;
+  std::string html(const std::string& title, const std::string& unit, bool diff) const;
 
+ private:
+  std::vector<TreeNode> t_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::unordered_map<uint64_t, uint32_t> child_;  // (parent << 32 | name) -> node
+  std::string frame_;
+};
+
+}  // namespace
+
+std::string flame_graph_html(const FlameGraphInput& in) {
+  FlameTree tree;
+  for (size_t s = 0; s < in.stacks.size(); ++s)
+    tree.add(in.stacks[s].stack, in.stacks[s].kinds, in.stacks[s].weight,
+             in.diff && s < in.base.size() ? in.base[s] : 0);
+  return tree.html(in.title, in.unit, in.diff);
+}
+
+namespace {
+
+std::string FlameTree::html(const std::string& title, const std::string& unit, bool diff) const {
+  const std::vector<TreeNode>& t = t_;
+  const std::vector<std::string>& names = names_;
   std::string json = "{\"title\":";
-  cli::json_escape_into(json, in.title);
+  cli::json_escape_into(json, title);
   json += ",\"unit\":";
-  cli::json_escape_into(json, in.unit);
+  cli::json_escape_into(json, unit);
   json += ",\"diff\":";
-  json += in.diff ? "true" : "false";
+  json += diff ? "true" : "false";
   json += ",\"names\":[";
   for (size_t i = 0; i < names.size(); ++i) {
     if (i) json += ',';
@@ -291,7 +310,7 @@ std::string flame_graph_html(const FlameGraphInput& in) {
     append_u64(json, d);
     json += ',';
     append_u64(json, t[n].self);
-    if (in.diff) {
+    if (diff) {
       json += ',';
       append_u64(json, t[n].base);
     }
@@ -315,11 +334,27 @@ std::string flame_graph_html(const FlameGraphInput& in) {
   }
   std::string head = kPageHead;
   const size_t at = head.find("@TITLE@");
-  head.replace(at, 7, html_escape(in.title));
-  (void)total;
-  (void)base_total;
+  head.replace(at, 7, html_escape(title));
   return head + safe + kPageTail;
 }
+
+bool HtmlExporter::write(const Profile& p, std::FILE* out, std::string& error) {
+  const What what = effective_what(p, o_);
+  FlameTree tree;
+  for_each_collapsed(p, what, o_.threads, [&](const std::string& stack, const std::string& kinds, uint64_t weight) {
+    tree.add(stack, kinds, weight, 0);
+  });
+  const std::string page =
+      tree.html(std::string(what_name(what)) + " flame graph" + (o_.input_name.empty() ? "" : " - " + o_.input_name),
+                std::string(what_unit(what)), false);
+  if (std::fwrite(page.data(), 1, page.size(), out) != page.size() || std::ferror(out)) {
+    error = "write error";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o) { return std::make_unique<HtmlExporter>(o); }
 

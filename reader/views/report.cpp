@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
@@ -263,6 +264,13 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
   if (hits) {
     const auto by_self = top(rows, n, [](const MethodStat& s) { return s.samples_self; });
     const auto by_total = top(rows, n, [](const MethodStat& s) { return s.samples_total; });
+    // Hits per thread (Mono's sampler hits idle threads too: this tells them apart).
+    std::vector<std::pair<uint64_t, ThreadIndex>> per_thread(p.threads().size());
+    for (ThreadIndex t = 0; t < per_thread.size(); ++t) per_thread[t].second = t;
+    for (NodeId i = 1; i < p.nodes().size(); ++i)
+      if (mask[p.nodes()[i].thread]) per_thread[p.nodes()[i].thread].first += p.weight(What::cpu, i);
+    std::stable_sort(per_thread.begin(), per_thread.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    while (!per_thread.empty() && (per_thread.back().first == 0 || per_thread.size() > n)) per_thread.pop_back();
     if (json) {
       out += ",\"samples\":{\"total\":" + u64(hits) + ",\"methods\":[";
       for (size_t i = 0; i < by_self.size(); ++i) {
@@ -278,6 +286,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         out += (i ? "," : "") + std::string("{\"name\":") + js(r.name) + ",\"kind\":" + js(frame_kind_name(r.kind)) +
                ",\"self\":" + u64(r.s.samples_self) + ",\"total\":" + u64(r.s.samples_total) + "}";
       }
+      out += "],\"threads\":[";
+      for (size_t i = 0; i < per_thread.size(); ++i)
+        out += (i ? "," : "") + std::string("{\"name\":") + js(thread_label(p.threads()[per_thread[i].second])) +
+               ",\"hits\":" + u64(per_thread[i].first) + "}";
       out += "]}";
     } else {
       line("");
@@ -287,6 +299,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         line(fmt("  %6.2f %8" PRIu64 "  %6.2f %8" PRIu64 "  %-7s  ", pct(r->s.samples_self, hits), r->s.samples_self,
                  pct(r->s.samples_total, hits), r->s.samples_total, std::string(frame_kind_name(r->kind)).c_str()) +
              r->name);
+      std::string threads;
+      for (const auto& [hits_t, t] : per_thread)
+        threads += (threads.empty() ? "" : ", ") + thread_label(p.threads()[t]) + " " + u64(hits_t);
+      line("  by thread: " + threads);
       line("  by total (inclusive):");
       for (const Row* r : by_total)
         line(fmt("  %6.2f %8" PRIu64 "  ", pct(r->s.samples_total, hits), r->s.samples_total) + r->name);
@@ -474,17 +490,23 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         out += (i ? "," : "") + std::string("{\"name\":") + js(cs[i]->name) + ",\"value\":";
         if (cs[i]->is_string)
           out += js(cs[i]->last_string);
-        else
+        else if (std::isfinite(cs[i]->last))
           out += fmt("%.17g", cs[i]->last);
+        else
+          out += "null";  // a NaN or infinite double: JSON has no spelling for it
         out += ",\"samples\":" + u64(cs[i]->samples) + "}";
       }
       out += "]}";
     } else {
       line("");
       line("== Counters (last values): " + u64(cs.size()) + " ==");
-      const size_t shown = std::min(cs.size(), n);
-      for (size_t i = 0; i < shown; ++i) line("  " + cs[i]->name + " = " + counter_value(*cs[i]));
-      if (shown < cs.size()) line("  ... " + u64(cs.size() - shown) + " more (--top or --json shows them)");
+      size_t shown = 0;
+      for (const CounterInfo* c : cs) {  // the ones that say something: not zero, not empty
+        if (shown == n || (c->is_string ? c->last_string.empty() : c->last == 0)) continue;
+        line("  " + c->name + " = " + counter_value(*c));
+        ++shown;
+      }
+      if (shown < cs.size()) line("  ... " + u64(cs.size() - shown) + " more (zero, or beyond --top; --json lists all)");
     }
   }
 

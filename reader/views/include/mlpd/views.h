@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,7 +67,13 @@ struct CollapsedStack {
   std::string kinds;  // one letter per frame: m managed, n native, r runtime, s special, t thread
   uint64_t weight = 0;
 };
+// Sorted by stack.
 std::vector<CollapsedStack> collapse(const profile::Profile& p, profile::What what, bool threads);
+// The same stacks, streamed without storing them (memory: the merged tree of frame names): fn gets
+// each stack with a non-zero weight, depth first (a stack's callees right after it, by name).
+void for_each_collapsed(const profile::Profile& p, profile::What what, bool threads,
+                        const std::function<void(const std::string& stack, const std::string& kinds,
+                                                 uint64_t weight)>& fn);
 
 // The self-contained flame graph page. `kinds` gives each frame name's FrameKind colour; for a diff,
 // `base` holds the weights of the first profile per stack (same order as `stacks`, 0 when absent).
