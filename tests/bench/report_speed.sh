@@ -23,7 +23,8 @@ bytes=$(stat -c %s "$work/big.mlpd")
 echo "file: $bytes bytes ($(( bytes / 1000000 )) MB) of calls by Mono's log profiler, bench_threads.exe $millions"
 [ "$bytes" -ge 150000000 ] || echo "report_speed: warning: the file is under 150 MB (raise MILLIONS)" >&2
 
-# measure NAME CMD...: appends "wall_seconds peak_rss_kb" of one run to $work/NAME (output discarded).
+# measure NAME CMD...: appends "wall_seconds peak_rss_kb cpu_seconds" of one run to $work/NAME (output
+# discarded). CPU (user+sys) is shown too: on a shared machine wall time also counts waiting for a core.
 measure() {
   local name="$1"
   shift
@@ -33,7 +34,9 @@ measure() {
   awk -F': ' '/Elapsed \(wall clock\)/ {
                 n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; wall = s }
               /Maximum resident set size/ { rss = $2 }
-              END { printf "%.3f %d\n", wall, rss }' "$work/time" >> "$work/$name"
+              /User time \(seconds\)/ { cpu += $2 }
+              /System time \(seconds\)/ { cpu += $2 }
+              END { printf "%.3f %d %.3f\n", wall, rss, cpu }' "$work/time" >> "$work/$name"
 }
 
 for ((i = 0; i < runs; i++)); do
@@ -43,12 +46,15 @@ for ((i = 0; i < runs; i++)); do
 done
 best() { sort -n -k1,1 "$work/$1" | head -n1 | cut -d' ' -f1; }
 peak() { sort -n -k2,2 "$work/$1" | tail -n1 | cut -d' ' -f2; }
+cpu() { sort -n -k3,3 "$work/$1" | head -n1 | cut -d' ' -f3; }
 awk -v b="$bytes" -v r="$(best report)" -v c="$(best collapsed)" -v p="$(best mprof)" \
-    -v rr="$(peak report)" -v cr="$(peak collapsed)" -v pr="$(peak mprof)" 'BEGIN {
-  printf "%-34s %8s %9s %12s\n", "command (best of runs)", "wall s", "MB/s", "peak RSS MB";
-  printf "%-34s %8.2f %9.1f %12.1f\n", "mlpd report", r, b / r / 1e6, rr / 1024;
-  printf "%-34s %8.2f %9.1f %12.1f\n", "mlpd export --format collapsed", c, b / c / 1e6, cr / 1024;
-  printf "%-34s %8.2f %9.1f %12.1f\n", "mprof-report", p, b / p / 1e6, pr / 1024;
-  printf "report / mprof-report time: %.2fx (goal <= 1); export / mprof-report: %.2fx (goal <= 1.5)\n", r / p, c / p;
+    -v rr="$(peak report)" -v cr="$(peak collapsed)" -v pr="$(peak mprof)" \
+    -v rc="$(cpu report)" -v cc="$(cpu collapsed)" -v pc="$(cpu mprof)" 'BEGIN {
+  printf "%-34s %8s %9s %8s %12s\n", "command (best of runs)", "wall s", "MB/s", "CPU s", "peak RSS MB";
+  printf "%-34s %8.2f %9.1f %8.2f %12.1f\n", "mlpd report", r, b / r / 1e6, rc, rr / 1024;
+  printf "%-34s %8.2f %9.1f %8.2f %12.1f\n", "mlpd export --format collapsed", c, b / c / 1e6, cc, cr / 1024;
+  printf "%-34s %8.2f %9.1f %8.2f %12.1f\n", "mprof-report", p, b / p / 1e6, pc, pr / 1024;
+  printf "report / mprof-report time: %.2fx wall, %.2fx CPU (goal <= 1)\n", r / p, rc / pc;
+  printf "export / mprof-report time: %.2fx wall, %.2fx CPU (goal <= 1.5)\n", c / p, cc / pc;
   printf "peak RSS: report %.1f MB, export %.1f MB (goal <= 100 MB)\n", rr / 1024, cr / 1024;
 }'
