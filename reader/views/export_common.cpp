@@ -74,6 +74,22 @@ void json_escape(std::string& out, std::string_view s) {
   }
 }
 
+std::string utf8_clean(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 void append_u64(std::string& out, uint64_t v) {
   char tmp[24];
   auto r = std::to_chars(tmp, tmp + sizeof tmp, v);

@@ -15,6 +15,9 @@ namespace mlpd::views::detail {
 // Appends `s` as the inside of a JSON string (quotes not included). Bytes that are not valid UTF-8
 // become U+FFFD, so that a hostile name cannot make the output invalid JSON.
 void json_escape(std::string& out, std::string_view s);
+// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD (protobuf's string fields
+// must be UTF-8; names in a damaged file need not be).
+std::string utf8_clean(std::string_view s);
 
 // Appends `ns` as microseconds with three decimals ("12.345"), the Trace Event format's unit.
 void append_us(std::string& out, uint64_t ns);

@@ -34,9 +34,9 @@ using profile::What;
 class Strings {
  public:
   explicit Strings(perftools::profiles::Profile& pb) : pb_(pb) { pb_.add_string_table(""); }
-  int64_t operator()(const std::string& s) {
-    auto [it, inserted] = index_.emplace(s, static_cast<int64_t>(index_.size() + 1));
-    if (inserted) pb_.add_string_table(s);
+  int64_t operator()(const std::string& raw) {
+    auto [it, inserted] = index_.emplace(raw, static_cast<int64_t>(index_.size() + 1));
+    if (inserted) pb_.add_string_table(detail::utf8_clean(raw));  // proto3 strings must be UTF-8
     return it->second;
   }
 

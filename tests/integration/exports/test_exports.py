@@ -82,8 +82,8 @@ def export(path, fmt, what, out, *extra):
     p = t.run(cmd, timeout=300)
     print(f"  {time.monotonic() - start:5.1f} s  mlpd export --format {fmt} --what {what} {' '.join(extra)} "
           f"{os.path.basename(path)}", flush=True)
-    ok = t.check(p.returncode == 0 and os.path.exists(out) and os.path.getsize(out) > 0,
-                 f"{' '.join(cmd)}: rc {p.returncode} {p.stderr[-400:]}")
+    ok = t.check(p.returncode == 0 and os.path.exists(out) and os.path.getsize(out) > 0 and not p.stderr.strip(),
+                 f"{' '.join(cmd)}: rc {p.returncode}, stderr {p.stderr[-400:]!r}")
     return ok
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The corruption corpus (tests/integration/corruption: truncations, byte flips and hand-made hostile
-files, from Mono's own files) through `mlpd report`, `mlpd report --json`, `mlpd export` (collapsed
-and html): never a crash (signal), a hang (10 s) or unbounded memory (1 GiB address space); exit 0, 1
+files, from Mono's own files) through `mlpd report`, `mlpd report --json`, `mlpd export` (collapsed,
+html, speedscope, trace, pprof): never a crash (signal), a hang (10 s) or unbounded memory (1 GiB address space); exit 0, 1
 or 2 only; every line on stderr is a problem with its offset or one 'mlpd CMD: ...' message; JSON
-output parses. Each case goes through one of the four commands in turn (a subset of the corpus
+output parses. Each case goes through one of the commands in turn (a subset of the corpus
 keeps the test short)."""
 import concurrent.futures
 import json
@@ -26,6 +26,9 @@ COMMANDS = [
     ["report", "--json"],
     ["export", "--format", "collapsed"],
     ["export", "--format", "html", "--what", "alloc"],
+    ["export", "--format", "speedscope", "--what", "calls"],
+    ["export", "--format", "trace"],
+    ["export", "--format", "pprof"],
 ]
 failures = []
 

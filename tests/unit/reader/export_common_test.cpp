@@ -25,6 +25,13 @@ TEST_CASE("json_escape: quotes, controls, invalid UTF-8 become valid JSON", "[ex
   CHECK(out == "x\\ufffd y\\ufffd \\ufffd\\ufffd\\ufffd");
 }
 
+TEST_CASE("utf8_clean: invalid bytes become U+FFFD, valid text is kept", "[exports]") {
+  using mlpd::views::detail::utf8_clean;
+  CHECK(utf8_clean("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(utf8_clean("a\xff" "b") == "a\xef\xbf\xbd" "b");
+  CHECK(utf8_clean("\xc3") == "\xef\xbf\xbd");
+}
+
 TEST_CASE("append_us: microseconds with ns decimals", "[exports]") {
   std::string out;
   append_us(out, 0);
