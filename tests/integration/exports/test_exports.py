@@ -11,7 +11,7 @@ threads.exe (`alloc,calls`: three named threads, collections).
   function (first -top row) and the total equal `mlpd report --json`'s (samples, calls, objects,
   bytes); SampleProgram:Spin is first for sample.exe; the thread label is there (-tags).
 - speedscope: every export validates against the JSON schema shipped in speedscope's npm package
-  (python3-jsonschema; the first 5000 events of each evented profile); evented profiles (calls) are balanced (each close matches the innermost open
+  (python3-jsonschema; the first 1000 events of each evented profile); evented profiles (calls) are balanced (each close matches the innermost open
   frame, times never go back) and open as many frames as the report counts calls; and a few exports
   open in speedscope's own offline viewer in headless Chromium with no console error, the hot method's
   name on the page (a screenshot is kept next to the test's build directory).
@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GO = shutil.which("go")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NODE = shutil.which("node")
-SCHEMA_EVENTS = 5000
+SCHEMA_EVENTS = 1000
 
 
 def agent_profile(prog, options, out):
