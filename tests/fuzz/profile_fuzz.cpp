@@ -3,7 +3,8 @@
 // for every --what and drawn as an HTML flame graph. Checks the model's promises on untrusted input:
 // no crash, bounded work; every node's parent comes before it; each --what's weights sum to its
 // total and the collapsed export sums to the same; the listener sees every enter closed by exactly
-// one leave, per thread, in LIFO order. Any violation aborts (a crash for libFuzzer).
+// one leave, per thread, in LIFO order. Any violation aborts (a crash for libFuzzer). The speedscope
+// (evented), trace and pprof exporters get the events too and write to /dev/null.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -40,14 +41,31 @@ class Balance final : public Listener {
   std::vector<std::vector<NodeId>> open;
 };
 
+// Hands each event to every listener (the balance check and the exporters').
+class Tee final : public Listener {
+ public:
+  void on_event(const TimelineEvent& e) override {
+    for (Listener* l : to)
+      if (l) l->on_event(e);
+  }
+  std::vector<Listener*> to;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<mlpd::Input> input = mlpd::Input::from_memory(data, size);
   Profile p;
   Balance balance;
+  mlpd::views::ExportOptions calls_options;
+  calls_options.what = What::calls;
+  calls_options.what_given = true;
+  auto speedscope = mlpd::views::make_speedscope_exporter(calls_options);
+  auto trace = mlpd::views::make_trace_exporter(calls_options);
+  Tee tee;
+  tee.to = {&balance, speedscope->listener(), trace->listener()};
   BuildOptions o;
-  o.listener = &balance;
+  o.listener = &tee;
   o.max_depth = 64;     // small bounds, so that the fuzzer reaches them
   o.max_nodes = 4096;
   build_profile(*input, p, o);
@@ -88,6 +106,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   eo.what = What::alloc;
   eo.what_given = true;
   mlpd::views::make_html_exporter(eo)->write(p, null, error);
+  speedscope->write(p, null, error);
+  trace->write(p, null, error);
+  for (size_t w = 0; w < kWhatCount; ++w) {
+    eo.what = static_cast<What>(w);
+    mlpd::views::make_pprof_exporter(eo)->write(p, null, error);
+  }
   std::fclose(null);
   return 0;
 }
