@@ -29,7 +29,7 @@ const char kHelp[] =
     "  -o OUT.collapsed  (or .folded, or no -o: standard output) lines 'frame;...;leaf A_COUNT B_COUNT',\n"
     "                    the input of FlameGraph's 'flamegraph.pl' for differential graphs\n"
     "  --what W          cpu, alloc, alloc-bytes, calls, exceptions, monitor\n"
-    "  --threads         one root per thread (threads matched by name and id)\n"
+    "  --threads         one root per thread, matched by name (a thread without a name: by id)\n"
     "\n"
     "Exit status: 0 success, 1 a file has problems or cannot be read, 2 bad usage.\n";
 
@@ -102,17 +102,29 @@ int cmd_diff(int argc, char** argv) {
       return 2;
     }
   }
-  const auto sa = views::collapse(a, what, threads);
-  const auto sb = views::collapse(b, what, threads);
+  auto sa = views::collapse(a, what, threads);
+  auto sb = views::collapse(b, what, threads);
+  if (threads) {  // two runs have different thread ids: match threads by name ("Main", not "Main (0x...)")
+    for (auto* v : {&sa, &sb}) {
+      for (views::CollapsedStack& s : *v) {
+        const size_t end = s.stack.find(';');
+        const size_t id = s.stack.rfind(" (0x", end);
+        if (id != std::string::npos && id != 0 && (end == std::string::npos || id < end)) s.stack.erase(id, (end == std::string::npos ? s.stack.size() : end) - id);
+      }
+    }
+  }
   views::FlameGraphInput in;
   in.diff = true;
   in.unit = std::string(profile::what_unit(what));
   in.title = std::string(profile::what_name(what)) + " diff: " + files[0] + " -> " + files[1];
   std::unordered_map<std::string, size_t> index;
   for (const auto& s : sb) {
-    index.emplace(s.stack, in.stacks.size());
-    in.stacks.push_back(s);
-    in.base.push_back(0);
+    auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());
+    if (inserted) {
+      in.stacks.push_back(views::CollapsedStack{s.stack, s.kinds, 0});
+      in.base.push_back(0);
+    }
+    in.stacks[it->second].weight += s.weight;
   }
   for (const auto& s : sa) {
     auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());

@@ -263,6 +263,13 @@ def main():
     check(p.returncode == 0 and lines and all(re.match(r"^.+ \d+ \d+$", l) for l in lines),
           f"diff collapsed: exit {p.returncode}, {lines[:2]}")
     check(any("SampleProgram:Spin" in l for l in lines), "diff: Spin missing")
+    # --threads: threads matched by name, the columns still sum to each profile's total.
+    p = run([MLPD, "diff", "--threads", a, b])
+    rows = [l.rsplit(" ", 2) for l in p.stdout.splitlines()]
+    want_a, want_b = report_json(a)["samples"]["total"], report_json(b)["samples"]["total"]
+    check(p.returncode == 0 and sum(int(r[1]) for r in rows) == want_a and sum(int(r[2]) for r in rows) == want_b,
+          f"diff --threads: columns do not sum to {want_a} / {want_b}")
+    check(any(r[0].startswith("Main;") for r in rows), f"diff --threads: no thread named Main: {[r[0][:30] for r in rows[:3]]}")
     html = os.path.join(WORK, "diff.html")
     p = run([MLPD, "diff", "-o", html, a, b])
     check(p.returncode == 0 and "\"diff\":true" in open(html, encoding="utf-8").read(), f"diff html: exit {p.returncode}")
