@@ -104,7 +104,9 @@ class Parser {
     return fail("bad value in '" + printable(it) + "': " + std::string(why));
   }
   bool no_value_allowed(std::string_view it, std::string_view name) {
-    return bad_value(it, "'" + std::string(name) + "' takes no value");
+    std::string why = "'";  // appended, not "'" + string: GCC 12 -O2 warns -Wrestrict on that
+    why.append(name).append("' takes no value");
+    return bad_value(it, why);
   }
   bool missing_value(std::string_view it, std::string_view usage) {
     return fail("missing value in '" + printable(it) + "': expected " + std::string(usage));

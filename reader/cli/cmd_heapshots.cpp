@@ -90,7 +90,11 @@ void padded(OutBuffer& out, std::string_view s, size_t width) {
   out.put(s);
 }
 
-std::string signed_str(int64_t v) { return (v >= 0 ? "+" : "") + std::to_string(v); }
+std::string signed_str(int64_t v) {
+  std::string s = v >= 0 ? "+" : "";  // appended, not "+" + string: GCC 12 -O2 warns -Wrestrict on that
+  s += std::to_string(v);
+  return s;
+}
 
 void class_line(OutBuffer& out, const std::string& bytes, const std::string& objects, std::string_view name) {
   out.put("  ");
