@@ -22,13 +22,23 @@ constexpr Command kCommands[] = {
 };
 
 void usage(FILE* out) {
+  // The layout help2man expects: Usage, description, sections of "  -x, --long  text" lines.
   std::fprintf(out,
-               "usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
+               "Usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
+               "  or:  mlpd --help | --version\n"
                "\n"
                "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
-               "from files or standard input (-); talks to a running agent's command port.\n\ncommands:\n");
+               "from files or standard input (-); talks to a running agent's command port.\n\nCommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'mlpd COMMAND --help' describes a command.\n");
+  std::fprintf(out,
+               "\nOptions:\n"
+               "  -h, --help     print this help and exit\n"
+               "      --version  print the version and exit\n"
+               "\n'mlpd COMMAND --help' describes a command.\n"
+               "\nProfiling (the agent, libmlpd.so):\n"
+               "  LD_PRELOAD=libmlpd.so MLPD_OPTIONS=OPTIONS mono PROGRAM.exe\n"
+               "  mono --profile=mlpd:OPTIONS PROGRAM.exe\n"
+               "  MLPD_OPTIONS=help lists the options.\n");
 }
 
 }  // namespace
