@@ -8,7 +8,7 @@ packages=(
   libmono-2.0-dev
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
-  python3 procps
+  python3 procps time  # time: /usr/bin/time -f %M, peak memory in the reader-limit tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "mlpd/budget.h"
 #include "mlpd/decoder.h"
 #include "mlpd/heapshots.h"
 #include "out_buffer.h"
@@ -248,7 +249,7 @@ int cmd_heapshots(int argc, char** argv) {
       return 1;
     }
     HeapshotCollector& collector = collectors[f];
-    decode(*input, collector);
+    decode(*input, collector, read_options());
     collector.finish();
     for (const Problem& p : collector.problems())
       std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
