@@ -9,6 +9,7 @@ packages=(
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
   python3 procps time  # time: /usr/bin/time -f %M, peak memory in the reader-limit tests
+  help2man  # mlpd.1 from mlpd --help for the Debian package
 )
 missing=()
 for p in "${packages[@]}"; do

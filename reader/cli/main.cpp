@@ -30,19 +30,17 @@ void usage(FILE* out) {
                "\n"
                "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
                "from files or standard input (-); talks to a running agent's command port.\n\nCommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s  %s\n", c.name, c.summary);
   std::fprintf(out,
                "\nOptions:\n"
-               "  -h, --help     print this help and exit\n"
-               "      --version  print the version and exit\n"
-               "      --max-memory=SIZE  (any command that reads files) stop reading with an error when\n"
-               "                 the reader's heap grows beyond SIZE (K, M, G suffixes; 0: no limit;\n"
-               "                 default 1G)\n"
+               "  -h, --help             print this help and exit\n"
+               "      --version          print the version and exit\n"
+               "      --max-memory=SIZE  stop reading files with an error once the reader's heap\n"
+               "                         grows beyond SIZE (K, M, G suffixes; 0: no limit; default 1G)\n"
                "\n'mlpd COMMAND --help' describes a command.\n"
-               "\nProfiling (the agent, libmlpd.so):\n"
-               "  LD_PRELOAD=libmlpd.so MLPD_OPTIONS=OPTIONS mono PROGRAM.exe\n"
-               "  mono --profile=mlpd:OPTIONS PROGRAM.exe\n"
-               "  MLPD_OPTIONS=help lists the options.\n");
+               "\nProfiling: the agent, libmlpd.so, runs inside the Mono program:\n"
+               "LD_PRELOAD=libmlpd.so MLPD_OPTIONS=OPTIONS mono PROGRAM.exe, or\n"
+               "mono --profile=mlpd:OPTIONS PROGRAM.exe; MLPD_OPTIONS=help lists the options.\n");
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ def main():
         for path in ("./usr/bin/mlpd", "./usr/lib/libmlpd.so", f".{mono_dir}/libmono-profiler-mlpd.so"):
             t.check(re.search(rf" {re.escape(path)}( -> libmlpd\.so)?$", listing, re.M),
                     f"the package lacks {path}:\n{listing}")
+        if shutil.which("help2man"):
+            t.check(" ./usr/share/man/man1/mlpd.1.gz" in listing, f"the package lacks the man page:\n{listing}")
         root = os.path.join(work, "root")
         p = t.run(["dpkg", "-x", deb, root])
         t.check(p.returncode == 0, f"dpkg -x failed: {p.stderr}")
