@@ -8,17 +8,20 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh >/dev/null
 
-cmake -S . -B build -G Ninja >/dev/null
-cmake --build build >/dev/null
-cmake --install build --prefix out >/dev/null
-MLPD=out/bin/mlpd
+# MLPD_DEMO_BUILD / MLPD_DEMO_OUT: another build directory / install prefix (the demo test uses its own).
+build=${MLPD_DEMO_BUILD:-build}
+out=${MLPD_DEMO_OUT:-$PWD/out}
+cmake -S . -B "$build" -G Ninja >/dev/null
+cmake --build "$build" >/dev/null
+cmake --install "$build" --prefix "$out" >/dev/null
+MLPD=$out/bin/mlpd
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mcs -debug- -optimize+ -out:"$work/sample.exe" examples/sample.cs >/dev/null
 
 echo "== the program, profiled: LD_PRELOAD=out/lib/libmlpd.so MLPD_OPTIONS=calls,alloc mono sample.exe =="
-LD_PRELOAD="$PWD/out/lib/libmlpd.so" MLPD_OPTIONS="calls,alloc,output=$work/sample.mlpd" \
+LD_PRELOAD="$out/lib/libmlpd.so" MLPD_OPTIONS="calls,alloc,output=$work/sample.mlpd" \
   mono "$work/sample.exe"
 echo
 echo "== mlpd verify --strict (every reference described before use) =="
@@ -31,10 +34,11 @@ echo "== Mono's mprof-report on our file =="
 mprof-report --reports=header,gc,alloc,exception "$work/sample.mlpd" |
   awk '/Allocation summary/ {a = 1} a && /^ / && ++n > 10 {next} {print}'
 echo
-mprof-report --reports=call --verbose --method-sort=calls "$work/sample.mlpd" | head -n 12
+# awk, not head: head would close the pipe early and the writer's SIGPIPE fail the script (pipefail).
+mprof-report --reports=call --verbose --method-sort=calls "$work/sample.mlpd" | awk 'NR <= 12'
 echo
 echo "== mlpd dump: the program's own methods and classes =="
-"$MLPD" dump "$work/sample.mlpd" | grep -E "method_enter .*SampleApp|alloc .*SampleApp" | head -n 8
+"$MLPD" dump "$work/sample.mlpd" | awk '/method_enter .*SampleApp|alloc .*SampleApp/ && n++ < 8'
 echo
 echo "== mlpd report: where the time and the memory went =="
 "$MLPD" report --top 5 "$work/sample.mlpd"

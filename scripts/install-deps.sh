@@ -8,11 +8,12 @@ packages=(
   libmono-2.0-dev
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
-  python3 procps
   chromium  # headless: the HTML flame graph test (tests/integration/report) and docs/reports.md's picture
   # Exports (issue 10), checked by the tools they are for: go tool pprof, protobuf for writing pprof,
   # jsonschema for speedscope files (chromium above also opens speedscope's viewer).
   golang-go libprotobuf-dev protobuf-compiler python3-jsonschema
+  python3 procps time  # time: /usr/bin/time -f %M, peak memory in the reader-limit tests
+  help2man  # mlpd.1 from mlpd --help for the Debian package
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -22,6 +22,24 @@ test -f build/install-check/lib/libmlpd.so
 echo "== tests =="
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+# Release and RelWithDebInfo builds of the products (no tests, no benchmarks) with g++ and clang and
+# -Werror: optimised builds warn differently (GCC 12's -Wrestrict at -O2, clang's extra warnings).
+# g++ RelWithDebInfo is the build above.
+for cfg in "g++ Release" "clang++ Release" "clang++ RelWithDebInfo"; do
+  set -- $cfg
+  cxx=$1 type=$2
+  cc=gcc
+  [ "$cxx" = clang++ ] && cc=clang
+  dir="build-$cc-$(echo "$type" | tr '[:upper:]' '[:lower:]')"
+  echo "== build ($cxx, $type, products only) =="
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DMLPD_WERROR=ON -DMLPD_BUILD_TESTS=OFF -DMLPD_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j "$jobs"
+done
+
+echo "== sanitizers (ASan+UBSan: unit tests, agent runs; TSan: the writer's lock-free tests) =="
+scripts/sanitize.sh
+
 echo "== fuzz (clang, libFuzzer) =="
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMLPD_FUZZ=ON -DMLPD_BUILD_TESTS=OFF -DMLPD_BENCH=OFF

@@ -114,7 +114,9 @@ class Agent final : private HelperOutput {
     const std::string& a = options_.bind;
     const bool loopback = a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
     say("mlpd: command port " + server_->endpoint() +
-        (loopback ? "" : " (reachable from other hosts, without authentication)"));
+        (loopback                 ? ""
+         : options_.port_allow_any ? " (reachable from other hosts, without authentication)"
+                                   : " (other hosts are refused: they cannot be identified; see port-allow)"));
   }
 
   bool start_helper() { return helper_.start(); }
@@ -178,6 +180,8 @@ class Agent final : private HelperOutput {
     h.set_call_depth = hooks::set_call_depth;
     h.start_call_depth = options_.calldepth;
     h.compat = options_.compat;
+    h.allow_any_user = options_.port_allow_any;
+    h.allowed_uids = options_.port_allow_uids;
     return h;
   }
 
@@ -225,6 +229,45 @@ void fork_child() {
   if (g_agent) g_agent->forget_after_fork();
 }
 
+// `nochildren`: exec'd children must not inherit the agent. Our LD_PRELOAD entry, MLPD_OPTIONS and a
+// --profile=mlpd in MONO_ENV_OPTIONS leave the environment (at start, before the program runs threads
+// of its own); Mono builds a child's environment from it.
+std::string base_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+void remove_agent_from_environment() {
+  ::unsetenv("MLPD_OPTIONS");
+  Dl_info self{};
+  const std::string ours = dladdr(reinterpret_cast<void*>(&remove_agent_from_environment), &self) && self.dli_fname
+                               ? base_name(self.dli_fname) : std::string("libmlpd.so");
+  auto drop_words = [](const char* name, const char* separators, auto&& is_ours) {
+    const char* value = std::getenv(name);
+    if (!value) return;
+    const std::string_view v(value);
+    std::string kept;
+    for (size_t pos = 0; pos <= v.size();) {
+      size_t end = v.find_first_of(separators, pos);
+      if (end == std::string_view::npos) end = v.size();
+      const std::string_view word = v.substr(pos, end - pos);
+      if (!word.empty() && !is_ours(word)) {
+        if (!kept.empty()) kept += ' ';
+        kept += word;
+      }
+      pos = end + 1;
+    }
+    if (kept.empty()) ::unsetenv(name);
+    else ::setenv(name, kept.c_str(), 1);
+  };
+  drop_words("LD_PRELOAD", ": ", [&](std::string_view w) {
+    const std::string b = base_name(w);
+    return b == ours || b == "libmlpd.so" || b == "libmono-profiler-mlpd.so";
+  });
+  drop_words("MONO_ENV_OPTIONS", " ", [](std::string_view w) {
+    return w == "--profile=mlpd" || w.rfind("--profile=mlpd:", 0) == 0;
+  });
+}
+
 mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
   switch (k) {
     case ResolvedOutput::Kind::Pipe: return mlpd::OutputKind::Pipe;
@@ -251,6 +294,7 @@ void start(std::string_view text) {
     (void)!::write(STDERR_FILENO, h.data(), h.size());
     return;
   }
+  if (options.nochildren) remove_agent_from_environment();
   // Before anything takes a time stamp (the header's startup time is the first).
   const char* clock_name = rt::init_clock(std::getenv("MLPD_CLOCK") == nullptr ||
                                           std::string_view(std::getenv("MLPD_CLOCK")) != "monotonic");
@@ -259,7 +303,7 @@ void start(std::string_view text) {
   const Options& o = agent->options();
   // The output first: if it cannot be opened, Mono is left untouched (no callbacks, no allocation
   // instrumentation) and the program runs at full speed.
-  const ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
+  ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
   // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
   // MLPD_OPTIONS and LD_PRELOAD.
   std::vector<char*> child_env;
@@ -269,9 +313,17 @@ void start(std::string_view text) {
   child_env.push_back(nullptr);
   SinkOptions sink_options;
   sink_options.child_env = child_env.data();
+  bool taken = false;  // another live process writes this file (it holds the lock): write NAME.PID
+  sink_options.file_taken = &taken;
   std::unique_ptr<OutputSink> sink =
       open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
                 o.zip, error, sink_options);
+  if (!sink && taken && where.kind == ResolvedOutput::Kind::File) {
+    const std::string first = where.target;
+    where.target += "." + std::to_string(getpid());
+    sink = open_sink(sink_kind(where.kind), where.target, o.zip, error, sink_options);
+    if (sink) say("mlpd: output file '" + first + "' is being written by another process; writing '" + where.target + "' instead");
+  }
   if (!sink) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
     return;

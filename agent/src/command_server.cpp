@@ -3,6 +3,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include "mlpd/agent/options.h"
 
@@ -47,7 +51,99 @@ std::string error_text(int err) {
   return strerror_r(err, buf, sizeof buf);  // GNU: returns the message
 }
 
+// inet_diag's TCP states (include/net/tcp_states.h) that belong to a full socket, which keeps its
+// owner's uid even once closed by its process. A TIME_WAIT entry (whose idiag_state is its substate,
+// FIN_WAIT2 or TIME_WAIT, and whose timer is 3) reports uid 0 for lack of an owner.
+constexpr uint8_t kTcpSynRecv = 3, kTcpTimeWait = 6, kTcpListen = 10, kTcpNewSynRecv = 12;
+constexpr uint8_t kDiagTimerTimeWait = 3;
+
 }  // namespace
+
+bool peer_uid(int fd, uint32_t& uid, std::string& why) {
+  sockaddr_storage local{}, peer{};
+  socklen_t llen = sizeof local, plen = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) {
+    why = "cannot identify the connecting user: " + error_text(errno);
+    return false;
+  }
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } msg{};
+  msg.nlh.nlmsg_len = sizeof msg;
+  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+  msg.req.sdiag_protocol = IPPROTO_TCP;
+  msg.req.idiag_states = ~0u;
+  inet_diag_sockid& id = msg.req.id;  // the peer's socket: its local end is our peer, and the reverse
+  id.idiag_cookie[0] = id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  if (local.ss_family == AF_INET && peer.ss_family == AF_INET) {
+    const auto& l = reinterpret_cast<const sockaddr_in&>(local);
+    const auto& p = reinterpret_cast<const sockaddr_in&>(peer);
+    msg.req.sdiag_family = AF_INET;
+    id.idiag_src[0] = p.sin_addr.s_addr;
+    id.idiag_sport = p.sin_port;
+    id.idiag_dst[0] = l.sin_addr.s_addr;
+    id.idiag_dport = l.sin_port;
+  } else if (local.ss_family == AF_INET6 && peer.ss_family == AF_INET6) {
+    const auto& l = reinterpret_cast<const sockaddr_in6&>(local);
+    const auto& p = reinterpret_cast<const sockaddr_in6&>(peer);
+    if (IN6_IS_ADDR_V4MAPPED(&l.sin6_addr) && IN6_IS_ADDR_V4MAPPED(&p.sin6_addr)) {
+      msg.req.sdiag_family = AF_INET;  // an IPv4 client of a dual-stack listener
+      std::memcpy(&id.idiag_src[0], &p.sin6_addr.s6_addr[12], 4);
+      std::memcpy(&id.idiag_dst[0], &l.sin6_addr.s6_addr[12], 4);
+    } else {
+      msg.req.sdiag_family = AF_INET6;
+      std::memcpy(id.idiag_src, &p.sin6_addr, 16);
+      std::memcpy(id.idiag_dst, &l.sin6_addr, 16);
+    }
+    id.idiag_sport = p.sin6_port;
+    id.idiag_dport = l.sin6_port;
+  } else {
+    why = "cannot identify the connecting user: not a TCP/IP connection";
+    return false;
+  }
+  const int nl = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) {
+    why = "cannot identify the connecting user: sock_diag: " + error_text(errno);
+    return false;
+  }
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  ssize_t n;
+  do {
+    n = ::sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel);
+  } while (n < 0 && errno == EINTR);
+  alignas(nlmsghdr) char buf[8192];
+  if (n == static_cast<ssize_t>(sizeof msg)) {
+    do {
+      n = ::recv(nl, buf, sizeof buf, 0);  // the kernel answers at once (exact lookup, no dump)
+    } while (n < 0 && errno == EINTR);
+  } else {
+    n = -1;
+  }
+  const int err = errno;
+  ::close(nl);
+  if (n < 0) {
+    why = "cannot identify the connecting user: sock_diag: " + error_text(err);
+    return false;
+  }
+  why = "cannot identify the connecting user (not a connection from this host, or already closed)";
+  auto len = static_cast<uint32_t>(n);
+  for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
+    const auto* r = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+    if (r->id.idiag_sport != id.idiag_sport || r->id.idiag_dport != id.idiag_dport) continue;
+    const uint8_t st = r->idiag_state;
+    if (st == kTcpTimeWait || st == kTcpSynRecv || st == kTcpListen || st == kTcpNewSynRecv ||
+        r->idiag_timer == kDiagTimerTimeWait)
+      return false;  // no owner to tell
+    uid = r->idiag_uid;
+    return true;
+  }
+  return false;
+}
 
 std::string quote_client_text(std::string_view text, size_t max) {
   std::string out = "'";
@@ -144,6 +240,8 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
   if (cmd.empty()) return;  // a blank line is no command: nothing to answer
   const CommandHandlers& h = *shared_.handlers;
   last_progress_ = now_ms;
+  if (cmd == "heapshot" || cmd == "flush" || cmd == "stats" || cmd == "help" || cmd == "events")
+    last_command_ = now_ms;  // garbage lines do not keep a client's place when the port is full
   if (cmd == "heapshot") {
     if (!args.empty()) return answer("ERR heapshot takes no arguments");
     if (!h.request_heapshot || !h.heapshots_done) return answer("ERR heapshot: not available in this build");
@@ -402,14 +500,15 @@ void CommandServer::accept_all(int64_t now_ms) {
     size_t slot = 1;
     while (slot < slots_.size() && slots_[slot].load(std::memory_order_relaxed) >= 0) ++slot;
     if (clients_.size() >= kMaxCommandClients || slot >= slots_.size()) {
-      // Full: the client idle longest (not waiting for an answer) makes room if it has been idle for
-      // a while, so that connections trickling a byte now and then cannot hold the port forever.
+      // Full: the client without a command for longest (not waiting for an answer) makes room if that
+      // has lasted a while. Bytes that never make a command do not count, so connections trickling a
+      // byte now and then cannot hold the port.
       Client* idlest = nullptr;
       for (Client& c : clients_) {
-        if (c.fd >= 0 && !c.session->waiting() && (!idlest || c.session->last_progress() < idlest->session->last_progress()))
+        if (c.fd >= 0 && !c.session->waiting() && (!idlest || c.session->last_command() < idlest->session->last_command()))
           idlest = &c;
       }
-      if (idlest && now_ms - idlest->session->last_progress() >= kCommandEvictIdleMs) {
+      if (idlest && now_ms - idlest->session->last_command() >= kCommandEvictIdleMs) {
         static constexpr char kEvicted[] = "ERR closed: idle while the port is full\n";
         (void)!::send(idlest->fd, kEvicted, sizeof kEvicted - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         slot = idlest->slot;
@@ -417,9 +516,11 @@ void CommandServer::accept_all(int64_t now_ms) {
         std::erase_if(clients_, [](const Client& c) { return c.fd < 0; });
       }
     }
-    if (clients_.size() >= kMaxCommandClients || slot >= slots_.size()) {
-      static constexpr char kFull[] = "ERR too many connections\n";
-      (void)!::send(fd, kFull, sizeof kFull - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::string refusal;
+    if (clients_.size() >= kMaxCommandClients || slot >= slots_.size()) refusal = "ERR too many connections\n";
+    else if (!permitted(fd, refusal)) refusal = "ERR " + refusal + "\n";
+    if (!refusal.empty()) {
+      (void)!::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       // What the client already sent is read first: closing with unread data would reset the
       // connection and could destroy the answer before the client reads it.
       char drain[512];
@@ -430,6 +531,21 @@ void CommandServer::accept_all(int64_t now_ms) {
     slots_[slot].store(fd, std::memory_order_relaxed);
     clients_.push_back({fd, slot, std::make_unique<CommandSession>(shared_, now_ms)});
   }
+}
+
+bool CommandServer::permitted(int fd, std::string& why) const {
+  if (handlers_.allow_any_user) return true;
+  uint32_t uid = 0;
+  std::string unknown;
+  if (!peer_uid(fd, uid, unknown)) {
+    why = "permission denied: " + unknown + " (the agent option port-allow=any lets anyone in)";
+    return false;
+  }
+  if (uid == 0 || uid == ::geteuid()) return true;
+  if (std::find(handlers_.allowed_uids.begin(), handlers_.allowed_uids.end(), uid) != handlers_.allowed_uids.end())
+    return true;
+  why = "permission denied: uid " + std::to_string(uid) + " may not use this port (option port-allow=UID:UID... or port-allow=any)";
+  return false;
 }
 
 void CommandServer::flush_done(bool ok, int64_t now_ms) {

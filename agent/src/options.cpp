@@ -104,7 +104,9 @@ class Parser {
     return fail("bad value in '" + printable(it) + "': " + std::string(why));
   }
   bool no_value_allowed(std::string_view it, std::string_view name) {
-    return bad_value(it, "'" + std::string(name) + "' takes no value");
+    std::string why = "'";  // appended, not "'" + string: GCC 12 -O2 warns -Wrestrict on that
+    why.append(name).append("' takes no value");
+    return bad_value(it, why);
   }
   bool missing_value(std::string_view it, std::string_view usage) {
     return fail("missing value in '" + printable(it) + "': expected " + std::string(usage));
@@ -196,6 +198,23 @@ bool Parser::item(std::string_view it, bool first) {
     if (!has_value) return missing_value(it, "bind=ADDRESS");
     return bind(it, value);
   }
+  if (name == "port-allow") {
+    if (!has_value) return missing_value(it, "port-allow=any or port-allow=UID[:UID...]");
+    if (value == "any") {
+      o_.port_allow_any = true;
+      return true;
+    }
+    o_.port_allow_uids.clear();
+    for (std::string_view rest = value;;) {
+      const size_t colon = rest.find(':');
+      if (parse_number(rest.substr(0, colon), n) != Num::Ok || n > 0xFFFFFFFEu)
+        return bad_value(it, "expected 'any' or user ids separated by ':'");
+      o_.port_allow_uids.push_back(static_cast<uint32_t>(n));
+      if (colon == std::string_view::npos) return true;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  if (name == "nochildren") return flag(o_.nochildren);
   if (name == "maxframes") {
     if (!has_value) return missing_value(it, "maxframes=NUM");
     const Num r = parse_number(value, n);
@@ -492,7 +511,11 @@ std::string_view help_text() noexcept {
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
       "\t                     command port unless bind= or heapshot=ondemand is given)\n"
       "\tbind=ADDRESS         address of the command port (default 127.0.0.1); any other than a\n"
-      "\t                     loopback address lets other hosts use the port (no authentication)\n"
+      "\t                     loopback address lets other hosts use the port\n"
+      "\tport-allow=any|UID[:UID...]  who may use the command port besides the agent's own user and\n"
+      "\t                     root (default: nobody else; peers identified over loopback)\n"
+      "\tnochildren           exec'd child processes do not inherit the agent (LD_PRELOAD and\n"
+      "\t                     MLPD_OPTIONS are removed from the environment)\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;

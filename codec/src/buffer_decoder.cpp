@@ -184,7 +184,8 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
   auto bad_value = [&](const char* what, uint64_t v, uint64_t at) {
     fail(what);
     problem_offset_ = at;
-    detail_ = " " + std::to_string(v);
+    detail_ = " ";  // appended, not " " + string: GCC 12 -O2 warns -Wrestrict on that
+    detail_ += std::to_string(v);
     return false;
   };
   auto last_byte = [&]() { return position() - 1; };  // offset of a one-byte field just read

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "mlpd/budget.h"
+#include "mlpd/decoder.h"
+
 namespace mlpd::cli {
 
 struct Flag {
@@ -18,5 +21,12 @@ struct Flag {
 // (unknown option, or no FILE when `need_file`).
 int parse_args(int argc, char** argv, const char* command, const char* help, std::initializer_list<Flag> flags,
                std::vector<std::string>& files, bool need_file = true);
+
+// How a command reads a file: within the process's memory budget (main.cpp sets it from --max-memory).
+inline DecodeOptions read_options() {
+  DecodeOptions options;
+  options.budget = &process_budget();
+  return options;
+}
 
 }  // namespace mlpd::cli

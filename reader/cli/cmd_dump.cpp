@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mlpd/budget.h"
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
 #include "mlpd/enum_names.h"
@@ -272,7 +273,7 @@ int cmd_dump(int argc, char** argv) {
   }
   OutBuffer out(stdout);
   Dumper dumper(out, json);
-  decode(*input, dumper);
+  decode(*input, dumper, read_options());
   out.flush();
   if (std::fflush(stdout) != 0 || out.failed()) {
     std::fprintf(stderr, "mlpd dump: cannot write the output: %s\n", std::strerror(errno));

@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "mlpd/budget.h"
 #include "mlpd/decoder.h"
 #include "mlpd/heapshots.h"
 #include "out_buffer.h"
@@ -90,7 +91,11 @@ void padded(OutBuffer& out, std::string_view s, size_t width) {
   out.put(s);
 }
 
-std::string signed_str(int64_t v) { return (v >= 0 ? "+" : "") + std::to_string(v); }
+std::string signed_str(int64_t v) {
+  std::string s = v >= 0 ? "+" : "";  // appended, not "+" + string: GCC 12 -O2 warns -Wrestrict on that
+  s += std::to_string(v);
+  return s;
+}
 
 void class_line(OutBuffer& out, const std::string& bytes, const std::string& objects, std::string_view name) {
   out.put("  ");
@@ -244,7 +249,7 @@ int cmd_heapshots(int argc, char** argv) {
       return 1;
     }
     HeapshotCollector& collector = collectors[f];
-    decode(*input, collector);
+    decode(*input, collector, read_options());
     collector.finish();
     for (const Problem& p : collector.problems())
       std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());

@@ -7,6 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "json.h"
+#include "mlpd/budget.h"
 #include "mlpd/checks.h"
 #include "mlpd/decoder.h"
 
@@ -64,7 +65,7 @@ bool verify_file(const std::string& path, bool strict, bool json) {
   if (!input) {
     visitor.problems.push_back({0, -1, "cannot open: " + open_error});
   } else {
-    summary = decode(*input, visitor);
+    summary = decode(*input, visitor, read_options());
   }
   const bool ok = visitor.problems.empty();
   if (json) {

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "commands.h"
+#include "mlpd/budget.h"
 
 namespace {
 
@@ -25,13 +26,24 @@ constexpr Command kCommands[] = {
 };
 
 void usage(FILE* out) {
+  // The layout help2man expects: Usage, description, sections of "  -x, --long  text" lines.
   std::fprintf(out,
-               "usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
+               "Usage: mlpd COMMAND [OPTIONS] [ARGS]\n"
+               "  or:  mlpd --help | --version\n"
                "\n"
                "Reads mlpd files (Mono log profiler format 3.0, data version 17), plain or gzip,\n"
-               "from files or standard input (-); talks to a running agent's command port.\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'mlpd COMMAND --help' describes a command.\n");
+               "from files or standard input (-); talks to a running agent's command port.\n\nCommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s  %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nOptions:\n"
+               "  -h, --help             print this help and exit\n"
+               "      --version          print the version and exit\n"
+               "      --max-memory=SIZE  stop reading files with an error once the reader's heap\n"
+               "                         grows beyond SIZE (K, M, G suffixes; 0: no limit; default 1G)\n"
+               "\n'mlpd COMMAND --help' describes a command.\n"
+               "\nProfiling: the agent, libmlpd.so, runs inside the Mono program:\n"
+               "LD_PRELOAD=libmlpd.so MLPD_OPTIONS=OPTIONS mono PROGRAM.exe, or\n"
+               "mono --profile=mlpd:OPTIONS PROGRAM.exe; MLPD_OPTIONS=help lists the options.\n");
 }
 
 }  // namespace
@@ -50,6 +62,33 @@ int main(int argc, char** argv) {
     std::printf("mlpd " MLPD_VERSION " (format 3.0, data version 17)\n");
     return 0;
   }
+  // --max-memory=SIZE / --max-memory SIZE, anywhere after the command: the reader's memory budget
+  // (mlpd/budget.h), taken out before the command parses its own arguments.
+  int n = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") {
+      while (i < argc) argv[n++] = argv[i++];
+      break;
+    }
+    std::string_view value;
+    if (a.rfind("--max-memory=", 0) == 0) {
+      value = a.substr(13);
+    } else if (a == "--max-memory" && i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      argv[n++] = argv[i];
+      continue;
+    }
+    uint64_t bytes = 0;
+    if (!mlpd::parse_size(value, bytes)) {
+      std::fprintf(stderr, "mlpd: bad value in '--max-memory=%.*s': expected a size such as 512M or 2G\n",
+                   static_cast<int>(value.size()), value.data());
+      return 2;
+    }
+    mlpd::process_budget().set_limit(bytes);
+  }
+  argc = n;
   for (const Command& c : kCommands) {
     if (cmd == c.name) return c.run(argc - 1, argv + 1);
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "mlpd/budget.h"
 #include "mlpd/format.h"
 
 namespace mlpd {
@@ -111,6 +112,12 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
   s.header_ok = true;
   v.on_header(header);
 
+  // The memory budget (mlpd/budget.h): past it, one problem and the end of decoding.
+  auto over_budget = [&](uint64_t offset, uint64_t index) {
+    if (!opt.budget || !opt.budget->exceeded()) return false;
+    report({offset, static_cast<int64_t>(index), opt.budget->message()});
+    return true;
+  };
   // Grown, never shrunk, never zero-filled: every byte is overwritten by the read before use.
   std::unique_ptr<uint8_t[]> data;
   size_t data_capacity = 0;
@@ -162,15 +169,26 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
       break;
     }
     ++s.buffers;
+    if (over_budget(info.offset, index)) break;
     v.on_buffer(info);
     const uint64_t data_offset = info.offset + kBufferHeaderSize;
     BufferDecoder dec(h, data.get(), data_offset);
     EventInfo ei;
     ei.buffer = &info;
     bool failed = false;
+    bool stopped = false;
     while (dec.next(event, message, ei.offset)) {
       ++s.events;
       v.on_event(event, ei);
+      if ((s.events & 4095) == 0 && over_budget(ei.offset, index)) {
+        message.clear();
+        stopped = true;
+        break;
+      }
+    }
+    if (stopped) {
+      v.on_buffer_end(info);
+      break;
     }
     if (!message.empty()) {
       failed = true;

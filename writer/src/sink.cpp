@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -389,14 +390,35 @@ int above_stdio(int fd) {
   return moved;
 }
 
-std::unique_ptr<OutputSink> open_file(const std::string& path, std::string& error) {
+std::unique_ptr<OutputSink> open_file(const std::string& path, bool* taken, std::string& error) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
   } while (fd < 0 && errno == EINTR);  // opening a FIFO waits for its reader and may be interrupted
   if (fd < 0) {
     error = "mlpd: cannot create output file '" + one_line(path) + "': " + errno_text(errno);
     return nullptr;
+  }
+  // One process, one file: a regular file is locked before it is truncated. The lock belongs to this
+  // open file description (close-on-exec, so an exec'd child never holds it) and goes with the last
+  // descriptor. A file system without locks (ENOLCK, EINVAL) is written unlocked, as before.
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0 && errno == EWOULDBLOCK) {
+      ::close(fd);
+      if (taken) *taken = true;
+      error = "mlpd: output file '" + one_line(path) + "' is being written by another process";
+      return nullptr;
+    }
+    if (::ftruncate(fd, 0) != 0) {
+      error = "mlpd: cannot truncate output file '" + one_line(path) + "': " + errno_text(errno);
+      ::close(fd);
+      return nullptr;
+    }
   }
   return std::make_unique<DescriptorSink>(fd, true, path);
 }
@@ -509,7 +531,7 @@ std::unique_ptr<OutputSink> open_sink(OutputKind kind, const std::string& target
   std::unique_ptr<OutputSink> sink;
   switch (kind) {
     case OutputKind::File:
-      sink = open_file(target, error);
+      sink = open_file(target, options.file_taken, error);
       break;
     case OutputKind::Pipe:
       sink = open_pipe(target, options, error);

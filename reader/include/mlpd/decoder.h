@@ -17,6 +17,8 @@
 
 namespace mlpd {
 
+class MemoryBudget;  // mlpd/budget.h
+
 struct Problem {
   uint64_t offset = 0;  // byte offset in the (uncompressed) file
   int64_t buffer = -1;  // buffer index, -1 for the file header
@@ -50,6 +52,9 @@ struct DecodeOptions {
   uint32_t max_buffer_length = 64u << 20;
   // Stop at the first problem instead of skipping to the next buffer.
   bool stop_at_first_problem = false;
+  // Checked at every buffer and every 4096 events: once exceeded, one problem (the limit, at the
+  // offset reached) ends decoding. nullptr: no budget (the agent's own decoding, tests).
+  MemoryBudget* budget = nullptr;
 };
 
 struct DecodeSummary {

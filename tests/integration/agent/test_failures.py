@@ -67,6 +67,38 @@ def check_children(workdir):
         os.remove(f)
     print("ok  child processes: one file each, parent's data complete", flush=True)
 
+    # Issue 12: a fixed output=FILE. The parent holds the file; the Mono child finds it taken and writes
+    # FILE.PID, saying so in one line (it once truncated and overwrote the parent's file).
+    fixed = os.path.join(run_dir, "fixed.mlpd")
+    p = t.run([t.MONO, t.program("spawn"), t.program("alloc")],
+              env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gcalloc,output={fixed}"))
+    t.check(p.stdout == plain.stdout and p.returncode == 0, f"fixed: output changed: {p.stdout!r}")
+    lines = mlpd_lines(p.stderr)
+    m = len(lines) == 1 and re.fullmatch(
+        rf"mlpd: output file '{re.escape(fixed)}' is being written by another process; writing "
+        rf"'{re.escape(fixed)}\.(\d+)' instead", lines[0])
+    t.check(m, f"fixed: expected one line about the taken file, got {lines}")
+    rc, v, _ = t.verify_json(fixed, strict=True)
+    t.check(rc == 0 and v["ok"], f"fixed: the parent's file does not verify: {v and v['errors'][:3]}")
+    d = t.run([t.MLPD, "dump", fixed]).stdout
+    n = sum(1 for line in d.splitlines() if " alloc " in line and " Parent " in line)
+    t.check(n == 200, f"fixed: the parent's file has {n} Parent allocations, expected 200")
+    if m:
+        child = f"{fixed}.{m.group(1)}"
+        rc, v, _ = t.verify_json(child, strict=True)
+        t.check(rc == 0 and v["ok"], f"fixed: the child's file {child} does not verify")
+    # nochildren: the child is not profiled at all; one file.
+    for f in os.listdir(run_dir):
+        os.remove(os.path.join(run_dir, f))
+    p = t.run([t.MONO, t.program("spawn"), t.program("alloc")],
+              env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gcalloc,nochildren,output={fixed}"))
+    t.check(p.stdout == plain.stdout and p.returncode == 0 and not mlpd_lines(p.stderr),
+            f"nochildren: output {p.stdout!r}, stderr {p.stderr[-300:]!r}")
+    t.check(os.listdir(run_dir) == ["fixed.mlpd"], f"nochildren: files {os.listdir(run_dir)} (the child was profiled?)")
+    rc, v, _ = t.verify_json(fixed, strict=True)
+    t.check(rc == 0 and v["ok"], "nochildren: the file does not verify")
+    print("ok  child processes, fixed output=FILE: the child writes FILE.PID and says so; nochildren", flush=True)
+
 
 def check_fork_without_exec(workdir):
     # forker.exe forks (no exec); the child sleeps 8 s in native code. The parent's output goes through

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -460,6 +461,145 @@ TEST_CASE("server: when full, the client idle longest makes room for a new one",
   ::close(newcomer);
 }
 
+TEST_CASE("server: trickled bytes that make no command keep no place when the port is full", "[command][server]") {
+  Fake fake;
+  CommandServer s(fake.handlers());
+  std::string error;
+  REQUIRE(s.start("127.0.0.1", 0, error));
+  int64_t skew = 0;
+  auto step = [&](int ms) {
+    const int64_t end = now_ms() + ms;
+    std::vector<pollfd> fds;
+    while (now_ms() < end) {
+      fds.clear();
+      s.add_pollfds(fds, now_ms() + skew);
+      ::poll(fds.data(), fds.size(), 10);
+      s.service(fds.data(), fds.size(), now_ms() + skew);
+    }
+  };
+  std::vector<int> fds;
+  for (size_t i = 0; i < kMaxCommandClients; ++i) {
+    fds.push_back(connect_to(s.port()));
+    REQUIRE(fds.back() >= 0);
+    step(5);
+  }
+  step(100);
+  REQUIRE(s.clients() == kMaxCommandClients);
+  // Every client sends a byte each "second" for longer than the eviction age, never a newline, and
+  // one sends garbage lines: none of that is a command.
+  for (int64_t t = 0; t <= kCommandEvictIdleMs; t += 1000) {
+    skew = t;
+    for (const int fd : fds) send_all(fd, fd == fds[1] ? "x\n" : "s");
+    step(20);
+  }
+  const int newcomer = connect_to(s.port());
+  step(100);
+  size_t evicted = 0;
+  for (const int fd : fds) {
+    if (received(fd).find("ERR closed: idle while the port is full\n") != std::string::npos) ++evicted;
+  }
+  CHECK(evicted == 1);
+  send_all(newcomer, "stats\n");
+  step(100);
+  CHECK(received(newcomer) == "OK bytes=1 buffers=2\n");
+  for (const int fd : fds) ::close(fd);
+  ::close(newcomer);
+}
+
+namespace {
+
+// A listener on 127.0.0.1 and one connection to it: {listener, client, accepted}.
+struct Pair {
+  int listener = -1, client = -1, accepted = -1;
+  uint16_t port = 0;
+  Pair() {
+    listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listener, 4) == 0);
+    REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~Pair() {
+    for (const int fd : {listener, client, accepted})
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("peer_uid: the owner of a loopback peer's socket, none for a peer already gone", "[command][server]") {
+  Pair p;
+  p.client = connect_to(p.port);
+  REQUIRE(p.client >= 0);
+  p.accepted = ::accept(p.listener, nullptr, nullptr);
+  REQUIRE(p.accepted >= 0);
+  uint32_t uid = 12345;
+  std::string why;
+  REQUIRE(peer_uid(p.accepted, uid, why));
+  CHECK(uid == ::geteuid());
+
+  // The peer closed before it was identified: its TIME_WAIT entry has no owner (reports uid 0).
+  const int gone = connect_to(p.port);
+  ::close(gone);
+  const int accepted = ::accept(p.listener, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  ::usleep(50 * 1000);
+  CHECK_FALSE(peer_uid(accepted, uid, why));
+  CHECK(why.find("cannot identify the connecting user") != std::string::npos);
+  ::close(accepted);
+}
+
+TEST_CASE("server: a client of another user gets one ERR line and changes nothing", "[command][server]") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot run a client as another user");
+    return;
+  }
+  for (const bool allowed : {false, true}) {
+    Fake fake;
+    CommandHandlers h = fake.handlers();
+    if (allowed) h.allowed_uids = {65534};
+    CommandServer s(std::move(h));
+    std::string error;
+    REQUIRE(s.start("127.0.0.1", 0, error));
+    int pipefd[2];
+    REQUIRE(::pipe(pipefd) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // uid and gid 65534 (nobody): connect, ask, pass the answer to the parent.
+      ::close(pipefd[0]);
+      if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+      const int fd = connect_to(s.port());
+      if (fd < 0) ::_exit(4);
+      (void)!::send(fd, "flush\n", 6, MSG_NOSIGNAL);
+      char buf[512];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) (void)!::write(pipefd[1], buf, static_cast<size_t>(n));
+      ::_exit(0);
+    }
+    ::close(pipefd[1]);
+    int status = 0;
+    drive(s, 5000, [&] { return ::waitpid(child, &status, WNOHANG) == child; });
+    std::string got;
+    char buf[512];
+    for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+    ::close(pipefd[0]);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    if (allowed) {
+      CHECK(got == "OK flush\n");
+    } else {
+      CHECK(got == "ERR permission denied: uid 65534 may not use this port (option port-allow=UID:UID... or "
+                   "port-allow=any)\n");
+      CHECK_FALSE(s.flush_wanted());
+    }
+  }
+}
+
 TEST_CASE("server: a Mono-style client (heapshot, then close at once) does no harm", "[command][server]") {
   Fake fake;
   fake.ticket = 1;
@@ -467,8 +607,10 @@ TEST_CASE("server: a Mono-style client (heapshot, then close at once) does no ha
   CommandServer s(fake.handlers());
   std::string error;
   REQUIRE(s.start("127.0.0.1", 0, error));
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < 3; ++i) {
     const int fd = connect_to(s.port());
+    // Accepted (and its user identified) while connected; one gone before that cannot be identified.
+    drive(s, 2000, [&] { return s.clients() == i + 1; });
     send_all(fd, "heapshot\n");
     ::close(fd);
   }

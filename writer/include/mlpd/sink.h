@@ -59,6 +59,10 @@ struct SinkOptions {
   std::chrono::milliseconds child_exit_timeout{5000};
   // Environment of the pipe's command (NULL-terminated); nullptr = the process's `environ`.
   char* const* child_env = nullptr;
+  // Files: a regular file is locked (flock, exclusive) before it is truncated, so that one process
+  // writes one file. When another process holds the lock, open_sink fails, leaves the file untouched
+  // and sets *file_taken (if given) to true.
+  bool* file_taken = nullptr;
 };
 
 // Opens an output. On failure returns nullptr and sets `error` to one line naming the target and cause.

@@ -30,7 +30,9 @@ inline constexpr size_t kMaxCommandClients = 64;         // more connections get
 inline constexpr size_t kCommandReadChunk = 4096;        // bytes read from one client per poll round
 inline constexpr size_t kCommandOutputHigh = 16 * 1024;  // unsent answers beyond this: stop reading
 inline constexpr int64_t kCommandIdleMs = 120 * 1000;    // no progress for this long: closed
-inline constexpr int64_t kCommandEvictIdleMs = 10 * 1000;  // port full: a client idle this long makes room
+// Port full: a client (not waiting for an answer) that has sent no command for this long -- since it
+// connected or since its last command, however many bytes of an unfinished line it trickled -- makes room.
+inline constexpr int64_t kCommandEvictIdleMs = 5 * 1000;
 inline constexpr int64_t kHeapshotWaitMs = 30 * 1000;    // `heapshot` answers ERR after this long
 
 struct CommandHandlers {
@@ -52,7 +54,17 @@ struct CommandHandlers {
   uint32_t start_call_depth = 100;  // what `+calls` restores when nothing else was seen
   bool compat = true;               // event names mean what they meant in the option string
   int64_t heapshot_wait_ms = kHeapshotWaitMs;
+  // Who may use the port (peers identified with NETLINK_SOCK_DIAG, see peer_uid()): the agent's
+  // effective uid, root, and the uids listed here; everyone when allow_any_user.
+  bool allow_any_user = false;
+  std::vector<uint32_t> allowed_uids;
 };
+
+// The owner uid of the peer socket of a TCP connection `fd` made from this host (loopback or one of
+// its own addresses): asked from the kernel over NETLINK_SOCK_DIAG (inet_diag). False, with the
+// reason in `why`, when the peer cannot be identified: a remote host, a peer that has already closed
+// its socket (a TIME_WAIT entry has no owner), no sock_diag support.
+bool peer_uid(int fd, uint32_t& uid, std::string& why);
 
 // Shared state of the sessions of one server: the flush requests to coalesce.
 struct CommandShared {
@@ -66,7 +78,8 @@ struct CommandShared {
 // One connection's protocol.
 class CommandSession {
  public:
-  CommandSession(CommandShared& shared, int64_t now_ms) : shared_(shared), last_progress_(now_ms) {}
+  CommandSession(CommandShared& shared, int64_t now_ms)
+      : shared_(shared), last_progress_(now_ms), last_command_(now_ms) {}
 
   // Bytes from the client. Complete lines are run at once unless an earlier command is still waiting.
   void feed(const char* data, size_t size, int64_t now_ms);
@@ -86,6 +99,8 @@ class CommandSession {
   bool finished() const { return input_closed_ && !waiting() && in_.empty() && out_.empty(); }
   bool waiting() const { return wait_ != Wait::None; }
   int64_t last_progress() const { return last_progress_; }
+  // When the client connected or last sent a known command (the port-full eviction's clock).
+  int64_t last_command() const { return last_command_; }
   // Ends a waiting command with an error (the server stops: agent shutdown).
   void abort_waiting(std::string_view why);
 
@@ -106,6 +121,7 @@ class CommandSession {
   uint64_t heapshot_ticket_ = 0;  // HeapshotFlush: the heapshot taken, answered once it is in the file
   int64_t wait_deadline_ = 0;   // heapshot: when to give up
   int64_t last_progress_ = 0;   // last input, output or answer (idle timeout)
+  int64_t last_command_ = 0;    // connect or last known command (eviction when the port is full)
 };
 
 // Quotes text from a client for an answer: at most `max` bytes, non-printable bytes as \xNN, ...
@@ -150,6 +166,8 @@ class CommandServer {
   };
   void close_client(Client& c);
   void accept_all(int64_t now_ms);
+  // The peer of `fd` may use the port; otherwise `why` is the ERR line's text.
+  bool permitted(int fd, std::string& why) const;
   // False when the client is to be closed.
   bool read_client(Client& c, int64_t now_ms);
   bool write_client(Client& c, int64_t now_ms);

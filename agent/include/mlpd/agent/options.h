@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mlpd/format.h"
 
@@ -87,6 +88,13 @@ struct Options {
   std::optional<uint16_t> port;
   std::string bind = kDefaultBindAddress;  // numeric IPv4 or IPv6 address
   bool bind_given = false;
+  // Who may use the command port besides the agent's own uid and root: port-allow=any (everyone) or
+  // port-allow=UID[:UID...].
+  bool port_allow_any = false;
+  std::vector<uint32_t> port_allow_uids;
+  // nochildren: exec'd children do not inherit the agent (LD_PRELOAD entry and MLPD_OPTIONS are
+  // removed from the environment at start).
+  bool nochildren = false;
 
   uint32_t flush_ms = kDefaultFlushMs;  // flush interval for threads that log and then go quiet
   bool verbose = false;
