@@ -28,6 +28,7 @@
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
@@ -261,6 +262,7 @@ class Agent {
     }
     // Final: everything committed, including threads that are still running or never exited. A push
     // another thread has half done holds the queue up: wait for it a little (bounded).
+    hooks::perf::finish(options_.verbose);  // the last code loads, JIT_CODE_CLOSE
     hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
     sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
     for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
@@ -322,6 +324,7 @@ class Agent {
   bool round(bool live) {
     ++rounds_;
     hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
+    hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
     const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
     bool ok = true;
     if (!failed_) {
@@ -384,6 +387,7 @@ void at_exit() {
   if (g_agent) g_agent->shutdown();
 }
 void fork_child() {
+  hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
 }
 
@@ -478,6 +482,10 @@ void start(std::string_view text) {
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
     return;
+  }
+  if (o.jitdump || o.perfmap) {  // a failure is one line; profiling goes on without the perf files
+    hooks::perf::OutputConfig pc{o.jitdump, o.jitdump_dir, o.perfmap, agent->shared().wake_helper, agent->shared().wake_ctx};
+    if (!hooks::perf::start(pc, error)) say(error + "; going on without it");
   }
   g_agent = agent;
   if (!agent->start_helper()) {

@@ -25,6 +25,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
+#include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/hooks/sampling.h"
@@ -317,6 +318,9 @@ void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   ensure_vtable_slow(vt, true);
 }
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
+  // jitdump/perfmap first: they go on when the .mlpd output stopped (off: one load).
+  if (ji && perf::enabled())
+    perf::method_jitted(m, u(mono.mono_jit_info_get_code_start(ji)), mono.mono_jit_info_get_code_size(ji));
   if (!active()) return;
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
@@ -325,6 +329,7 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
+  perf::code_buffer(buffer, size, type, data);  // jitdump/perfmap (off: one load)
   if (!active() || !enabled(MASK_JIT)) return;
   Event e;
   e.kind = EventKind::jit_helper;
