@@ -9,6 +9,7 @@ packages=(
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
   python3 procps
+  linux-perf  # perf record/inject/report: the jitdump and perfmap tests (docs/perf.md)
 )
 missing=()
 for p in "${packages[@]}"; do

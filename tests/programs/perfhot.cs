@@ -7,18 +7,16 @@ using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 
-// Runs in its own AppDomain: `cold` JITs and runs Cold briefly, `hot` JITs Hot and spins in it. In a
-// domain created after the cold one was unloaded, Hot's code can land where Cold's was.
-public class DomainWork : MarshalByRefObject {
+// Run in their own AppDomains (DoCallBack): ColdEntry JITs and runs Cold briefly, HotEntry JITs Hot
+// and spins in it. In a domain created after the cold one was unloaded, Hot's code can land where
+// the unloaded domain's code was.
+static class DomainWork {
   [MethodImpl(MethodImplOptions.NoInlining)]
   static long Cold(long ms) { return PerfHot.Loop(ms); }
   [MethodImpl(MethodImplOptions.NoInlining)]
   static long Hot(long ms) { return PerfHot.Loop(ms); }
-  public long Run(bool hot, long ms) { return hot ? Hot(ms) : Cold(ms); }
-  public long Address(bool hot) {
-    var m = typeof(DomainWork).GetMethod(hot ? "Hot" : "Cold", System.Reflection.BindingFlags.Static | System.Reflection.BindingFlags.NonPublic);
-    return (long)m.MethodHandle.GetFunctionPointer();
-  }
+  public static void ColdEntry() { Cold(10); }
+  public static void HotEntry() { Hot(long.Parse((string)AppDomain.CurrentDomain.GetData("ms"))); }
 }
 
 static class PerfHot {
@@ -33,13 +31,14 @@ static class PerfHot {
     return x;
   }
 
-  static long InDomain(bool hot, long ms) {
-    var d = AppDomain.CreateDomain(hot ? "hot" : "cold");
-    var w = (DomainWork)d.CreateInstanceAndUnwrap(typeof(DomainWork).Assembly.FullName, "DomainWork");
-    long r = w.Run(hot, ms);
-    Console.WriteLine("{0} at 0x{1:x}", hot ? "Hot" : "Cold", w.Address(hot));
+  static void InDomain(bool hot, long ms) {
+    // MultiDomainHost: the framework's code is shared by all domains (JIT'd once), this program's is
+    // the domain's own and freed with it.
+    var setup = new AppDomainSetup { LoaderOptimization = LoaderOptimization.MultiDomainHost };
+    var d = AppDomain.CreateDomain(hot ? "hot" : "cold", null, setup);
+    d.SetData("ms", ms.ToString());
+    d.DoCallBack(hot ? new CrossAppDomainDelegate(DomainWork.HotEntry) : new CrossAppDomainDelegate(DomainWork.ColdEntry));
     AppDomain.Unload(d);
-    return r;
   }
 
   [MethodImpl(MethodImplOptions.NoInlining)]
@@ -61,7 +60,9 @@ static class PerfHot {
     }
     long r;
     if (domains) {
-      r = InDomain(false, 10) + InDomain(true, ms);
+      InDomain(false, 10);
+      InDomain(true, ms);
+      r = 1;
     } else {
       r = Spin(ms);
     }
