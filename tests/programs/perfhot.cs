@@ -1,5 +1,5 @@
 // One obvious hot method for perf (tests/integration/agent/test_perf.py): PerfHot.Spin burns the CPU
-// for the given milliseconds (default 1500) in JIT'd code; everything else is short.
+// for the given milliseconds of CPU time (default 1500) in JIT'd code; everything else is short.
 // With the argument `domains`, the hot code is DomainWork.Hot, JIT'd in an AppDomain created after
 // another one was unloaded: Hot's code lands on addresses where the unloaded domain's code was, and
 // perf must not blame that code for Hot's samples.
@@ -23,19 +23,19 @@ static class PerfHot {
   // Spin's loop, for the domain methods (inlined into them: the whole loop is in their code).
   [MethodImpl(MethodImplOptions.AggressiveInlining)]
   public static long Loop(long ms) {
-    var sw = Stopwatch.StartNew();
+    // CPU time, not wall time: on a loaded machine the hot method still gets its share of the samples.
+    var self = Process.GetCurrentProcess();
+    var end = self.TotalProcessorTime.TotalMilliseconds + ms;
     long x = 1;
-    while (sw.ElapsedMilliseconds < ms) {
+    while (self.TotalProcessorTime.TotalMilliseconds < end) {
+      self.Refresh();
       for (int i = 0; i < 100000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
     }
     return x;
   }
 
   static void InDomain(bool hot, long ms) {
-    // MultiDomainHost: the framework's code is shared by all domains (JIT'd once), this program's is
-    // the domain's own and freed with it.
-    var setup = new AppDomainSetup { LoaderOptimization = LoaderOptimization.MultiDomainHost };
-    var d = AppDomain.CreateDomain(hot ? "hot" : "cold", null, setup);
+    var d = AppDomain.CreateDomain(hot ? "hot" : "cold");
     d.SetData("ms", ms.ToString());
     d.DoCallBack(hot ? new CrossAppDomainDelegate(DomainWork.HotEntry) : new CrossAppDomainDelegate(DomainWork.ColdEntry));
     AppDomain.Unload(d);
@@ -43,9 +43,12 @@ static class PerfHot {
 
   [MethodImpl(MethodImplOptions.NoInlining)]
   static long Spin(long ms) {
-    var sw = Stopwatch.StartNew();
+    // CPU time, not wall time: on a loaded machine the hot method still gets its share of the samples.
+    var self = Process.GetCurrentProcess();
+    var end = self.TotalProcessorTime.TotalMilliseconds + ms;
     long x = 1;
-    while (sw.ElapsedMilliseconds < ms) {
+    while (self.TotalProcessorTime.TotalMilliseconds < end) {
+      self.Refresh();
       for (int i = 0; i < 100000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
     }
     return x;
