@@ -2,14 +2,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
-#include <poll.h>
-#include <sched.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "counters.h"
+#include "helper_thread.h"
 #include "mlpd/agent/command_server.h"
-#include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
@@ -43,10 +37,6 @@ constexpr uint32_t kMaxBuffers = 4096;        // 256 MiB in flight at most; beyo
 // thread holding one of our mutexes): another 256 MiB, about 9M more objects, before a heapshot loses
 // events.
 constexpr uint32_t kHeapWalkReserve = 4096;
-// How often full buffers are written: often while threads are filling buffers (each recycled buffer
-// is one the pool need not map and fault in), rarely when nothing is happening.
-constexpr auto kBusyTick = std::chrono::milliseconds(10);
-constexpr auto kIdleTick = std::chrono::milliseconds(100);
 constexpr int kExitWriteLimitSeconds = 5;  // longest the host's exit waits for the last writes
 
 void say(const std::string& line) {
@@ -55,22 +45,23 @@ void say(const std::string& line) {
   (void)!::write(STDERR_FILENO, l.data(), l.size());  // no stdio locks: this may run in odd places
 }
 
-class Agent {
+// The agent: its start (output, command port, header, hooks), the output sink, shutdown and fork.
+// The helper thread (helper_thread.h) does the rounds.
+class Agent final : private HelperOutput {
  public:
   explicit Agent(Options options)
       : options_(std::move(options)),
         pool_(kBufferBytes, kMaxBuffers, kHeapWalkReserve),
         meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
         registry_(shared_),
-        flusher_(shared_, registry_, meta_),
-        counters_(registry_, meta_, ProfilerCounterSources{&flusher_.stats(), &pool_, &shared_}) {
+        helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, this}) {
     shared_.pool = &pool_;
     shared_.queue = &queue_;
     // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
     // Only a write(2) to an eventfd: no user-space lock, so it is safe from any thread at any time,
     // including the GC thread while the world is stopped (a condition variable's notify takes glibc's
     // internal lock, which a suspended thread may hold).
-    shared_.wake_helper = [](void* self) { static_cast<Agent*>(self)->wake(); };
+    shared_.wake_helper = [](void* self) { static_cast<Agent*>(self)->helper_.wake(); };
     shared_.wake_ctx = this;
   }
 
@@ -127,27 +118,7 @@ class Agent {
         (loopback ? "" : " (reachable from other hosts, without authentication)"));
   }
 
-  bool start_helper() {
-    if (!open_wakeup()) return false;
-    // The helper must never receive the host's signals: block them all while creating it.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    const int rc = pthread_create(&helper_, nullptr, &Agent::helper_entry, this);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    helper_started_ = rc == 0;
-    return helper_started_;
-  }
-
-  bool open_wakeup() {
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    return wake_fd_ >= 0;
-  }
-
-  void wake() {
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);  // EAGAIN (counter full) still leaves it readable
-  }
+  bool start_helper() { return helper_.start(); }
 
   // Final flush and close; the first caller does it. A caller that comes while it is under way (another
   // thread exiting at the same time) waits for it, bounded, so that it does not exit the process
@@ -167,41 +138,18 @@ class Agent {
   void finish() {
     hooks::end_remaining_threads();  // before the final round, so they are written
     hooks::stop();
-    stop_.store(true, std::memory_order_release);
-    wake();
-    if (helper_started_ && !pthread_equal(pthread_self(), helper_)) {
-      // Bounded: an output that stops draining (a pipe whose reader never reads) must not hang the
-      // host's exit. After the limit the data still in flight is given up, with one message.
-      timespec deadline;
-      clock_gettime(CLOCK_REALTIME, &deadline);
-      deadline.tv_sec += kExitWriteLimitSeconds;
-      if (pthread_timedjoin_np(helper_, nullptr, &deadline) != 0) {
-        failed_ = true;
-        say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
-            " s (" + sink_->describe() + "); the rest is lost");
-        return;
-      }
+    // Bounded: an output that stops draining (a pipe whose reader never reads) must not hang the
+    // host's exit. After the limit the data still in flight is given up, with one message.
+    if (!helper_.stop(kExitWriteLimitSeconds)) {
+      failed_ = true;
+      say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
+          " s (" + sink_->describe() + "); the rest is lost");
+      return;
     }
     if (!failed_ && !sink_->close()) report_failure();
     registry_.disable();
     if (options_.verbose) {
-      const FlushStats& f = flusher_.stats();
-      say("mlpd: wrote " + std::to_string(f.bytes) + " bytes in " + std::to_string(f.buffers_written) +
-          " buffers; " + std::to_string(pool_.allocated()) + " buffers of " + std::to_string(kBufferBytes / 1024) +
-          " KiB allocated; " + std::to_string(shared_.dropped_events.load()) + " events dropped; " +
-          std::to_string(rounds_) + " flush rounds");
-      if (hooks::max_frames() > 0) say(hooks::backtrace_summary());
-      if (options_.sample_mode != SampleMode::None) {
-        const hooks::SampleStats st = hooks::sample_stats();
-        say("mlpd: samples: " + std::to_string(st.taken) + " taken, " + std::to_string(st.written) + " written, " +
-            std::to_string(st.skipped_idle) + " idle skipped; dropped: " + std::to_string(st.dropped_pool_full) +
-            " pool full, " + std::to_string(st.dropped_shutdown) + " after stop, " +
-            std::to_string(st.dropped_unfinished) + " unfinished; " + std::to_string(st.stack_copy_failed) +
-            " without stack copy, " + std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
-            " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) +
-            " ns in the handler and " + std::to_string(st.taken ? st.drain_ns / st.taken : 0) +
-            " ns on the helper per sample");
-      }
+      for (const std::string& line : helper_.summary_lines(options_.sample_mode != SampleMode::None)) say(line);
     }
   }
 
@@ -219,76 +167,11 @@ class Agent {
   }
 
  private:
-  static void* helper_entry(void* self) {
-    static_cast<Agent*>(self)->helper_main();
-    return nullptr;
-  }
-
-  // Rounds run on their tick (or when a thread needs buffers) whatever the command port's clients
-  // do: the server only adds descriptors to the poll set and does bounded, non-blocking work.
-  void helper_main() {
-    using Clock = std::chrono::steady_clock;
-    auto last_live = Clock::now();
-    const auto flush_every = std::chrono::milliseconds(options_.flush_ms);
-    bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
-    auto next_round = Clock::now() + std::min<std::chrono::milliseconds>(kBusyTick, flush_every);
-    std::vector<pollfd> fds;
-    while (!stop_.load(std::memory_order_acquire)) {
-      auto now = Clock::now();
-      fds.clear();
-      fds.push_back({wake_fd_, POLLIN, 0});
-      if (server_) server_->add_pollfds(fds, ms_of(now));
-      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_round - now).count();
-      bool woken = false;
-      if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait + 1))) > 0 &&
-          (fds[0].revents & POLLIN)) {
-        uint64_t n;
-        (void)!::read(wake_fd_, &n, sizeof n);
-        woken = true;
-      }
-      if (stop_.load(std::memory_order_acquire)) break;
-      now = Clock::now();
-      if (server_) server_->service(fds.data() + 1, fds.size() - 1, ms_of(now));
-      const bool flush_asked = server_ && server_->flush_wanted();
-      if (!woken && !flush_asked && now < next_round) continue;
-      const bool live = flush_asked || now - last_live >= flush_every;
-      if (live) last_live = now;
-      const uint64_t before = flusher_.stats().buffers_written;
-      if (live) sample_counters();
-      const bool ok = round(live);
-      busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
-      next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
-      if (flush_asked) server_->flush_done(ok, ms_of(Clock::now()));
-    }
-    // Final: everything committed, including threads that are still running or never exited. A push
-    // another thread has half done holds the queue up: wait for it a little (bounded).
-    hooks::perf::finish(options_.verbose);  // the last code loads, JIT_CODE_CLOSE
-    hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
-    sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
-    for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
-      if (i >= 3) sched_yield();
-      round(true);
-    }
-    if (server_) {
-      // Everything is written now: a `flush` or a `heapshot` already taken is answered OK (twice: a
-      // heapshot taken moves on to wait for a flush round, which this also is). Then clients still
-      // waiting get ERR; nothing is served after the last round.
-      const int64_t t = ms_of(Clock::now());
-      server_->flush_done(!failed_, t);
-      server_->flush_done(!failed_, t);
-      server_->stop();
-    }
-  }
-
-  static int64_t ms_of(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  }
-
   CommandHandlers command_handlers() {
     CommandHandlers h;
     h.request_heapshot = hooks::request_heapshot;  // never blocks: the finalizer thread takes it
     h.heapshots_done = hooks::heapshots_done;
-    h.stats = [this] { return stats_line(); };
+    h.stats = [this] { return helper_.stats_line(); };
     h.event_mask = hooks::event_mask;
     h.set_event_mask = hooks::set_event_mask;
     h.calls_enabled = hooks::calls_enabled;
@@ -299,53 +182,13 @@ class Agent {
     return h;
   }
 
-  // The `stats` answer (helper thread: the flusher's counters are its own).
-  std::string stats_line() {
-    const FlushStats& f = flusher_.stats();
-    uint64_t per_kind[kEventKindCount] = {};
-    registry_.add_counts_to(per_kind);
-    meta_.add_counts_to(per_kind);
-    uint64_t events = 0;
-    for (const uint64_t n : per_kind) events += n;
-    std::string s = "bytes=" + std::to_string(f.bytes) + " buffers=" + std::to_string(f.buffers_written) +
-                    " meta_events=" + std::to_string(f.meta_events) +
-                    " dropped_events=" + std::to_string(shared_.dropped_events.load()) +
-                    " buffers_allocated=" + std::to_string(pool_.allocated()) +
-                    " flush_rounds=" + std::to_string(rounds_) + " clients=" + std::to_string(server_->clients());
-    const hooks::SampleStats st = hooks::sample_stats();
-    s += " events=" + std::to_string(events) + " samples=" + std::to_string(st.taken) + " samples_dropped=" +
-         std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
-    if (failed_) s += " output=failed";
-    return s;
-  }
-
-  // The round's pieces go to the sink straight from the buffers (no copy: fresh memory is expensive
-  // to fault in), then the buffers go back to the pool.
-  bool round(bool live) {
-    ++rounds_;
-    hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
-    hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
-    const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
-    bool ok = true;
-    if (!failed_) {
-      for (const Flusher::Piece& p : pieces) {
-        if (!(ok = sink_->write(p.data, p.size))) break;
-      }
-      if (ok && live && !pieces.empty()) ok = sink_->flush();
-      if (!ok) report_failure();
-    }
-    flusher_.end_round();
-    return ok && !failed_;
-  }
-
-  // The `counter` events (while the mask asks for them and the output works).
-  void sample_counters() {
-    if (!failed_ && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
-  }
-
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
 
-  void report_failure() {
+  // HelperOutput: the sink as the helper writes to it.
+  bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
+  bool flush() override { return sink_->flush(); }
+  bool failed() const override { return failed_; }
+  void report_failure() override {
     if (failed_) return;
     failed_ = true;
     hooks::stop();  // the program goes on, unprofiled
@@ -361,19 +204,12 @@ class Agent {
   rt::WriterShared shared_;
   rt::MetaLog meta_;
   rt::ThreadRegistry registry_;
-  Flusher flusher_;
-  AgentCounters counters_;
   std::unique_ptr<OutputSink> sink_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
-
-  pthread_t helper_{};
-  bool helper_started_ = false;
-  int wake_fd_ = -1;               // eventfd: threads and shutdown wake the helper through it
-  std::atomic<bool> stop_{false};
+  HelperThread helper_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> shutdown_done_{false};
   std::atomic<bool> failed_{false};
-  uint64_t rounds_ = 0;
 };
 
 // One agent per process, never destroyed: threads may still be inside a callback at exit.

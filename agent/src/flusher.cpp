@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "mlpd/decoder.h"
+#include "mlpd/buffer_decoder.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
 

@@ -18,11 +18,13 @@
 #include <cstring>
 #include <type_traits>
 
-#include "hooks_detail.h"
+#include "described.h"
+#include "heapshot_engine.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
+#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -64,7 +66,7 @@ bool pending() {
 // collection is serial, but one that only finishes a concurrent collection already under way is not
 // walked; the second one is. Bounded: a request that still cannot be served waits for a later one.
 void collect_while_pending() {
-  for (int i = 0; i < 2 && pending() && detail::active(); ++i) mono.mono_gc_collect(g_gc.max_generation);
+  for (int i = 0; i < 2 && pending() && state::active(); ++i) mono.mono_gc_collect(g_gc.max_generation);
 }
 
 uint64_t add_request() {
@@ -79,7 +81,7 @@ uint64_t add_request() {
 // serves a pending request. Before the runtime is initialised there is no finalizer yet: the first
 // major serial collection serves the request then.
 void wake_finalizer() {
-  if (g_bound && detail::runtime_ready()) mono.mono_gc_finalize_notify();
+  if (g_bound && state::runtime_ready()) mono.mono_gc_finalize_notify();
 }
 
 // -- the heap walk ---------------------------------------------------------------------------------
@@ -145,10 +147,10 @@ void describe(Walk& w, uint64_t vt, uint64_t now) {
   auto* vtable = reinterpret_cast<MonoVTable*>(vt);
   MonoClass* k = mono.mono_vtable_class(vtable);
   bool vtable_described = false, class_described = false;
-  if (detail::try_lock_known()) {
-    vtable_described = detail::vtable_known(vt);
-    class_described = !k || detail::class_known(u(k));
-    detail::unlock_known();
+  if (described::try_lock()) {
+    vtable_described = described::vtable_known_locked(vt);
+    class_described = !k || described::class_known_locked(u(k));
+    described::unlock();
   }
   if (vtable_described) return;
   if (k && !class_described) {
@@ -247,7 +249,7 @@ void set_heapshot_policy(uint8_t mode, uint32_t every_gc, uint32_t every_ms) {
 void set_heapshot_on_shutdown(bool on) { g_on_shutdown.store(on, std::memory_order_relaxed); }
 
 uint64_t request_heapshot() {
-  if (!detail::active()) return 0;  // profiling stopped (output failed, shutdown): nothing would take it
+  if (!state::active()) return 0;  // profiling stopped (output failed, shutdown): nothing would take it
   const uint64_t ticket = add_request();
   wake_finalizer();
   return ticket;
@@ -259,7 +261,7 @@ uint64_t heapshot_now() {
   const uint64_t ticket = add_request();
   // A forced collection is major and serial: it serves the request (unless another collection that
   // began after the request already did).
-  if (g_bound && detail::runtime_ready()) collect_while_pending();
+  if (g_bound && state::runtime_ready()) collect_while_pending();
   return ticket;
 }
 
@@ -270,7 +272,33 @@ namespace {
 // and by wake_finalizer()): if a request is pending, force the major collection that serves it. On a
 // handle of its own, so that hooks.cpp's finalization events are installed independently of it.
 void on_finalized(MonoProfiler*) { collect_while_pending(); }
+
+// GC roots (Mono reports them during a collection), in chunks as Mono writes them.
+void on_gc_roots(MonoProfiler*, uint64_t count, const mono_byte* const* addresses, MonoObject* const* objects) {
+  if (!state::active() || !state::enabled(MASK_GC_ROOT)) return;
+  rt::ThreadLog* l = state::thread_log();
+  if (!l) return;
+  constexpr uint32_t kChunk = 32;
+  uint64_t a[kChunk], o[kChunk];
+  const uint64_t now = rt::now_ns();
+  for (uint64_t i = 0; i < count;) {
+    uint32_t n = 0;
+    for (; n < kChunk && i < count; ++n, ++i) {
+      a[n] = u(addresses[i]);
+      o[n] = u(objects[i]);
+    }
+    rt::write_heap_roots(*l, now, a, o, n);
+  }
+}
 }  // namespace
+
+void apply_roots_callback(bool in_heapshot) {
+  state::State* g = state::g;
+  if (!g) return;
+  const uint32_t mask = state::g_mask.load(std::memory_order_relaxed);
+  const bool roots = (mask & MASK_GC_ROOT) && (in_heapshot || g->cfg.roots_every_gc);
+  mono.mono_profiler_set_gc_roots_callback(g->handle, roots ? on_gc_roots : nullptr);
+}
 
 void install() {
   g_gc.max_generation = mono.mono_gc_max_generation();
@@ -291,7 +319,7 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
         g_gc.walking = true;
         g_gc.shot = g_begun.load(std::memory_order_relaxed) + 1;
         g_begun.store(g_gc.shot, std::memory_order_release);
-        detail::heapshot_roots(true);
+        apply_roots_callback(true);
         if (log) rt::write_bare(*log, TYPE_HEAP | TYPE_HEAP_START, rt::now_ns());
       } else if (wanted) {
         // A minor or concurrent collection cannot be walked (dead objects would be listed): ask the
@@ -307,7 +335,7 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
     case MONO_GC_EVENT_PRE_START_WORLD: {
       if (!g_gc.walking) break;
       g_gc.walking = false;
-      detail::heapshot_roots(false);
+      apply_roots_callback(false);
       if (!log) break;
       const uint64_t dropped_before = log->dropped_events();
       log->use_reserve(true);  // the helper may be held up until the world restarts: see design.md
@@ -325,7 +353,7 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
 }
 
 void shutdown_begin() {
-  if (!g_on_shutdown.load(std::memory_order_relaxed) || !g_bound || !detail::active()) return;
+  if (!g_on_shutdown.load(std::memory_order_relaxed) || !g_bound || !state::active()) return;
   heapshot_now();  // the shutting-down thread is attached: collect right here, as Mono does
 }
 

@@ -1,11 +1,13 @@
-// Mono profiler callbacks -> mlpd events.
+// Mono profiler callbacks -> mlpd events, and install(), which sets them.
+//
+// The room's other parts: state.h (configuration, flags, run-time settings), described.h (metadata
+// described before use, the per-thread described cache), call_stack.h (the shadow call stack),
+// heapshot_engine.h (heapshots, GC roots), stack_walker.h (backtraces), sampling.h, icalls.h.
 //
 // Rules every callback here follows:
 // * Return at once unless the agent is active (one relaxed load of a read-mostly flag).
 // * Per-thread events go to the thread's ThreadLog (no lock). Metadata goes to the MetaLog, always
-//   BEFORE the first event that references it: vtables, classes, images and methods are described on
-//   demand (and their dependencies first), and a pointer counts as described only once its event is
-//   in the MetaLog.
+//   BEFORE the first event that references it (described.h).
 // * Never hold a lock of ours while calling into Mono (names are computed before locking); never take
 //   a lock while the world is stopped (in_gc), where a suspended thread may hold it.
 #include "mlpd/hooks/hooks.h"
@@ -21,7 +23,9 @@
 #include <new>
 #include <unordered_set>
 
-#include "hooks_detail.h"
+#include "call_stack.h"
+#include "described.h"
+#include "heapshot_engine.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
@@ -31,6 +35,7 @@
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
+#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -39,180 +44,48 @@ namespace {
 using namespace mlpd::format;
 using rt::now_ns;
 
-struct State {
-  HookConfig cfg;
-  HookEnv env;
-  MonoProfilerHandle handle = nullptr;
-  std::mutex known_mutex;
-  std::unordered_set<uint64_t> images, classes, vtables, methods;
-  std::unordered_set<uint64_t> live_threads;  // started, not yet ended (guarded by known_mutex)
-  alignas(16) unsigned char callspec[64] = {};  // Mono's MonoCallSpec (16 bytes in 6.8), opaque to us
-  bool has_callspec = false;
-  mono_bool (*callspec_eval)(MonoMethod*, const void*) = nullptr;
-};
+using namespace state;
+using described::ensure_class;
+using described::ensure_image;
+using described::ensure_method;
 
-// Allocated by install(): a static with a constructor might not be built yet when an ELF constructor
-// of this library runs.
-State* g = nullptr;
-std::atomic<bool> g_active{false};
-std::atomic<bool> g_runtime_ready{false};
-std::atomic<int> g_in_gc{0};
-// Run-time adjustable settings (LogProfiler API, command port): read with relaxed loads per event.
-std::atomic<uint32_t> g_mask{0};
-std::atomic<uint32_t> g_calldepth{100};
-std::atomic<uint32_t> g_maxframes{0};  // 0 also when `calls` is on: no backtraces then
-
-inline bool active() { return g_active.load(std::memory_order_relaxed); }
-inline bool enabled(uint32_t bit) { return (g_mask.load(std::memory_order_relaxed) & bit) != 0; }
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // ---- per-thread state --------------------------------------------------------------------------
 
-// The methods whose enter was recorded and whose leave was not yet (a shadow stack), so that every
-// recorded enter gets exactly one leave (mprof-report prints "unmatched leave" otherwise).
-constexpr unsigned kMethodCache = 256;
-struct CallStack {
-  uint32_t depth = 0;  // real nesting depth, recorded or not
-  uint32_t count = 0;  // recorded frames on `frames`
-  uint32_t cap = 0;
-  uint64_t* frames = nullptr;
-  uint64_t* seen = nullptr;  // kMethodCache methods seen described (direct-mapped), with `frames`
-};
 thread_local CallStack tls_calls __attribute__((tls_model("initial-exec")));
 // Frees a thread's shadow stack when the thread exits. The key's value only marks that there is one:
 // the stack itself is the exiting thread's tls_calls, still valid while key destructors run.
 pthread_key_t g_calls_key;
 bool g_calls_key_ok = false;
-void free_call_stack(void*) {
-  CallStack& cs = tls_calls;
-  std::free(cs.frames);
-  std::free(cs.seen);
-  cs = CallStack{};
-}
+void free_call_stack(void*) { tls_calls.release(); }
 
-// Recently seen vtables of this thread (direct-mapped): known to be described.
-constexpr unsigned kVtableCache = 64;
-thread_local uint64_t tls_vtables[kVtableCache] __attribute__((tls_model("initial-exec")));
-
-// ---- describing metadata -----------------------------------------------------------------------
-
-std::string owned(char* s) {
-  std::string r = s ? s : "";
-  if (s) mono.mono_free(s);
-  return r;
-}
-
-std::string class_name(MonoClass* k) {
-  if (g_runtime_ready.load(std::memory_order_acquire)) {
-    return owned(mono.mono_type_get_name(mono.mono_class_get_type(k)));
-  }
-  // Before the runtime is initialised mono_type_get_name is not safe; build namespace.name with
-  // nesting like Mono's log profiler does at that time.
-  std::string name;
-  if (MonoClass* outer = mono.mono_class_get_nesting_type(k)) {
-    name = class_name(outer) + "/";
-  } else if (const char* ns = mono.mono_class_get_namespace(k); ns && *ns) {
-    name = std::string(ns) + ".";
-  }
-  const char* n = mono.mono_class_get_name(k);
-  return name + (n ? n : "");
-}
-
-bool is_known(std::unordered_set<uint64_t>& set, uint64_t p) {
-  std::lock_guard<std::mutex> lock(g->known_mutex);
-  return set.count(p) != 0;
-}
-
-// Adds `e` to the MetaLog and marks `p` described, unless another thread did it meanwhile. `force`
-// (the runtime's own load callbacks) describes it again even if the address was seen: after an
-// AppDomain unload Mono reuses the addresses of freed classes and vtables for new ones.
-void publish(std::unordered_set<uint64_t>& set, uint64_t p, Event& e, bool force = false) {
-  std::lock_guard<std::mutex> lock(g->known_mutex);
-  if (!force && set.count(p)) return;
-  g->env.meta->add(e, now_ns);
-  set.insert(p);
-}
-
-void ensure_image(MonoImage* image, bool force = false) {
-  if (!image || (!force && is_known(g->images, u(image)))) return;
-  Event e;
-  e.kind = EventKind::image_load;
-  e.ptr = u(image);
-  const char* file = mono.mono_image_get_filename(image);
-  const char* guid = mono.mono_image_get_guid(image);
-  e.name = file ? file : "";
-  e.mvid = guid ? guid : "";
-  publish(g->images, u(image), e, force);
-}
-
-void ensure_class(MonoClass* k, bool force = false) {
-  if (!k || (!force && is_known(g->classes, u(k)))) return;
-  MonoImage* image = mono.mono_class_get_image(k);
-  ensure_image(image);
-  Event e;
-  e.kind = EventKind::class_load;
-  e.ptr = u(k);
-  e.ptr2 = u(image);
-  e.name = class_name(k);
-  publish(g->classes, u(k), e, force);
-}
-
-void ensure_vtable_slow(MonoVTable* vt, bool force = false) {
-  if (!force && is_known(g->vtables, u(vt))) return;
-  MonoClass* k = mono.mono_vtable_class(vt);
-  ensure_class(k);
-  MonoDomain* d = mono.mono_vtable_domain(vt);
-  Event e;
-  e.kind = EventKind::vtable_load;
-  e.ptr = u(vt);
-  e.ptr2 = d ? static_cast<uint64_t>(mono.mono_domain_get_id(d)) : 0;
-  e.ptr3 = u(k);
-  publish(g->vtables, u(vt), e, force);
-}
-
-inline void ensure_vtable(MonoVTable* vt) {
-  uint64_t& slot = tls_vtables[(u(vt) >> 4) % kVtableCache];
-  if (slot == u(vt)) [[likely]] return;
-  ensure_vtable_slow(vt);
-  slot = u(vt);
-}
-
-void describe_method(MonoMethod* m, uint64_t code, uint64_t size) {
-  Event e;
-  e.kind = EventKind::method_jit;
-  e.method = u(m);
-  e.ptr = code;
-  e.size = size;
-  e.name = owned(mono.mono_method_full_name(m, 1));
-  std::lock_guard<std::mutex> lock(g->known_mutex);
-  g->env.meta->add(e, now_ns);  // a re-JIT (another domain) is described again, with its new code
-  g->methods.insert(u(m));
-}
-
-void ensure_method(MonoMethod* m) {
-  if (!m || is_known(g->methods, u(m))) return;
-  describe_method(m, 0, 0);  // never JIT'd here (AOT code): no code range
-}
+// Threads started and not yet ended (a thread's end is reported once: stopped and exited both report).
+std::mutex g_threads_mutex;
+std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install()
 
 // ---- backtraces --------------------------------------------------------------------------------
 
-// Collects the calling thread's managed frames, outermost first, describing each method. Returns
-// nullptr when backtraces are off (or impossible: during a collection).
-const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
-  const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
-  if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+// Collects the calling thread's managed frames (at most `frames`), outermost first, describing each
+// method.
+__attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt, uint32_t frames) {
   MonoMethod* walked[kMaxFrames];
   const uint32_t n = walker::collect(walked, frames);  // ours, or mono_stack_walk_no_il when unsure
   bt.count = n;
   for (uint32_t i = 0; i < n; ++i) {
     MonoMethod* m = walked[n - 1 - i];  // the walk gives innermost first
-    if (!walker::method_described(m)) {  // per-thread cache: no lock for methods seen before
-      ensure_method(m);
-      walker::note_described(m);
-    }
+    described::ensure_method_cached(m);  // per-thread cache: no lock for methods seen before
     bt.frames[i] = u(m);
   }
   return &bt;
+}
+
+// The event's backtrace, or nullptr when backtraces are off (or impossible: during a collection).
+// The check is inline: with backtraces off an event pays no call for it.
+inline const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
+  const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
+  if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+  return walk_backtrace(bt, frames);
 }
 
 // ---- callbacks ---------------------------------------------------------------------------------
@@ -233,7 +106,7 @@ void on_shutdown_begin(MonoProfiler*) {
     if (char* id = get()) {
       Event e;
       e.kind = EventKind::aot_id;
-      e.name = owned(id);
+      e.name = take_mono_string(id);
       g->env.meta->add(e, now_ns);
     }
   }
@@ -256,14 +129,14 @@ void meta_simple(EventKind kind, uint64_t ptr, uint64_t ptr2 = 0, const char* na
 void on_thread_started(MonoProfiler*, uintptr_t tid) {
   if (!active()) return;
   meta_simple(EventKind::thread_start, tid);
-  std::lock_guard<std::mutex> lock(g->known_mutex);
-  g->live_threads.insert(tid);
+  std::lock_guard<std::mutex> lock(g_threads_mutex);
+  g_live_threads->insert(tid);
 }
 void on_thread_stopped(MonoProfiler*, uintptr_t tid) {
   if (!active()) return;
   {
-    std::lock_guard<std::mutex> lock(g->known_mutex);
-    if (!g->live_threads.erase(tid)) return;  // ended already (stopped and exited both report)
+    std::lock_guard<std::mutex> lock(g_threads_mutex);
+    if (!g_live_threads->erase(tid)) return;  // ended already (stopped and exited both report)
   }
   meta_simple(EventKind::thread_end, tid);
 }
@@ -301,7 +174,7 @@ void on_image_unloading(MonoProfiler*, MonoImage* image) {
 void assembly_event(EventKind kind, MonoAssembly* a) {
   MonoImage* image = mono.mono_assembly_get_image(a);
   ensure_image(image);
-  std::string name = owned(mono.mono_stringify_assembly_name(mono.mono_assembly_get_name(a)));
+  std::string name = take_mono_string(mono.mono_stringify_assembly_name(mono.mono_assembly_get_name(a)));
   meta_simple(kind, u(a), u(image), name.c_str());
 }
 void on_assembly_loaded(MonoProfiler*, MonoAssembly* a) {
@@ -315,7 +188,7 @@ void on_class_loaded(MonoProfiler*, MonoClass* k) {
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;
-  ensure_vtable_slow(vt, true);
+  described::ensure_vtable(vt, true);
 }
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   // jitdump/perfmap first: they go on when the .mlpd output stopped (off: one load).
@@ -324,7 +197,7 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   if (!active()) return;
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
-  describe_method(m, start, size);
+  described::describe_method(m, start, size);
   if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
@@ -342,76 +215,49 @@ void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoP
 
 // -- calls
 
+// Room for one more frame; the first growth registers the stack for freeing at thread exit.
 bool grow(CallStack& cs) {
-  if (!cs.seen && !(cs.seen = static_cast<uint64_t*>(std::calloc(kMethodCache, sizeof(uint64_t))))) return false;
-  const uint32_t cap = cs.cap ? cs.cap * 2 : 64;
-  auto* f = static_cast<uint64_t*>(std::realloc(cs.frames, sizeof(uint64_t) * cap));
-  if (!f) return false;
   if (!cs.frames && g_calls_key_ok) pthread_setspecific(g_calls_key, &cs);
-  cs.frames = f;
-  cs.cap = cap;
-  return true;
+  return cs.grow();
 }
 
 // An enter of a method not yet described describes it first: a method's code can run before its
 // jit_done event is raised (another thread that finds the code published while the compiling thread
 // has not yet raised the event; P/Invoke methods, whose event follows their wrapper's), and its enter
 // must not reach the file before its description. Described without a code range; jit_done
-// describes it again with one. The per-thread cache of methods seen described lives with the shadow
-// stack on the heap: initial-exec TLS must stay small, or a dlopen'd agent (--profile=mlpd) cannot
-// be loaded.
-inline void ensure_method_cached(CallStack& cs, MonoMethod* m) {
-  uint64_t& slot = cs.seen[(u(m) >> 4) % kMethodCache];
-  if (slot == u(m)) [[likely]] return;
-  ensure_method(m);
-  slot = u(m);
-}
-
+// describes it again with one.
 void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
   CallStack& cs = tls_calls;
-  if (cs.depth++ >= g_calldepth.load(std::memory_order_relaxed)) return;
+  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
   rt::ThreadLog* l = log();
   if (!l) return;
-  if (cs.count == cs.cap && !grow(cs)) return;
-  ensure_method_cached(cs, m);
-  cs.frames[cs.count++] = u(m);
+  if (cs.full() && !grow(cs)) return;
+  described::ensure_method_cached(m);
+  cs.push(u(m));
   rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
 }
 
-// A leave (or exceptional leave) of `m`: pops the shadow stack down to m's frame, closing frames that
-// were left without a leave event as exceptional leaves. A leave with no recorded enter is dropped.
+// A leave (or exceptional leave) of `m`: frames above m's were left without a leave event and are
+// closed as exceptional leaves (CallStack::leave). A leave with no recorded enter is dropped.
 void leave(MonoMethod* m, uint8_t ext) {
-  CallStack& cs = tls_calls;
-  if (cs.depth == 0) return;
-  --cs.depth;
-  if (cs.count == 0) return;
-  const uint64_t mp = u(m);
-  uint32_t i = cs.count;
-  while (i > 0 && cs.frames[i - 1] != mp) --i;
-  if (i == 0) {
-    ++cs.depth;  // not a frame we recorded (beyond calldepth, or entered before we started)
-    if (cs.depth > cs.count && cs.depth > g_calldepth.load(std::memory_order_relaxed)) --cs.depth;
-    return;
-  }
-  rt::ThreadLog* l = log();
-  const uint64_t now = now_ns();
-  while (cs.count > i) {
-    if (l) rt::write_method(*l, TYPE_EXC_LEAVE, now, cs.frames[cs.count - 1]);
-    --cs.count;
-    if (cs.depth) --cs.depth;
-  }
-  --cs.count;
-  if (l) rt::write_method(*l, ext, now, mp);
+  rt::ThreadLog* l = nullptr;
+  uint64_t now = 0;
+  bool first = true;
+  tls_calls.leave(u(m), g_calldepth.load(std::memory_order_relaxed), [&](uint64_t frame, bool left) {
+    if (first) {
+      first = false;
+      l = log();
+      now = now_ns();
+    }
+    if (l) rt::write_method(*l, left ? ext : TYPE_EXC_LEAVE, now, frame);
+  });
 }
 
 void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
-  CallStack& cs = tls_calls;
   // The usual case: the method leaving is the one on top, and every frame is recorded.
-  if (cs.count != 0 && cs.count == cs.depth && cs.frames[cs.count - 1] == u(m)) [[likely]] {
-    --cs.count;
-    --cs.depth;
+  if (tls_calls.leave_top(u(m))) [[likely]] {
     if (rt::ThreadLog* l = log()) rt::write_method(*l, TYPE_LEAVE, now_ns(), u(m));
     return;
   }
@@ -438,7 +284,7 @@ void on_allocation(MonoProfiler*, MonoObject* obj) {
   rt::ThreadLog* l = log();
   if (!l) return;
   MonoVTable* vt = mono.mono_object_get_vtable(obj);
-  ensure_vtable(vt);
+  described::ensure_vtable_cached(vt);
   const uint64_t size = (static_cast<uint64_t>(mono.mono_object_get_size(obj)) + 7) & ~uint64_t{7};
   rt::Backtrace bt;
   const rt::Backtrace* b = collect_backtrace(bt);
@@ -512,23 +358,6 @@ void on_gc_moves(MonoProfiler*, MonoObject* const* objects, uint64_t count) {
   }
 }
 
-void on_gc_roots(MonoProfiler*, uint64_t count, const mono_byte* const* addresses, MonoObject* const* objects) {
-  if (!active() || !enabled(MASK_GC_ROOT)) return;
-  rt::ThreadLog* l = log();
-  if (!l) return;
-  constexpr uint32_t kChunk = 32;
-  uint64_t a[kChunk], o[kChunk];
-  const uint64_t now = now_ns();
-  for (uint64_t i = 0; i < count;) {
-    uint32_t n = 0;
-    for (; n < kChunk && i < count; ++n, ++i) {
-      a[n] = u(addresses[i]);
-      o[n] = u(objects[i]);
-    }
-    rt::write_heap_roots(*l, now, a, o, n);
-  }
-}
-
 void on_gc_handle_created(MonoProfiler*, uint32_t handle, MonoGCHandleType type, MonoObject* obj) {
   if (!active() || !enabled(MASK_GC_HANDLE)) return;
   rt::ThreadLog* l = log();
@@ -578,6 +407,28 @@ void on_root_unregister(MonoProfiler*, const mono_byte* start) {
   if (rt::ThreadLog* l = log()) rt::write_root_unregister(*l, now_ns(), u(start));
 }
 
+// Callbacks that cost the runtime something even when they return at once are installed only while
+// their events are wanted (State::apply_mask, called by set_event_mask); the others are installed
+// once and check the mask.
+void apply_mask(uint32_t mask) {
+  MonoProfilerHandle h = g->handle;
+  const bool monitor = mask & MASK_MONITOR;
+  mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
+  mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
+  mono.mono_profiler_set_monitor_failed_callback(h, monitor ? on_monitor_failed : nullptr);
+  mono.mono_profiler_set_gc_resize_callback(h, (mask & MASK_GC) ? on_gc_resize : nullptr);
+  mono.mono_profiler_set_gc_moves_callback(h, (mask & MASK_GC_MOVE) ? on_gc_moves : nullptr);
+  heapshot::apply_roots_callback(false);
+  const bool handles = mask & MASK_GC_HANDLE;
+  mono.mono_profiler_set_gc_handle_created_callback(h, handles ? on_gc_handle_created : nullptr);
+  mono.mono_profiler_set_gc_handle_deleted_callback(h, handles ? on_gc_handle_deleted : nullptr);
+  const bool fin = mask & MASK_GC_FINALIZATION;
+  mono.mono_profiler_set_gc_finalizing_callback(h, fin ? on_gc_finalizing : nullptr);
+  mono.mono_profiler_set_gc_finalized_callback(h, fin ? on_gc_finalized : nullptr);
+  mono.mono_profiler_set_gc_finalizing_object_callback(h, fin ? on_gc_finalizing_object : nullptr);
+  mono.mono_profiler_set_gc_finalized_object_callback(h, fin ? on_gc_finalized_object : nullptr);
+}
+
 }  // namespace
 
 bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
@@ -587,12 +438,14 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     return false;
   }
   g = new (std::nothrow) State;
-  if (!g) {
+  g_live_threads = new (std::nothrow) std::unordered_set<uint64_t>;
+  if (!g || !g_live_threads || !described::init()) {
     error = "out of memory";
     return false;
   }
   g->cfg = config;
   g->env = env;
+  g->apply_mask = apply_mask;
   g_calldepth.store(config.calldepth);
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
@@ -679,67 +532,14 @@ void stop() {
   stop_sampling();
 }
 
-// For the sample drain (helper thread, which must not call Mono: it is not attached to the runtime).
-bool method_described(uint64_t method) { return g && is_known(g->methods, method); }
-
-uint32_t event_mask() { return g_mask.load(); }
-
-// Callbacks that cost the runtime something even when they return at once are installed only while
-// their events are wanted; the others are installed once and check the mask.
-void set_event_mask(uint32_t mask) {
-  g_mask.store(mask);
-  if (!g) return;
-  MonoProfilerHandle h = g->handle;
-  const bool monitor = mask & MASK_MONITOR;
-  mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
-  mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
-  mono.mono_profiler_set_monitor_failed_callback(h, monitor ? on_monitor_failed : nullptr);
-  mono.mono_profiler_set_gc_resize_callback(h, (mask & MASK_GC) ? on_gc_resize : nullptr);
-  mono.mono_profiler_set_gc_moves_callback(h, (mask & MASK_GC_MOVE) ? on_gc_moves : nullptr);
-  mono.mono_profiler_set_gc_roots_callback(
-      h, ((mask & MASK_GC_ROOT) && g->cfg.roots_every_gc) ? on_gc_roots : nullptr);
-  const bool handles = mask & MASK_GC_HANDLE;
-  mono.mono_profiler_set_gc_handle_created_callback(h, handles ? on_gc_handle_created : nullptr);
-  mono.mono_profiler_set_gc_handle_deleted_callback(h, handles ? on_gc_handle_deleted : nullptr);
-  const bool fin = mask & MASK_GC_FINALIZATION;
-  mono.mono_profiler_set_gc_finalizing_callback(h, fin ? on_gc_finalizing : nullptr);
-  mono.mono_profiler_set_gc_finalized_callback(h, fin ? on_gc_finalized : nullptr);
-  mono.mono_profiler_set_gc_finalizing_object_callback(h, fin ? on_gc_finalizing_object : nullptr);
-  mono.mono_profiler_set_gc_finalized_object_callback(h, fin ? on_gc_finalized_object : nullptr);
-}
-
-uint32_t call_depth() { return g_calldepth.load(); }
-void set_call_depth(uint32_t depth) { g_calldepth.store(depth); }
-uint32_t max_frames() { return g_maxframes.load(); }
 std::string backtrace_summary() { return walker::summary(); }
-void set_max_frames(uint32_t frames) {
-  // With `calls` the enter/leave stream already gives every stack: no backtraces (as Mono).
-  g_maxframes.store((g && g->cfg.calls) ? 0 : std::min<uint32_t>(frames, kMaxFrames));
-}
-bool calls_enabled() { return g && g->cfg.calls; }
-
-namespace detail {
-rt::ThreadLog* thread_log() { return g ? g->env.registry->get() : nullptr; }
-bool active() { return hooks::active(); }
-bool runtime_ready() { return g_runtime_ready.load(std::memory_order_acquire); }
-void heapshot_roots(bool on) {
-  if (!g) return;
-  const uint32_t mask = g_mask.load(std::memory_order_relaxed);
-  const bool roots = (mask & MASK_GC_ROOT) && (on || g->cfg.roots_every_gc);
-  mono.mono_profiler_set_gc_roots_callback(g->handle, roots ? on_gc_roots : nullptr);
-}
-bool try_lock_known() { return g && g->known_mutex.try_lock(); }
-void unlock_known() { g->known_mutex.unlock(); }
-bool vtable_known(uint64_t vtable) { return g->vtables.count(vtable) != 0; }
-bool class_known(uint64_t klass) { return g->classes.count(klass) != 0; }
-}  // namespace detail
 
 void end_remaining_threads() {
   if (!g) return;
   std::unordered_set<uint64_t> left;
   {
-    std::lock_guard<std::mutex> lock(g->known_mutex);
-    left.swap(g->live_threads);
+    std::lock_guard<std::mutex> lock(g_threads_mutex);
+    left.swap(*g_live_threads);
   }
   for (uint64_t tid : left) meta_simple(EventKind::thread_end, tid);
 }

@@ -40,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "described.h"
 #include "elf_symbols.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
@@ -48,8 +49,6 @@
 #include <dlfcn.h>
 
 namespace mlpd::hooks {
-
-bool method_described(uint64_t method);  // hooks.cpp: described in the MetaLog already
 
 using namespace sampling_detail;
 
@@ -477,7 +476,7 @@ void drain_samples(bool final) {
       // walk could not load) and methods never JIT'd here (some wrappers, AOT). The chain stops at
       // the first such frame, and the frames above it are left out too: skipping only that frame
       // would join its callee to its caller (A -> C for A -> B -> C), a call that never happened.
-      if (!f.method || !method_described(f.method)) {
+      if (!f.method || !described::method_known(f.method)) {
         frames_left_out += r->nframes - i;
         break;
       }

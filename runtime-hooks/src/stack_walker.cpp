@@ -109,7 +109,6 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
 // ---- per-thread state --------------------------------------------------------------------------
 
 constexpr unsigned kIpCache = 512;      // direct-mapped IP -> code entry
-constexpr unsigned kMethodCache = 128;  // described methods
 
 struct IpSlot {
   uint64_t ip;
@@ -122,7 +121,6 @@ struct ThreadWalk {
   uintptr_t lo = 0, hi = 0;  // this thread's stack
   uint32_t fast = 0, slow[4] = {};  // not yet added to the global counters (slow: by reason)
   IpSlot ips[kIpCache];
-  uint64_t methods[kMethodCache];
 };
 
 thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -153,7 +151,6 @@ ThreadWalk* thread_walk() {
   if (!mem) return nullptr;
   auto* t = new (mem) ThreadWalk;
   std::memset(t->ips, 0, sizeof t->ips);
-  std::memset(t->methods, 0, sizeof t->methods);
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     void* addr = nullptr;
@@ -657,15 +654,6 @@ __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
   if (++t->slow[why] >= 4096) flush_counts(*t);
   if (why != kNoManaged) learn(anchor, *t, why, frames, n, max);
   return n;
-}
-
-bool method_described(MonoMethod* m) {
-  ThreadWalk* t = tls_walk;
-  return t && t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] == reinterpret_cast<uint64_t>(m);
-}
-
-void note_described(MonoMethod* m) {
-  if (ThreadWalk* t = thread_walk()) t->methods[(reinterpret_cast<uint64_t>(m) >> 3) % kMethodCache] = reinterpret_cast<uint64_t>(m);
 }
 
 std::string summary() {

@@ -3,16 +3,17 @@
 // by the file size. Problems are reported with the byte offset (in the uncompressed stream) and the
 // buffer index; after a problem inside a buffer the rest of that buffer is skipped (the format says
 // later values need earlier ones) and decoding continues with the next buffer; a problem in a file
-// or buffer header, or a truncation, ends decoding.
+// or buffer header, or a truncation, ends decoding. The events of each buffer are decoded by the
+// codec's BufferDecoder (mlpd/buffer_decoder.h, included here), which the agent uses too.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "mlpd/buffer_decoder.h"
 #include "mlpd/event.h"
 #include "mlpd/input.h"
-#include "mlpd/leb128.h"
 
 namespace mlpd {
 
@@ -62,53 +63,6 @@ struct DecodeSummary {
 // Decodes the whole input, calling the visitor for the header, each buffer, each event and each
 // problem. Never throws for malformed input.
 DecodeSummary decode(Input& input, Visitor& visitor, const DecodeOptions& options = {});
-
-// Decodes the events of one buffer held in memory (`data`, header.length bytes). `data_offset` is
-// the file offset of data[0], used in problems. Returns false after reporting a problem.
-class BufferDecoder {
- public:
-  BufferDecoder(const BufferHeader& header, const uint8_t* data, uint64_t data_offset);
-  // Decodes the next event into `event`. Returns false at the end of the buffer (problem empty) or
-  // on malformed data (problem set; the buffer's remaining bytes cannot be trusted).
-  bool next(Event& event, std::string& problem, uint64_t& event_offset);
-  // Offset of the first byte not yet decoded, and of the field where the last problem was found.
-  uint64_t position() const { return data_offset_ + static_cast<uint64_t>(p_ - data_); }
-  uint64_t problem_offset() const { return problem_offset_; }
-  // The delta chains after the last decoded event (what the next event's deltas start from).
-  uint64_t last_time() const { return last_time_; }
-  int64_t last_method() const { return last_method_; }
-
- private:
-  friend DecodeSummary decode(Input&, Visitor&, const DecodeOptions&);
-  bool next_event(Event& event, std::string& problem, uint64_t& event_offset);  // next(), inlined
-  bool fail(const char* what);
-  bool leb_failed(LebStatus status);
-  bool byte(uint8_t& out);
-  bool uleb(uint64_t& out);
-  bool sleb(int64_t& out);
-  bool time(uint64_t& out);
-  bool ptr(uint64_t& out);
-  bool obj(uint64_t& out);
-  bool method(uint64_t& out);
-  bool string(std::string& out);
-  bool count(uint64_t& out, size_t min_item_size);
-  bool backtrace(std::vector<uint64_t>& out);
-  bool event_body(uint8_t event_byte, Event& event);
-  void start_event(Event& event, EventKind kind);
-
-  const uint8_t* data_;
-  const uint8_t* p_;
-  const uint8_t* end_;
-  uint64_t data_offset_;
-  uint64_t last_time_;
-  int64_t ptr_base_;
-  int64_t obj_base_;
-  int64_t last_method_;
-  bool lists_used_ = true;  // the previous event may have filled a string or list of the Event
-  uint64_t problem_offset_ = 0;
-  const char* problem_ = nullptr;
-  std::string detail_;
-};
 
 // Parses the file header from `bytes` (the fixed part and the three strings). Returns false with a
 // problem message on malformed or unsupported headers.

@@ -107,7 +107,7 @@ SOURCE = env("MLPD_SOURCE")
 
 
 def all_kinds():
-    with open(os.path.join(SOURCE, "writer/include/mlpd/event.h"), encoding="utf-8") as f:
+    with open(os.path.join(SOURCE, "codec/include/mlpd/event.h"), encoding="utf-8") as f:
         kinds = re.findall(r'^\s*X\(\w+, "(\w+)"\)', f.read(), re.M)
     if len(kinds) != 44:
         sys.exit(f"expected 44 event kinds in event.h, found {len(kinds)}")

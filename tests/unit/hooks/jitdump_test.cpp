@@ -165,7 +165,7 @@ uint64_t addr_of(const FakeCode& c) { return reinterpret_cast<uint64_t>(c.bytes.
 
 }  // namespace
 
-TEST_CASE("jitdump: header, loads from several threads, close; every record as the spec lays it out") {
+TEST_CASE("jitdump: header, loads from several threads, close, every record as the spec lays it out") {
   mlpd::test::TempDir dir("jitdump");
   WriterConfig cfg;
   cfg.jitdump = true;

@@ -128,4 +128,11 @@ struct MonoApi {
 // The bound API (filled by bind()).
 extern MonoApi mono;
 
+// A string Mono allocated for us (nullptr: empty), copied and freed with mono_free.
+inline std::string take_mono_string(char* s) {
+  std::string r = s ? s : "";
+  if (s) mono.mono_free(s);
+  return r;
+}
+
 }  // namespace mlpd::hooks

@@ -44,11 +44,6 @@ void method_freed(MonoMethod* m);
 // mono_stack_walk_no_il would give (it is used whenever ours is unsure). Not while the world is stopped.
 uint32_t collect(MonoMethod** frames, uint32_t max);
 
-// A per-thread cache of methods already described in the MetaLog (the set never shrinks, so a hit
-// needs no lock). False also when the thread has no cache yet.
-bool method_described(MonoMethod* m);
-void note_described(MonoMethod* m);
-
 // One line for `verbose`: how many backtraces our walker made and how many went to Mono.
 std::string summary();
 

@@ -1,0 +1,197 @@
+#include "helper_thread.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "mlpd/format.h"
+#include "mlpd/hooks/hooks.h"
+#include "mlpd/hooks/perf_output.h"
+#include "mlpd/hooks/sampling.h"
+#include "mlpd/rt/clock.h"
+
+namespace mlpd::agent {
+
+namespace {
+// How often full buffers are written: often while threads are filling buffers (each recycled buffer
+// is one the pool need not map and fault in), rarely when nothing is happening.
+constexpr auto kBusyTick = std::chrono::milliseconds(10);
+constexpr auto kIdleTick = std::chrono::milliseconds(100);
+}  // namespace
+
+HelperThread::HelperThread(const HelperParts& parts)
+    : parts_(parts),
+      flusher_(*parts.shared, *parts.registry, *parts.meta),
+      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared}) {}
+
+bool HelperThread::start() {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return false;
+  // The helper must never receive the host's signals: block them all while creating it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const int rc = pthread_create(&thread_, nullptr, &HelperThread::entry, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  started_ = rc == 0;
+  return started_;
+}
+
+void HelperThread::wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);  // EAGAIN (counter full) still leaves it readable
+}
+
+bool HelperThread::stop(int limit_seconds) {
+  stop_.store(true, std::memory_order_release);
+  wake();
+  if (!started_ || pthread_equal(pthread_self(), thread_)) return true;
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += limit_seconds;
+  return pthread_timedjoin_np(thread_, nullptr, &deadline) == 0;
+}
+
+void* HelperThread::entry(void* self) {
+  static_cast<HelperThread*>(self)->main_loop();
+  return nullptr;
+}
+
+int64_t HelperThread::ms_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// Rounds run on their tick (or when a thread needs buffers) whatever the command port's clients
+// do: the server only adds descriptors to the poll set and does bounded, non-blocking work.
+void HelperThread::main_loop() {
+  using Clock = std::chrono::steady_clock;
+  CommandServer* server = parts_.server->get();
+  auto last_live = Clock::now();
+  const auto flush_every = std::chrono::milliseconds(parts_.options->flush_ms);
+  bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
+  auto next_round = Clock::now() + std::min<std::chrono::milliseconds>(kBusyTick, flush_every);
+  std::vector<pollfd> fds;
+  while (!stop_.load(std::memory_order_acquire)) {
+    auto now = Clock::now();
+    fds.clear();
+    fds.push_back({wake_fd_, POLLIN, 0});
+    if (server) server->add_pollfds(fds, ms_of(now));
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_round - now).count();
+    bool woken = false;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait + 1))) > 0 &&
+        (fds[0].revents & POLLIN)) {
+      uint64_t n;
+      (void)!::read(wake_fd_, &n, sizeof n);
+      woken = true;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    now = Clock::now();
+    if (server) server->service(fds.data() + 1, fds.size() - 1, ms_of(now));
+    const bool flush_asked = server && server->flush_wanted();
+    if (!woken && !flush_asked && now < next_round) continue;
+    const bool live = flush_asked || now - last_live >= flush_every;
+    if (live) last_live = now;
+    const uint64_t before = flusher_.stats().buffers_written;
+    if (live) sample_counters();
+    const bool ok = round(live);
+    busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
+    next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
+    if (flush_asked) server->flush_done(ok, ms_of(Clock::now()));
+  }
+  // Final: everything committed, including threads that are still running or never exited. A push
+  // another thread has half done holds the queue up: wait for it a little (bounded).
+  hooks::perf::finish(parts_.options->verbose);  // the last jitdump/perfmap code loads, JIT_CODE_CLOSE
+  hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
+  sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
+  for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
+    if (i >= 3) sched_yield();
+    round(true);
+  }
+  if (server) {
+    // Everything is written now: a `flush` or a `heapshot` already taken is answered OK (twice: a
+    // heapshot taken moves on to wait for a flush round, which this also is). Then clients still
+    // waiting get ERR; nothing is served after the last round.
+    const int64_t t = ms_of(Clock::now());
+    const bool failed = parts_.output->failed();
+    server->flush_done(!failed, t);
+    server->flush_done(!failed, t);
+    server->stop();
+  }
+}
+
+// The round's pieces go to the sink straight from the buffers (no copy: fresh memory is expensive
+// to fault in), then the buffers go back to the pool.
+bool HelperThread::round(bool live) {
+  ++rounds_;
+  hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
+  hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
+  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
+  HelperOutput& out = *parts_.output;
+  bool ok = true;
+  if (!out.failed()) {
+    for (const Flusher::Piece& p : pieces) {
+      if (!(ok = out.write(p.data, p.size))) break;
+    }
+    if (ok && live && !pieces.empty()) ok = out.flush();
+    if (!ok) out.report_failure();
+  }
+  flusher_.end_round();
+  return ok && !out.failed();
+}
+
+// The `counter` events (while the mask asks for them and the output works).
+void HelperThread::sample_counters() {
+  if (!parts_.output->failed() && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
+}
+
+// The helper thread: the flusher's counters are its own.
+std::string HelperThread::stats_line() {
+  const FlushStats& f = flusher_.stats();
+  uint64_t per_kind[kEventKindCount] = {};
+  parts_.registry->add_counts_to(per_kind);
+  parts_.meta->add_counts_to(per_kind);
+  uint64_t events = 0;
+  for (const uint64_t n : per_kind) events += n;
+  const CommandServer* server = parts_.server->get();
+  std::string s = "bytes=" + std::to_string(f.bytes) + " buffers=" + std::to_string(f.buffers_written) +
+                  " meta_events=" + std::to_string(f.meta_events) +
+                  " dropped_events=" + std::to_string(parts_.shared->dropped_events.load()) +
+                  " buffers_allocated=" + std::to_string(parts_.pool->allocated()) +
+                  " flush_rounds=" + std::to_string(rounds_) +
+                  " clients=" + std::to_string(server ? server->clients() : 0);
+  const hooks::SampleStats st = hooks::sample_stats();
+  s += " events=" + std::to_string(events) + " samples=" + std::to_string(st.taken) + " samples_dropped=" +
+       std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
+  if (parts_.output->failed()) s += " output=failed";
+  return s;
+}
+
+std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
+  std::vector<std::string> lines;
+  const FlushStats& f = flusher_.stats();
+  lines.push_back("mlpd: wrote " + std::to_string(f.bytes) + " bytes in " + std::to_string(f.buffers_written) +
+                  " buffers; " + std::to_string(parts_.pool->allocated()) + " buffers of " +
+                  std::to_string(parts_.pool->buffer_bytes() / 1024) + " KiB allocated; " +
+                  std::to_string(parts_.shared->dropped_events.load()) + " events dropped; " +
+                  std::to_string(rounds_) + " flush rounds");
+  if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
+  if (with_samples) {
+    const hooks::SampleStats st = hooks::sample_stats();
+    lines.push_back(
+        "mlpd: samples: " + std::to_string(st.taken) + " taken, " + std::to_string(st.written) + " written, " +
+        std::to_string(st.skipped_idle) + " idle skipped; dropped: " + std::to_string(st.dropped_pool_full) +
+        " pool full, " + std::to_string(st.dropped_shutdown) + " after stop, " + std::to_string(st.dropped_unfinished) +
+        " unfinished; " + std::to_string(st.stack_copy_failed) + " without stack copy, " +
+        std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
+        " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) + " ns in the handler and " +
+        std::to_string(st.taken ? st.drain_ns / st.taken : 0) + " ns on the helper per sample");
+  }
+  return lines;
+}
+
+}  // namespace mlpd::agent

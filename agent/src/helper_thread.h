@@ -1,0 +1,89 @@
+// The helper thread: the agent's only thread of its own. Each round it drains the samples, takes
+// the MetaLog and the full (or, on a live round, all) thread buffers from the flusher and writes
+// them to the output; on live rounds it samples the counters; between rounds it serves the command
+// port. Not attached to the runtime: it never calls Mono. Rounds run on a tick, faster while
+// threads are filling buffers, and at once when a thread needs buffers (wake()).
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "counters.h"
+#include "mlpd/agent/command_server.h"
+#include "mlpd/agent/flusher.h"
+#include "mlpd/agent/options.h"
+#include "mlpd/rt/buffer_pool.h"
+
+namespace mlpd::agent {
+
+// The output as the helper uses it. The Agent (agent.cpp) owns the sink and its failure state.
+class HelperOutput {
+ public:
+  virtual bool write(const uint8_t* data, size_t size) = 0;
+  virtual bool flush() = 0;
+  // The output failed (now or earlier): nothing more is written.
+  virtual bool failed() const = 0;
+  // A write or flush failed: one message, profiling stops, the program goes on.
+  virtual void report_failure() = 0;
+
+ protected:
+  ~HelperOutput() = default;
+};
+
+// What the helper works on, owned by the Agent, which outlives the helper.
+struct HelperParts {
+  const Options* options = nullptr;
+  rt::BufferPool* pool = nullptr;
+  rt::WriterShared* shared = nullptr;
+  rt::MetaLog* meta = nullptr;
+  rt::ThreadRegistry* registry = nullptr;
+  std::unique_ptr<CommandServer>* server = nullptr;  // the command port, if any; only the helper uses it once started
+  HelperOutput* output = nullptr;
+};
+
+class HelperThread {
+ public:
+  explicit HelperThread(const HelperParts& parts);
+  HelperThread(const HelperThread&) = delete;
+  HelperThread& operator=(const HelperThread&) = delete;
+
+  // Creates the thread (with every signal blocked: the host's signals are not ours). False on failure.
+  bool start();
+  // Wakes the helper for a round now. Only a write(2) to an eventfd: no user-space lock, so it is
+  // safe from any thread at any time, including the GC thread while the world is stopped.
+  void wake();
+  // Ends the loop: the final rounds write everything committed, then the helper exits. Waits for
+  // it at most `limit_seconds` (an output that stops draining must not hang the host's exit); false
+  // when it did not finish in time. Returns at once when called on the helper itself or when it was
+  // never started.
+  bool stop(int limit_seconds);
+
+  // The `stats` answer of the command port (helper thread).
+  std::string stats_line();
+  // The `verbose` summary at exit (after stop()): one line each.
+  std::vector<std::string> summary_lines(bool with_samples);
+
+ private:
+  static void* entry(void* self);
+  void main_loop();
+  bool round(bool live);
+  void sample_counters();
+  static int64_t ms_of(std::chrono::steady_clock::time_point t);
+
+  HelperParts parts_;
+  Flusher flusher_;
+  AgentCounters counters_;
+  pthread_t thread_{};
+  bool started_ = false;
+  int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
+  std::atomic<bool> stop_{false};
+  uint64_t rounds_ = 0;
+};
+
+}  // namespace mlpd::agent

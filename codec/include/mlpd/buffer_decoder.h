@@ -1,0 +1,75 @@
+// BufferDecoder: decodes and validates the events of one buffer held in memory (`data`,
+// header.length bytes). `data_offset` is the file offset of data[0], used in problems. The reader's
+// decode() (mlpd/decoder.h) runs one per buffer of a file; the agent's flusher runs one over the
+// live slices it writes, to resume their delta chains. Validation is part of decoding: event types
+// and subtypes, enum values, LEB128 lengths, strings, item counts (never more than the bytes left,
+// at most 2^20 per list), reads past the buffer; a problem ends the buffer (later values need
+// earlier ones).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlpd/event.h"
+#include "mlpd/leb128.h"
+
+namespace mlpd {
+
+class BufferDecoder {
+ public:
+  BufferDecoder(const BufferHeader& header, const uint8_t* data, uint64_t data_offset);
+  // Decodes the next event into `event`. Returns false at the end of the buffer (problem empty) or
+  // on malformed data (problem set; the buffer's remaining bytes cannot be trusted).
+  bool next(Event& event, std::string& problem, uint64_t& event_offset);  // inline, below
+  // Offset of the first byte not yet decoded, and of the field where the last problem was found.
+  uint64_t position() const { return data_offset_ + static_cast<uint64_t>(p_ - data_); }
+  uint64_t problem_offset() const { return problem_offset_; }
+  // The delta chains after the last decoded event (what the next event's deltas start from).
+  uint64_t last_time() const { return last_time_; }
+  int64_t last_method() const { return last_method_; }
+
+ private:
+  bool failed_event(uint8_t event_byte, uint64_t event_offset, std::string& problem);
+  bool fail(const char* what);
+  bool leb_failed(LebStatus status);
+  bool byte(uint8_t& out);
+  bool uleb(uint64_t& out);
+  bool sleb(int64_t& out);
+  bool time(uint64_t& out);
+  bool ptr(uint64_t& out);
+  bool obj(uint64_t& out);
+  bool method(uint64_t& out);
+  bool string(std::string& out);
+  bool count(uint64_t& out, size_t min_item_size);
+  bool backtrace(std::vector<uint64_t>& out);
+  bool event_body(uint8_t event_byte, Event& event);
+  void start_event(Event& event, EventKind kind);
+
+  const uint8_t* data_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  uint64_t data_offset_;
+  uint64_t last_time_;
+  int64_t ptr_base_;
+  int64_t obj_base_;
+  int64_t last_method_;
+  bool lists_used_ = true;  // the previous event may have filled a string or list of the Event
+  uint64_t problem_offset_ = 0;
+  const char* problem_ = nullptr;
+  std::string detail_;
+};
+
+// Inline so that decode()'s per-event loop needs no call beyond the event body's.
+inline bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
+  if (!problem.empty()) problem.clear();
+  if (p_ >= end_) return false;
+  event_offset = position();
+  const uint8_t event_byte = *p_++;
+  problem_ = nullptr;
+  if (!detail_.empty()) detail_.clear();
+  if (event_body(event_byte, e)) [[likely]] return true;
+  return failed_event(event_byte, event_offset, problem);
+}
+
+}  // namespace mlpd

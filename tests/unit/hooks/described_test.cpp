@@ -1,0 +1,172 @@
+// What has been described (runtime-hooks/src/described.h): dependencies first, each pointer once
+// (unless forced), the per-thread cache that skips the lock, and the queries of the heap walk and
+// the sample drain. Mono is replaced by fakes in the bound API table (mlpd::hooks::mono).
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "described.h"
+#include "mlpd/hooks/mono_api.h"
+#include "mlpd/rt/meta_log.h"
+#include "state.h"
+
+using namespace mlpd;
+using namespace mlpd::hooks;
+
+namespace {
+
+template <class T>
+T* fake(uint64_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// Fake metadata: class 0x2000 (in image 0x1000) is nested in class 0x2100; vtable 0x3000 is of class
+// 0x2000 in domain 0x4000.
+char* dup(const char* s) { return strdup(s); }
+
+void bind_fakes(MonoApi& m) {
+  m.mono_free = [](void* p) { std::free(p); };
+  m.mono_image_get_filename = [](MonoImage*) -> const char* { return "/app/a.dll"; };
+  m.mono_image_get_guid = [](MonoImage*) -> const char* { return "GUID"; };
+  m.mono_class_get_image = [](MonoClass*) { return fake<MonoImage>(0x1000); };
+  m.mono_class_get_type = [](MonoClass*) { return fake<MonoType>(0x9000); };
+  m.mono_type_get_name = [](MonoType*) { return dup("N.Outer/Inner"); };
+  m.mono_class_get_nesting_type = [](MonoClass* k) {
+    return k == fake<MonoClass>(0x2000) ? fake<MonoClass>(0x2100) : nullptr;
+  };
+  m.mono_class_get_namespace = [](MonoClass*) -> const char* { return "N"; };
+  m.mono_class_get_name = [](MonoClass* k) -> const char* { return k == fake<MonoClass>(0x2000) ? "Inner" : "Outer"; };
+  m.mono_vtable_class = [](MonoVTable*) { return fake<MonoClass>(0x2000); };
+  m.mono_vtable_domain = [](MonoVTable*) { return fake<MonoDomain>(0x4000); };
+  m.mono_domain_get_id = [](MonoDomain*) -> int32_t { return 1; };
+  m.mono_method_full_name = [](MonoMethod*, mono_bool) { return dup("N.C:M ()"); };
+}
+
+// A MetaLog, fake Mono and a fresh set of described pointers for one test; put back afterwards.
+struct Fixture {
+  rt::MetaLog meta{1, 0};
+  state::State st;
+  state::State* saved_g = state::g;
+  MonoApi saved_mono = mono;
+
+  Fixture() {
+    st.env.meta = &meta;
+    state::g = &st;
+    bind_fakes(mono);
+    REQUIRE(described::init());
+    described::reset_for_tests();
+    described::release_thread_cache();
+  }
+  ~Fixture() {
+    described::release_thread_cache();
+    described::reset_for_tests();
+    mono = saved_mono;
+    state::g = saved_g;
+  }
+  uint64_t count(EventKind k) {
+    uint64_t c[kEventKindCount] = {};
+    meta.add_counts_to(c);
+    return c[static_cast<size_t>(k)];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("described: a vtable brings its class and image first, each once", "[hooks][described]") {
+  Fixture f;
+  described::ensure_vtable(fake<MonoVTable>(0x3000));
+  CHECK(f.count(EventKind::image_load) == 1);
+  CHECK(f.count(EventKind::class_load) == 1);
+  CHECK(f.count(EventKind::vtable_load) == 1);
+  described::ensure_vtable(fake<MonoVTable>(0x3000));
+  described::ensure_class(fake<MonoClass>(0x2000));
+  described::ensure_image(fake<MonoImage>(0x1000));
+  CHECK(f.count(EventKind::image_load) == 1);
+  CHECK(f.count(EventKind::class_load) == 1);
+  CHECK(f.count(EventKind::vtable_load) == 1);
+  // The runtime's own load callbacks describe again (addresses are reused after a domain unload),
+  // without describing the dependencies again.
+  described::ensure_vtable(fake<MonoVTable>(0x3000), true);
+  CHECK(f.count(EventKind::vtable_load) == 2);
+  CHECK(f.count(EventKind::class_load) == 1);
+  described::ensure_class(fake<MonoClass>(0x2000), true);
+  CHECK(f.count(EventKind::class_load) == 2);
+  described::ensure_image(nullptr);
+  described::ensure_class(nullptr);
+  CHECK(f.count(EventKind::image_load) == 1);
+
+  REQUIRE(described::try_lock());
+  CHECK(described::vtable_known_locked(0x3000));
+  CHECK(described::class_known_locked(0x2000));
+  CHECK_FALSE(described::vtable_known_locked(0x3010));
+  CHECK_FALSE(described::class_known_locked(0x2100));  // the outer class was only named
+  CHECK_FALSE(described::try_lock());  // held: the heap walk would not wait
+  described::unlock();
+}
+
+TEST_CASE("described: methods once by ensure_method, every time by describe_method", "[hooks][described]") {
+  Fixture f;
+  CHECK_FALSE(described::method_known(0x5000));
+  described::ensure_method(fake<MonoMethod>(0x5000));
+  described::ensure_method(fake<MonoMethod>(0x5000));
+  CHECK(f.count(EventKind::method_jit) == 1);
+  CHECK(described::method_known(0x5000));
+  described::describe_method(fake<MonoMethod>(0x5000), 0x7000, 64);  // jit_done, with its code
+  CHECK(f.count(EventKind::method_jit) == 2);
+  described::ensure_method(nullptr);
+  CHECK(f.count(EventKind::method_jit) == 2);
+}
+
+TEST_CASE("described: the per-thread cache answers without the sets, and misses go to them", "[hooks][described]") {
+  Fixture f;
+  auto* m = fake<MonoMethod>(0x5000);
+  auto* same_slot = fake<MonoMethod>(0x5000 + 256 * 16);
+  CHECK_FALSE(described::tls_cache->methods.contains(0x5000));
+  described::ensure_method_cached(m);
+  CHECK(f.count(EventKind::method_jit) == 1);
+  CHECK(described::tls_cache->methods.contains(0x5000));
+  // Forget the sets: only the cache remembers m now, so a cached check must not describe it again.
+  described::reset_for_tests();
+  described::ensure_method_cached(m);
+  CHECK(f.count(EventKind::method_jit) == 1);
+  // A method of the same slot evicts m; m's next check goes to the (forgotten) sets again.
+  described::ensure_method_cached(same_slot);
+  CHECK(f.count(EventKind::method_jit) == 2);
+  described::ensure_method_cached(m);
+  CHECK(f.count(EventKind::method_jit) == 3);
+
+  auto* vt = fake<MonoVTable>(0x3000);
+  described::ensure_vtable_cached(vt);
+  CHECK(f.count(EventKind::vtable_load) == 1);
+  described::reset_for_tests();
+  described::ensure_vtable_cached(vt);
+  CHECK(f.count(EventKind::vtable_load) == 1);
+
+  // Another thread has a cache of its own, empty at first: its check goes to the sets (which know
+  // m again now), so nothing new is described, and m is then in its cache.
+  described::ensure_method(m);
+  const uint64_t before = f.count(EventKind::method_jit);
+  bool empty_at_first = false, cached_after = false;
+  std::thread([&] {
+    empty_at_first = !described::tls_cache->methods.contains(0x5000);
+    described::ensure_method_cached(m);
+    cached_after = described::tls_cache->methods.contains(0x5000);
+  }).join();
+  CHECK(empty_at_first);
+  CHECK(cached_after);
+  CHECK(f.count(EventKind::method_jit) == before);
+  CHECK(described::tls_cache->methods.contains(0x5000));  // this thread's own cache is untouched
+}
+
+TEST_CASE("described: class names before the runtime is initialised are built from the nesting", "[hooks][described]") {
+  Fixture f;
+  REQUIRE_FALSE(state::runtime_ready());
+  described::ensure_class(fake<MonoClass>(0x2000));
+  std::vector<uint8_t> bytes;
+  f.meta.take(bytes, 1);
+  const std::string all(bytes.begin(), bytes.end());
+  CHECK(all.find("N.Outer/Inner") != std::string::npos);
+}
