@@ -80,13 +80,17 @@ bool start(const OutputConfig& config, std::string& error) {
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-void method_jitted(MonoMethod* method, uint64_t start, uint64_t size) {
+void method_jitted(MonoMethod* method, uint64_t start, uint64_t size, const std::string* name) {
   if (!enabled() || !method || start == 0) return;
-  const uint64_t now = monotonic_ns();  // the time the code appeared, before the name is made
-  char* name = mono.mono_method_full_name(method, 1);
-  g_writer->load(name, name ? std::strlen(name) : 0, start, size, reinterpret_cast<const void*>(start), now,
-                 thread_id());
-  if (name) mono.mono_free(name);
+  const uint64_t now = monotonic_ns();
+  const auto code = reinterpret_cast<const void*>(start);
+  if (name) {
+    g_writer->load(name->data(), name->size(), start, size, code, now, thread_id());
+    return;
+  }
+  char* made = mono.mono_method_full_name(method, 1);
+  g_writer->load(made, made ? std::strlen(made) : 0, start, size, code, now, thread_id());
+  if (made) mono.mono_free(made);
 }
 
 void code_buffer(const void* buffer, uint64_t size, MonoProfilerCodeBufferType type, const void* data) {
