@@ -22,6 +22,7 @@
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
@@ -226,6 +227,7 @@ void at_exit() {
   if (g_agent) g_agent->shutdown();
 }
 void fork_child() {
+  hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
 }
 
@@ -368,6 +370,10 @@ void start(std::string_view text) {
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
     return;
+  }
+  if (o.jitdump || o.perfmap) {  // a failure is one line; profiling goes on without the perf files
+    hooks::perf::OutputConfig pc{o.jitdump, o.jitdump_dir, o.perfmap, agent->shared().wake_helper, agent->shared().wake_ctx};
+    if (!hooks::perf::start(pc, error)) say(error + "; going on without it");
   }
   g_agent = agent;
   if (!agent->start_helper()) {

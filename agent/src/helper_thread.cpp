@@ -11,6 +11,7 @@
 
 #include "mlpd/format.h"
 #include "mlpd/hooks/hooks.h"
+#include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 
@@ -104,6 +105,7 @@ void HelperThread::main_loop() {
   }
   // Final: everything committed, including threads that are still running or never exited. A push
   // another thread has half done holds the queue up: wait for it a little (bounded).
+  hooks::perf::finish(parts_.options->verbose);  // the last jitdump/perfmap code loads, JIT_CODE_CLOSE
   hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
   sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
   for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
@@ -127,6 +129,7 @@ void HelperThread::main_loop() {
 bool HelperThread::round(bool live) {
   ++rounds_;
   hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
+  hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
   const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   HelperOutput& out = *parts_.output;
   bool ok = true;

@@ -161,6 +161,13 @@ bool Parser::item(std::string_view it, bool first) {
   if (name == "zip") return flag(o_.zip);
   if (name == "verbose") return flag(o_.verbose);
   if (name == "calls") return flag(o_.calls);
+  if (name == "perfmap") return flag(o_.perfmap);
+  if (name == "jitdump") {
+    if (has_value && value.empty()) return bad_value(it, "expected jitdump or jitdump=DIRECTORY");
+    o_.jitdump = true;
+    if (has_value) o_.jitdump_dir.assign(value);
+    return true;
+  }
   if (name == "nocalls") {
     if (!o_.compat) return fail("'nocalls' is only accepted without 'nodefaults' (calls are off unless 'calls' is given)");
     return flag(nocalls_);
@@ -516,6 +523,9 @@ std::string_view help_text() noexcept {
       "\t                     root (default: nobody else; peers identified over loopback)\n"
       "\tnochildren           exec'd child processes do not inherit the agent (LD_PRELOAD and\n"
       "\t                     MLPD_OPTIONS are removed from the environment)\n"
+      "\tjitdump[=DIR]        write perf's jitdump of the JIT'd code to DIR/jit-PID.dump (default:\n"
+      "\t                     the current directory) for perf inject --jit (see docs/perf.md)\n"
+      "\tperfmap              write /tmp/perf-PID.map (address, size, name of the JIT'd code) for perf\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;

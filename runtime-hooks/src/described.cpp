@@ -128,16 +128,19 @@ void ensure_vtable(MonoVTable* vt, bool force) {
   publish(g_sets->vtables, u(vt), e, force);
 }
 
-void describe_method(MonoMethod* m, uint64_t code, uint64_t size) {
+std::string describe_method(MonoMethod* m, uint64_t code, uint64_t size) {
   Event e;
   e.kind = EventKind::method_jit;
   e.method = u(m);
   e.ptr = code;
   e.size = size;
   e.name = take_mono_string(mono.mono_method_full_name(m, 1));
-  std::lock_guard<std::mutex> lock(g_sets->mutex);
-  state::g->env.meta->add(e, now_ns);  // a re-JIT (another domain) is described again, with its new code
-  g_sets->methods.insert(u(m));
+  {
+    std::lock_guard<std::mutex> lock(g_sets->mutex);
+    state::g->env.meta->add(e, now_ns);  // a re-JIT (another domain) is described again, with its new code
+    g_sets->methods.insert(u(m));
+  }
+  return std::move(e.name);
 }
 
 void ensure_method(MonoMethod* m) {

@@ -17,6 +17,7 @@
 #include <mono/metadata/object.h>
 
 #include <cstdint>
+#include <string>
 
 #include "direct_mapped_set.h"
 
@@ -34,8 +35,8 @@ void ensure_image(MonoImage* image, bool force = false);
 void ensure_class(MonoClass* klass, bool force = false);
 void ensure_vtable(MonoVTable* vt, bool force = false);
 void ensure_method(MonoMethod* m);  // never JIT'd here (AOT code): described without a code range
-// Describes `m` (again: a re-JIT in another domain has new code) with its code range.
-void describe_method(MonoMethod* m, uint64_t code, uint64_t size);
+// Describes `m` (again: a re-JIT in another domain has new code) with its code range; returns its name.
+std::string describe_method(MonoMethod* m, uint64_t code, uint64_t size);
 
 // -- the per-thread cache
 

@@ -29,6 +29,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
+#include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/hooks/sampling.h"
@@ -190,14 +191,20 @@ void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   described::ensure_vtable(vt, true);
 }
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
-  if (!active()) return;
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
-  described::describe_method(m, start, size);
+  // jitdump/perfmap (off: one load) go on when the .mlpd output stopped; they reuse its method name.
+  if (!active()) {
+    if (ji && perf::enabled()) perf::method_jitted(m, start, size, nullptr);
+    return;
+  }
+  const std::string name = described::describe_method(m, start, size);
+  if (ji && perf::enabled()) perf::method_jitted(m, start, size, &name);
   if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
+  perf::code_buffer(buffer, size, type, data);  // jitdump/perfmap (off: one load)
   if (!active() || !enabled(MASK_JIT)) return;
   Event e;
   e.kind = EventKind::jit_helper;

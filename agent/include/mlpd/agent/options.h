@@ -96,6 +96,11 @@ struct Options {
   // removed from the environment at start).
   bool nochildren = false;
 
+  // perf's files about JIT'd code (docs/perf.md): DIR/jit-PID.dump and /tmp/perf-PID.map.
+  bool jitdump = false;
+  std::string jitdump_dir = ".";
+  bool perfmap = false;
+
   uint32_t flush_ms = kDefaultFlushMs;  // flush interval for threads that log and then go quiet
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
