@@ -283,7 +283,7 @@ def check_usage(workdir, some_file):
         label = "mlpd " + " ".join(a.replace(workdir, "$TMP") for a in args)
         t.check(p.returncode == code, f"{label}: exit {p.returncode}, expected {code} (stderr {p.stderr[:200]!r})")
         if where == "stdout":
-            t.check(p.stdout.startswith("usage: mlpd"), f"{label}: no usage text on stdout")
+            t.check(p.stdout.lower().startswith("usage: mlpd"), f"{label}: no usage text on stdout")
             t.check(p.stderr == "", f"{label}: wrote to stderr: {p.stderr[:200]!r}")
         else:
             t.check(one_line(p.stderr) and p.stderr.startswith("mlpd"),
