@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,7 +66,11 @@ class Agent final : private HelperOutput {
   }
 
   const Options& options() const { return options_; }
-  void set_sink(std::unique_ptr<OutputSink> sink) { sink_ = std::move(sink); }
+  void set_sink(std::unique_ptr<OutputSink> sink, std::string file = {}) {
+    sink_ = std::move(sink);
+    file_started_ = std::chrono::steady_clock::now();
+    if (!file.empty()) files_.push_back(std::move(file));
+  }
   // Closes the output opened for a start that then failed, and removes the file if we created one.
   void abandon_output(const ResolvedOutput& where) {
     if (!sink_) return;
@@ -88,7 +93,8 @@ class Agent final : private HelperOutput {
     h.args = options_.header_args;
     h.arch = "x86-64";
     h.os = "linux";
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t>& bytes = header_bytes_;  // kept: every rotated file starts with it
+    bytes.clear();
     encode_file_header(h, bytes);
     if (write_out(bytes) && sink_->flush()) return true;
     why = sink_->error();
@@ -183,6 +189,39 @@ class Agent final : private HelperOutput {
 
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
 
+  // Rotation (helper thread). Every file of a run carries the same header (process start time, pid,
+  // port, options): they are windows of one run, with times on one scale.
+  bool rotation_due() override {
+    if (!rotation_on(options_) || failed_) return false;
+    if (options_.rotate_bytes && sink_->written() >= options_.rotate_bytes) return true;
+    return options_.rotate_ms &&
+           std::chrono::steady_clock::now() - file_started_ >= std::chrono::milliseconds(options_.rotate_ms);
+  }
+
+  bool next_file(const std::vector<uint8_t>& metadata) override {
+    if (!sink_->close()) return false;  // report_failure() tells the closed file's error
+    ++file_seq_;
+    const ResolvedOutput where = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), file_seq_);
+    std::string error;
+    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error);
+    if (!sink) {
+      // The old sink is closed; a sink that only reports this error takes its place.
+      auto failed = std::make_unique<MemorySink>(where.target);
+      failed->fail_after(0, 0);
+      sink_ = std::move(failed);
+      rotate_error_ = error + "; profiling stopped";
+      return false;
+    }
+    set_sink(std::move(sink), where.target);
+    if (!write_out(header_bytes_) || !sink_->write(metadata.data(), metadata.size()) || !sink_->flush()) return false;
+    // rotate-keep: the oldest files beyond N go (the current one counts).
+    while (options_.rotate_keep && files_.size() > options_.rotate_keep) {
+      ::unlink(files_.front().c_str());
+      files_.erase(files_.begin());
+    }
+    return true;
+  }
+
   // HelperOutput: the sink as the helper writes to it.
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
   bool flush() override { return sink_->flush(); }
@@ -191,7 +230,7 @@ class Agent final : private HelperOutput {
     if (failed_) return;
     failed_ = true;
     hooks::stop();  // the program goes on, unprofiled
-    std::string e = sink_->error();
+    std::string e = rotate_error_.empty() ? sink_->error() : rotate_error_;
     if (e.empty()) e = "mlpd: cannot write to " + sink_->describe();
     if (e.find("profiling stopped") == std::string::npos) e += "; profiling stopped";
     say(e);
@@ -204,6 +243,13 @@ class Agent final : private HelperOutput {
   rt::MetaLog meta_;
   rt::ThreadRegistry registry_;
   std::unique_ptr<OutputSink> sink_;
+  std::vector<uint8_t> header_bytes_;
+  // Rotation: when the current file was opened, its sequence number (%n), the files written (oldest
+  // first, for rotate-keep) and the error of a next file that could not be opened.
+  std::chrono::steady_clock::time_point file_started_;
+  uint64_t file_seq_ = 0;
+  std::vector<std::string> files_;
+  std::string rotate_error_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
   HelperThread helper_;
   std::atomic<bool> shutting_down_{false};
@@ -276,7 +322,7 @@ void start(std::string_view text) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
     return;
   }
-  agent->set_sink(std::move(sink));
+  agent->set_sink(std::move(sink), where.kind == ResolvedOutput::Kind::File ? where.target : std::string());
   if (wants_command_server(o)) agent->start_server();  // before the header, which carries the port
   if (std::string why; !agent->write_header(why)) {
     agent->drop_server();
