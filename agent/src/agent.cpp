@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "helper_thread.h"
+#include "ring_sink.h"
 #include "mlpd/agent/command_server.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
@@ -66,6 +67,57 @@ class Agent final : private HelperOutput {
   }
 
   const Options& options() const { return options_; }
+  // Flight recorder: the ring is the sink; dumps go to files.
+  void use_ring() {
+    auto ring = std::make_unique<RingSink>(options_.ring_bytes);
+    ring_ = ring.get();
+    sink_ = std::move(ring);
+  }
+
+  // Writes a dump (helper thread, or the exit path after the helper stopped): the header, the metadata
+  // of everything alive, then the ring's buffers in order. `file` empty: output= (or the default
+  // name), with %p, %t and %n (the dump's number) expanded. Returns `OK dump FILE BYTES` or
+  // `ERR dump: reason`; profiling goes on either way.
+  std::string dump(const std::string& file, bool round_first) {
+    if (!ring_) return "ERR dump: not in flight-recorder mode";
+    if (round_first) helper_.round_now();
+    const uint64_t seq = dump_seq_++;
+    std::string target;
+    if (!file.empty()) {
+      target = expand_output_name(file, static_cast<long>(getpid()), std::time(nullptr), seq);
+    } else if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
+      target = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), seq).target;
+    } else {
+      target = expand_output_name("mlpd-dump.%p.%n.mlpd", static_cast<long>(getpid()), std::time(nullptr), seq);
+    }
+    std::string error;
+    std::unique_ptr<OutputSink> out = open_sink(mlpd::OutputKind::File, target, options_.zip, error);
+    auto fail = [](std::string e) {
+      if (e.rfind("mlpd: ", 0) == 0) e.erase(0, 6);
+      if (const size_t p = e.find("; profiling stopped"); p != std::string::npos) e.erase(p);
+      return "ERR dump: " + e;
+    };
+    if (!out) return fail(error);
+    std::vector<uint8_t> metadata;
+    helper_.replay_metadata(metadata);
+    uint64_t bytes = header_bytes_.size() + metadata.size();
+    bool ok = out->write(header_bytes_.data(), header_bytes_.size()) && out->write(metadata.data(), metadata.size()) &&
+              ring_->for_each([&](const uint8_t* d, size_t n) {
+                bytes += n;
+                return out->write(d, n);
+              });
+    ok = out->close() && ok;
+    if (!ok) {
+      ::unlink(target.c_str());
+      return fail(out->error());
+    }
+    std::string name = target;
+    for (char& c : name) {
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    }
+    return "OK dump " + name + " " + std::to_string(out->written() ? out->written() : bytes);
+  }
+
   void set_sink(std::unique_ptr<OutputSink> sink, std::string file = {}) {
     sink_ = std::move(sink);
     file_started_ = std::chrono::steady_clock::now();
@@ -73,7 +125,7 @@ class Agent final : private HelperOutput {
   }
   // Closes the output opened for a start that then failed, and removes the file if we created one.
   void abandon_output(const ResolvedOutput& where) {
-    if (!sink_) return;
+    if (!sink_ || ring_) return;
     sink_->close();
     if (where.kind == ResolvedOutput::Kind::File) ::unlink(where.target.c_str());
   }
@@ -93,9 +145,10 @@ class Agent final : private HelperOutput {
     h.args = options_.header_args;
     h.arch = "x86-64";
     h.os = "linux";
-    std::vector<uint8_t>& bytes = header_bytes_;  // kept: every rotated file starts with it
+    std::vector<uint8_t>& bytes = header_bytes_;  // kept: every rotated file and dump starts with it
     bytes.clear();
     encode_file_header(h, bytes);
+    if (ring_) return true;  // the ring holds buffers only
     if (write_out(bytes) && sink_->flush()) return true;
     why = sink_->error();
     if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
@@ -153,6 +206,11 @@ class Agent final : private HelperOutput {
     }
     if (!failed_ && !sink_->close()) report_failure();
     registry_.disable();
+    // Flight recorder: the exit dump, when output= names a file.
+    if (ring_ && !failed_ && (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid)) {
+      const std::string answer = dump({}, false);
+      if (options_.verbose || answer.rfind("ERR", 0) == 0) say("mlpd: exit " + answer);
+    }
     if (options_.verbose) {
       for (const std::string& line : helper_.summary_lines(options_.sample_mode != SampleMode::None)) say(line);
     }
@@ -183,6 +241,7 @@ class Agent final : private HelperOutput {
     h.call_depth = hooks::call_depth;
     h.set_call_depth = hooks::set_call_depth;
     h.start_call_depth = options_.calldepth;
+    if (options_.ring_bytes) h.dump = [this](const std::string& file) { return dump(file, true); };
     h.compat = options_.compat;
     return h;
   }
@@ -244,6 +303,8 @@ class Agent final : private HelperOutput {
   rt::ThreadRegistry registry_;
   std::unique_ptr<OutputSink> sink_;
   std::vector<uint8_t> header_bytes_;
+  RingSink* ring_ = nullptr;  // flight recorder: the sink, when ring= is given
+  uint64_t dump_seq_ = 0;
   // Rotation: when the current file was opened, its sequence number (%n), the files written (oldest
   // first, for rotate-keep) and the error of a next file that could not be opened.
   std::chrono::steady_clock::time_point file_started_;
@@ -315,6 +376,9 @@ void start(std::string_view text) {
   child_env.push_back(nullptr);
   SinkOptions sink_options;
   sink_options.child_env = child_env.data();
+  if (o.ring_bytes) {
+    agent->use_ring();
+  } else {
   std::unique_ptr<OutputSink> sink =
       open_sink(sink_kind(where.kind), where.kind == ResolvedOutput::Kind::Fd ? std::to_string(where.fd) : where.target,
                 o.zip, error, sink_options);
@@ -323,6 +387,7 @@ void start(std::string_view text) {
     return;
   }
   agent->set_sink(std::move(sink), where.kind == ResolvedOutput::Kind::File ? where.target : std::string());
+  }
   if (wants_command_server(o)) agent->start_server();  // before the header, which carries the port
   if (std::string why; !agent->write_header(why)) {
     agent->drop_server();

@@ -27,7 +27,7 @@ HelperThread::HelperThread(const HelperParts& parts)
     : parts_(parts),
       flusher_(*parts.shared, *parts.registry, *parts.meta),
       counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared}) {
-  if (rotation_on(*parts.options)) flusher_.keep_metadata_in(&meta_store_);
+  if (rotation_on(*parts.options) || parts.options->ring_bytes) flusher_.keep_metadata_in(&meta_store_);
 }
 
 bool HelperThread::start() {

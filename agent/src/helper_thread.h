@@ -70,6 +70,11 @@ class HelperThread {
   // never started.
   bool stop(int limit_seconds);
 
+  // Flight recorder (helper thread, or after stop()): a live round now, so that a dump holds what
+  // threads have committed; the MetaStore's replay.
+  void round_now() { round(true); }
+  void replay_metadata(std::vector<uint8_t>& out) const { meta_store_.replay(out); }
+
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();
   // The `verbose` summary at exit (after stop()): one line each.

@@ -276,6 +276,13 @@ bool Parser::item(std::string_view it, bool first) {
     o_.rotate_bytes = n;
     return true;
   }
+  if (name == "ring") {
+    if (!has_value) return missing_value(it, "ring=SIZE (e.g. 64m)");
+    if (!size_bytes(value, n) || n < (1u << 20))
+      return bad_value(it, "expected a size of at least 1m: NUMk, NUMm or NUMg (e.g. 64m)");
+    o_.ring_bytes = n;
+    return true;
+  }
   if (name == "rotate-keep") {
     if (!has_value) return missing_value(it, "rotate-keep=NUM");
     if (!number(it, value, 1, kInt32Max, n)) return false;
@@ -418,6 +425,11 @@ bool Parser::finish() {
                   "overwrite each other (e.g. output=app-%n.mlpd)");
   } else if (o_.rotate_keep) {
     return fail("'rotate-keep' has no effect without rotate= or rotate-size=");
+  }
+  if (o_.ring_bytes) {
+    if (rotation_on(o_)) return fail("'ring' cannot be combined with rotation (each dump is a file of its own)");
+    if (o_.report || o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd)
+      return fail("'ring' writes dumps to files: output= must name a file (the exit dump), or be left out");
   }
   if (!o_.callspec.empty() && !o_.calls)
     return fail("'" + printable(callspec_item_) + "' has no effect without 'calls'");
@@ -564,6 +576,8 @@ std::string_view help_text() noexcept {
       "\trotate=DURATION      start a new output file every DURATION (30s, 10m, 1h); the name needs %n or %t\n"
       "\trotate-size=SIZE     start a new output file once it has SIZE bytes (100m, 1g)\n"
       "\trotate-keep=NUM      with rotation, keep only the newest NUM files\n"
+      "\tring=SIZE            flight recorder: keep the last SIZE bytes of events in memory; write them on\n"
+      "\t                     the command port's `dump [FILE]` and at exit (to output=, if given)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;
 }

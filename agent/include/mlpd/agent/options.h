@@ -95,6 +95,8 @@ struct Options {
   uint64_t rotate_ms = 0;
   uint64_t rotate_bytes = 0;
   uint32_t rotate_keep = 0;
+  // Flight recorder: thread buffers kept in a ring of this many bytes instead of written (0: off).
+  uint64_t ring_bytes = 0;
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
   bool help = false;   // the caller prints help_text() and does not profile
