@@ -116,6 +116,18 @@ def main():
         t.check(peak < 120 * 1024, f"peak RSS {peak} KiB with ring=4m")
         print(f"ok  ring=4m: dumps {a1!r}, {a2!r}; read-only: {a3!r}; exit dump {exits}; peak RSS {peak // 1024} MiB "
               f"(unprofiled program: {plain.returncode})", flush=True)
+        # An unhandled exception ends the program through the runtime's exit: the exit dump holds the throw.
+        plain_u = t.run([t.MONO, t.program("unhandled")])
+        udump = os.path.join(workdir, "unhandled-%n.mlpd")
+        env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,alloc,exception,ring=1m,output={udump}")
+        u = t.run([t.MONO, t.program("unhandled")], env=env)
+        t.check(u.returncode == plain_u.returncode and u.stdout == plain_u.stdout,
+                f"unhandled: exit {u.returncode} vs {plain_u.returncode} unprofiled")
+        ufile = udump.replace("%n", "0000")
+        rc, obj, p = t.verify_json(ufile, strict=True)
+        t.check(rc == 0 and obj and obj["counts"].get("exception_throw", 0) >= 1,
+                f"unhandled: dump {ufile}: rc {rc}, {obj and obj['counts']}")
+        print(f"ok  unhandled exception: exit status {u.returncode} as unprofiled, the exit dump holds the throw", flush=True)
     t.finish("ring")
 
 
