@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
-  zlib1g-dev libunwind-dev catch2 libbenchmark-dev
+  zlib1g-dev libdeflate-dev libunwind-dev catch2 libbenchmark-dev
   libc6-dbg  # libc's full symbol table: sampled waits named __futex_abstimed_wait_common, not a gap
   libmono-2.0-dev
   mono-runtime mono-mcs mono-utils libmono-profiler

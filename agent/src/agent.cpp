@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "helper_thread.h"
+#include "ring_sink.h"
 #include "mlpd/agent/command_server.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
@@ -66,10 +68,65 @@ class Agent final : private HelperOutput {
   }
 
   const Options& options() const { return options_; }
-  void set_sink(std::unique_ptr<OutputSink> sink) { sink_ = std::move(sink); }
+  // Flight recorder: the ring is the sink; dumps go to files.
+  void use_ring() {
+    auto ring = std::make_unique<RingSink>(options_.ring_bytes);
+    ring_ = ring.get();
+    sink_ = std::move(ring);
+  }
+
+  // Writes a dump (helper thread, or the exit path after the helper stopped): the header, the metadata
+  // of everything alive, then the ring's buffers in order. `file` empty: output= (or the default
+  // name), with %p, %t and %n (the dump's number) expanded. Returns `OK dump FILE BYTES` or
+  // `ERR dump: reason`; profiling goes on either way.
+  std::string dump(const std::string& file, bool round_first) {
+    if (!ring_) return "ERR dump: not in flight-recorder mode";
+    if (round_first) helper_.round_now();
+    const uint64_t seq = dump_seq_++;
+    std::string target;
+    if (!file.empty()) {
+      target = expand_output_name(file, static_cast<long>(getpid()), std::time(nullptr), seq);
+    } else if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
+      target = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), seq).target;
+    } else {
+      target = expand_output_name("mlpd-dump.%p.%n.mlpd", static_cast<long>(getpid()), std::time(nullptr), seq);
+    }
+    std::string error;
+    std::unique_ptr<OutputSink> out = open_sink(mlpd::OutputKind::File, target, options_.zip, error);
+    auto fail = [](std::string e) {
+      if (e.rfind("mlpd: ", 0) == 0) e.erase(0, 6);
+      if (const size_t p = e.find("; profiling stopped"); p != std::string::npos) e.erase(p);
+      return "ERR dump: " + e;
+    };
+    if (!out) return fail(error);
+    std::vector<uint8_t> metadata;
+    helper_.replay_metadata(metadata);
+    uint64_t bytes = header_bytes_.size() + metadata.size();
+    bool ok = out->write(header_bytes_.data(), header_bytes_.size()) && out->write(metadata.data(), metadata.size()) &&
+              ring_->for_each([&](const uint8_t* d, size_t n) {
+                bytes += n;
+                return out->write(d, n);
+              });
+    ok = out->close() && ok;
+    if (!ok) {
+      ::unlink(target.c_str());
+      return fail(out->error());
+    }
+    std::string name = target;
+    for (char& c : name) {
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    }
+    return "OK dump " + name + " " + std::to_string(out->written() ? out->written() : bytes);
+  }
+
+  void set_sink(std::unique_ptr<OutputSink> sink, std::string file = {}) {
+    sink_ = std::move(sink);
+    file_started_ = std::chrono::steady_clock::now();
+    if (!file.empty()) files_.push_back(std::move(file));
+  }
   // Closes the output opened for a start that then failed, and removes the file if we created one.
   void abandon_output(const ResolvedOutput& where) {
-    if (!sink_) return;
+    if (!sink_ || ring_) return;
     sink_->close();
     if (where.kind == ResolvedOutput::Kind::File) ::unlink(where.target.c_str());
   }
@@ -89,8 +146,10 @@ class Agent final : private HelperOutput {
     h.args = options_.header_args;
     h.arch = "x86-64";
     h.os = "linux";
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t>& bytes = header_bytes_;  // kept: every rotated file and dump starts with it
+    bytes.clear();
     encode_file_header(h, bytes);
+    if (ring_) return true;  // the ring holds buffers only
     if (write_out(bytes) && sink_->flush()) return true;
     why = sink_->error();
     if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
@@ -150,6 +209,11 @@ class Agent final : private HelperOutput {
     }
     if (!failed_ && !sink_->close()) report_failure();
     registry_.disable();
+    // Flight recorder: the exit dump, when output= names a file.
+    if (ring_ && !failed_ && (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid)) {
+      const std::string answer = dump({}, false);
+      if (options_.verbose || answer.rfind("ERR", 0) == 0) say("mlpd: exit " + answer);
+    }
     if (options_.verbose) {
       for (const std::string& line : helper_.summary_lines(options_.sample_mode != SampleMode::None)) say(line);
     }
@@ -180,6 +244,7 @@ class Agent final : private HelperOutput {
     h.call_depth = hooks::call_depth;
     h.set_call_depth = hooks::set_call_depth;
     h.start_call_depth = options_.calldepth;
+    if (options_.ring_bytes) h.dump = [this](const std::string& file) { return dump(file, true); };
     h.compat = options_.compat;
     h.allow_any_user = options_.port_allow_any;
     h.allowed_uids = options_.port_allow_uids;
@@ -187,6 +252,39 @@ class Agent final : private HelperOutput {
   }
 
   bool write_out(const std::vector<uint8_t>& bytes) { return sink_->write(bytes.data(), bytes.size()); }
+
+  // Rotation (helper thread). Every file of a run carries the same header (process start time, pid,
+  // port, options): they are windows of one run, with times on one scale.
+  bool rotation_due() override {
+    if (!rotation_on(options_) || failed_) return false;
+    if (options_.rotate_bytes && sink_->written() >= options_.rotate_bytes) return true;
+    return options_.rotate_ms &&
+           std::chrono::steady_clock::now() - file_started_ >= std::chrono::milliseconds(options_.rotate_ms);
+  }
+
+  bool next_file(const std::vector<uint8_t>& metadata) override {
+    if (!sink_->close()) return false;  // report_failure() tells the closed file's error
+    ++file_seq_;
+    const ResolvedOutput where = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), file_seq_);
+    std::string error;
+    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error);
+    if (!sink) {
+      // The old sink is closed; a sink that only reports this error takes its place.
+      auto failed = std::make_unique<MemorySink>(where.target);
+      failed->fail_after(0, 0);
+      sink_ = std::move(failed);
+      rotate_error_ = error + "; profiling stopped";
+      return false;
+    }
+    set_sink(std::move(sink), where.target);
+    if (!write_out(header_bytes_) || !sink_->write(metadata.data(), metadata.size()) || !sink_->flush()) return false;
+    // rotate-keep: the oldest files beyond N go (the current one counts).
+    while (options_.rotate_keep && files_.size() > options_.rotate_keep) {
+      ::unlink(files_.front().c_str());
+      files_.erase(files_.begin());
+    }
+    return true;
+  }
 
   // HelperOutput: the sink as the helper writes to it.
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
@@ -196,7 +294,7 @@ class Agent final : private HelperOutput {
     if (failed_) return;
     failed_ = true;
     hooks::stop();  // the program goes on, unprofiled
-    std::string e = sink_->error();
+    std::string e = rotate_error_.empty() ? sink_->error() : rotate_error_;
     if (e.empty()) e = "mlpd: cannot write to " + sink_->describe();
     if (e.find("profiling stopped") == std::string::npos) e += "; profiling stopped";
     say(e);
@@ -209,6 +307,15 @@ class Agent final : private HelperOutput {
   rt::MetaLog meta_;
   rt::ThreadRegistry registry_;
   std::unique_ptr<OutputSink> sink_;
+  std::vector<uint8_t> header_bytes_;
+  RingSink* ring_ = nullptr;  // flight recorder: the sink, when ring= is given
+  uint64_t dump_seq_ = 0;
+  // Rotation: when the current file was opened, its sequence number (%n), the files written (oldest
+  // first, for rotate-keep) and the error of a next file that could not be opened.
+  std::chrono::steady_clock::time_point file_started_;
+  uint64_t file_seq_ = 0;
+  std::vector<std::string> files_;
+  std::string rotate_error_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
   HelperThread helper_;
   std::atomic<bool> shutting_down_{false};
@@ -315,6 +422,9 @@ void start(std::string_view text) {
   child_env.push_back(nullptr);
   SinkOptions sink_options;
   sink_options.child_env = child_env.data();
+  if (o.ring_bytes) {
+    agent->use_ring();
+  } else {
   bool taken = false;  // another live process writes this file (it holds the lock): write NAME.PID
   sink_options.file_taken = &taken;
   std::unique_ptr<OutputSink> sink =
@@ -330,7 +440,8 @@ void start(std::string_view text) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
     return;
   }
-  agent->set_sink(std::move(sink));
+  agent->set_sink(std::move(sink), where.kind == ResolvedOutput::Kind::File ? where.target : std::string());
+  }
   if (wants_command_server(o)) agent->start_server();  // before the header, which carries the port
   if (std::string why; !agent->write_header(why)) {
     agent->drop_server();

@@ -22,7 +22,7 @@ namespace mlpd::agent {
 namespace {
 
 constexpr std::string_view kHelp =
-    "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | help "
+    "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | dump [FILE] | help "
     "(one per line; NAME as in the agent options: exception monitor gc gcalloc gcmove gcroot gchandle "
     "finalization counter jit alloc legacy calls)";
 constexpr size_t kAcceptsPerRound = 16;        // connections taken per poll round (the rest wait)
@@ -262,6 +262,10 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
   if (cmd == "stats") {
     if (!args.empty()) return answer("ERR stats takes no arguments");
     return answer(h.stats ? "OK " + h.stats() : std::string("OK"));
+  }
+  if (cmd == "dump") {
+    if (!h.dump) return answer("ERR dump: only in flight-recorder mode (start the agent with ring=SIZE)");
+    return answer(h.dump(std::string(args)));
   }
   if (cmd == "help") return answer(kHelp);
   if (cmd == "events") return events(args);

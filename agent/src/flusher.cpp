@@ -65,6 +65,7 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
     }
   }
   stats_.meta_events += meta_.take(bytes_, now);
+  if (store_ && !bytes_.empty()) store_->absorb(bytes_.data(), bytes_.size());  // only metadata so far
   add_own(0);
   for (rt::LogBuffer* b : popped_) {
     write_slice(*b, b->committed.load(std::memory_order_acquire), true);

@@ -27,7 +27,9 @@ constexpr auto kIdleTick = std::chrono::milliseconds(100);
 HelperThread::HelperThread(const HelperParts& parts)
     : parts_(parts),
       flusher_(*parts.shared, *parts.registry, *parts.meta),
-      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared}) {}
+      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared}) {
+  if (rotation_on(*parts.options) || parts.options->ring_bytes) flusher_.keep_metadata_in(&meta_store_);
+}
 
 bool HelperThread::start() {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -130,8 +132,15 @@ bool HelperThread::round(bool live) {
   ++rounds_;
   hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
   hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
-  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   HelperOutput& out = *parts_.output;
+  // Rotation happens between rounds: the closed file ends with a complete round, the next starts with
+  // the header and the metadata of everything still alive (absorbed by earlier rounds), then this round.
+  if (live && !out.failed() && out.rotation_due()) {
+    std::vector<uint8_t> metadata;
+    meta_store_.replay(metadata);
+    if (!out.next_file(metadata)) out.report_failure();
+  }
+  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   bool ok = true;
   if (!out.failed()) {
     for (const Flusher::Piece& p : pieces) {

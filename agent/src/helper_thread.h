@@ -19,6 +19,7 @@
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/rt/buffer_pool.h"
+#include "mlpd/rt/meta_store.h"
 
 namespace mlpd::agent {
 
@@ -31,6 +32,11 @@ class HelperOutput {
   virtual bool failed() const = 0;
   // A write or flush failed: one message, profiling stops, the program goes on.
   virtual void report_failure() = 0;
+  // Rotation (rotate=, rotate-size=): whether the current file is due to be closed at this flush round,
+  // and the switch: close it, open the next, write the file header and `metadata` (the MetaStore's
+  // replay) to it. False when the switch failed (then report_failure()).
+  virtual bool rotation_due() { return false; }
+  virtual bool next_file(const std::vector<uint8_t>& /*metadata*/) { return true; }
 
  protected:
   ~HelperOutput() = default;
@@ -64,6 +70,11 @@ class HelperThread {
   // never started.
   bool stop(int limit_seconds);
 
+  // Flight recorder (helper thread, or after stop()): a live round now, so that a dump holds what
+  // threads have committed; the MetaStore's replay.
+  void round_now() { round(true); }
+  void replay_metadata(std::vector<uint8_t>& out) const { meta_store_.replay(out); }
+
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();
   // The `verbose` summary at exit (after stop()): one line each.
@@ -78,6 +89,7 @@ class HelperThread {
 
   HelperParts parts_;
   Flusher flusher_;
+  rt::MetaStore meta_store_;  // with rotation: what each new file starts with
   AgentCounters counters_;
   pthread_t thread_{};
   bool started_ = false;

@@ -132,6 +132,42 @@ class Parser {
   bool nocalls_ = false;
 };
 
+// NUM followed by a unit: ms, s, m or h (a bare NUM is seconds). False when malformed or too big.
+bool duration_ms(std::string_view v, uint64_t& out) {
+  size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) return false;
+  uint64_t n = 0;
+  if (parse_number(v.substr(0, digits), n) != Num::Ok) return false;
+  const std::string_view unit = v.substr(digits);
+  uint64_t scale = 0;
+  if (unit == "ms") scale = 1;
+  else if (unit.empty() || unit == "s") scale = 1000;
+  else if (unit == "m") scale = 60 * 1000;
+  else if (unit == "h") scale = 3600 * 1000;
+  else return false;
+  out = n * scale;  // at most 12 digits times 3.6e6: no overflow
+  return true;
+}
+
+// NUM followed by nothing (bytes), k, m or g (KiB, MiB, GiB; either case). False when malformed or too big.
+bool size_bytes(std::string_view v, uint64_t& out) {
+  size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) return false;
+  uint64_t n = 0;
+  if (parse_number(v.substr(0, digits), n) != Num::Ok) return false;
+  const std::string_view unit = v.substr(digits);
+  unsigned shift = 0;
+  if (unit.empty()) shift = 0;
+  else if (unit == "k" || unit == "K") shift = 10;
+  else if (unit == "m" || unit == "M") shift = 20;
+  else if (unit == "g" || unit == "G") shift = 30;
+  else return false;
+  out = n << shift;  // at most 12 digits (< 2^40) << 30: fits in 64 bits
+  return true;
+}
+
 bool Parser::item(std::string_view it, bool first) {
   const size_t eq = it.find('=');
   const bool has_value = eq != std::string_view::npos;
@@ -250,6 +286,33 @@ bool Parser::item(std::string_view it, bool first) {
     if (spec.empty()) return bad_value(it, "expected callspec=SPEC with a non-empty SPEC");
     o_.callspec.assign(spec);
     callspec_item_.assign(it);
+    return true;
+  }
+  if (name == "rotate") {
+    if (!has_value) return missing_value(it, "rotate=DURATION (e.g. 30s, 10m, 1h)");
+    if (!duration_ms(value, n) || n < 1000)
+      return bad_value(it, "expected a duration of at least 1s: NUM followed by s, m or h (e.g. 30s, 10m, 1h)");
+    o_.rotate_ms = n;
+    return true;
+  }
+  if (name == "rotate-size") {
+    if (!has_value) return missing_value(it, "rotate-size=SIZE (e.g. 100m)");
+    if (!size_bytes(value, n) || n < 4096)
+      return bad_value(it, "expected a size of at least 4k: NUM, NUMk, NUMm or NUMg (e.g. 100m)");
+    o_.rotate_bytes = n;
+    return true;
+  }
+  if (name == "ring") {
+    if (!has_value) return missing_value(it, "ring=SIZE (e.g. 64m)");
+    if (!size_bytes(value, n) || n < (1u << 20))
+      return bad_value(it, "expected a size of at least 1m: NUMk, NUMm or NUMg (e.g. 64m)");
+    o_.ring_bytes = n;
+    return true;
+  }
+  if (name == "rotate-keep") {
+    if (!has_value) return missing_value(it, "rotate-keep=NUM");
+    if (!number(it, value, 1, kInt32Max, n)) return false;
+    o_.rotate_keep = static_cast<uint32_t>(n);
     return true;
   }
   if (name == "flush") {
@@ -378,6 +441,22 @@ bool Parser::bind(std::string_view it, std::string_view value) {
 
 bool Parser::finish() {
   if (nocalls_) o_.calls = false;  // like the event masks: the `no` form wins whatever the order
+  if (rotation_on(o_)) {
+    if (o_.report || (o_.output_kind != OutputKind::File && o_.output_kind != OutputKind::FileAppendPid))
+      return fail("rotation (rotate=, rotate-size=) needs output=FILE with %n or %t in the name (e.g. "
+                  "output=app-%n.mlpd)");
+    const std::string& t = o_.output_target;
+    if (t.find("%n") == std::string::npos && t.find("%t") == std::string::npos)
+      return fail("rotation (rotate=, rotate-size=) needs %n or %t in the output name, so that files do not "
+                  "overwrite each other (e.g. output=app-%n.mlpd)");
+  } else if (o_.rotate_keep) {
+    return fail("'rotate-keep' has no effect without rotate= or rotate-size=");
+  }
+  if (o_.ring_bytes) {
+    if (rotation_on(o_)) return fail("'ring' cannot be combined with rotation (each dump is a file of its own)");
+    if (o_.report || o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd)
+      return fail("'ring' writes dumps to files: output= must name a file (the exit dump), or be left out");
+  }
   if (!o_.callspec.empty() && !o_.calls)
     return fail("'" + printable(callspec_item_) + "' has no effect without 'calls'");
   if (o_.report && (o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd))
@@ -512,7 +591,7 @@ std::string_view help_text() noexcept {
       "\toutput=+FILENAME     write the data to FILENAME.PID\n"
       "\toutput=|PROGRAM      write the data to the stdin of PROGRAM\n"
       "\toutput=#FD           write the data to the open file descriptor FD\n"
-      "\t                     %t is substituted with the UTC date and time, %p with the pid, %% with %\n"
+      "\t                     %t is substituted with the UTC date and time, %p with the pid, %n with the file number, %% with %\n"
       "\tzip                  compress the output data (gzip)\n"
       "\treport               pipe the data into mprof-report instead of writing a file\n"
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
@@ -527,6 +606,11 @@ std::string_view help_text() noexcept {
       "\t                     the current directory) for perf inject --jit (see docs/perf.md)\n"
       "\tperfmap              write /tmp/perf-PID.map (address, size, name of the JIT'd code) for perf\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
+      "\trotate=DURATION      start a new output file every DURATION (30s, 10m, 1h); the name needs %n or %t\n"
+      "\trotate-size=SIZE     start a new output file once it has SIZE bytes (100m, 1g)\n"
+      "\trotate-keep=NUM      with rotation, keep only the newest NUM files\n"
+      "\tring=SIZE            flight recorder: keep the last SIZE bytes of events in memory; write them on\n"
+      "\t                     the command port's `dump [FILE]` and at exit (to output=, if given)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;
 }
@@ -536,7 +620,7 @@ std::string_view options_from_profiler_desc(std::string_view desc) noexcept {
   return colon == std::string_view::npos ? std::string_view() : desc.substr(colon + 1);
 }
 
-std::string expand_output_name(std::string_view pattern, long pid, std::time_t when) {
+std::string expand_output_name(std::string_view pattern, long pid, std::time_t when, uint64_t seq) {
   std::string out;
   out.reserve(pattern.size() + 16);
   for (size_t i = 0; i < pattern.size(); ++i) {
@@ -550,7 +634,11 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
       out += std::to_string(pid);
     else if (k == 't')
       append_time(out, when);
-    else if (k == '%')
+    else if (k == 'n') {
+      const std::string n = std::to_string(seq);
+      if (n.size() < 4) out.append(4 - n.size(), '0');
+      out += n;
+    } else if (k == '%')
       out += '%';
     else {
       out += '%';
@@ -562,7 +650,7 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
 
 std::string default_output_name(long pid) { return "output." + std::to_string(pid) + ".mlpd"; }
 
-ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when) {
+ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when, uint64_t seq) {
   ResolvedOutput r;
   switch (options.output_kind) {
     case OutputKind::Default:
@@ -575,18 +663,18 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
       return r;
     case OutputKind::Pipe:
       r.kind = ResolvedOutput::Kind::Pipe;
-      r.target = expand_output_name(options.output_target, pid, when);
+      r.target = expand_output_name(options.output_target, pid, when, seq);
       return r;
     case OutputKind::Fd:
       r.kind = ResolvedOutput::Kind::Fd;
       r.fd = options.output_fd;
       return r;
     case OutputKind::File:
-      r.target = expand_output_name(options.output_target, pid, when);
+      r.target = expand_output_name(options.output_target, pid, when, seq);
       break;
     case OutputKind::FileAppendPid:
       // As Mono: ".PID" is appended first, then the %-expansion runs over the whole name.
-      r.target = expand_output_name(options.output_target + "." + std::to_string(pid), pid, when);
+      r.target = expand_output_name(options.output_target + "." + std::to_string(pid), pid, when, seq);
       break;
   }
   if (options.report) {

@@ -74,6 +74,8 @@ class Dumper final : public Visitor {
     ++problems;
     format_->problem(p);
   }
+  // A zipped file cut inside its last member (killed writer): shown where it happens, exit status 0.
+  void on_warning(const Problem& p) override { format_->problem(p); }
 
   void on_event(const Event& e, const EventInfo& info) override {
     names_.observe(e);  // first, so that an event's own description names it on its line

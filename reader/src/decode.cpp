@@ -101,11 +101,23 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
   Problem problem;
   FileHeader header;
   auto report = [&](const Problem& p) {
+    // A gzip input cut inside its last member (a writer killed mid-round) ends the file where the cut
+    // is: a warning, not a problem; what came before has been decoded.
+    if (in.cut_member()) {
+      s.truncated = true;
+      v.on_warning({p.offset, p.buffer,
+                    "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
+                        std::to_string(in.cut_member_start()) + " (the writer was stopped); read up to offset " +
+                        std::to_string(in.offset()) + ", the last complete member ends at offset " +
+                        std::to_string(in.complete_offset())});
+      return;
+    }
     ++s.problems;
     v.on_problem(p);
   };
   if (!parse_file_header(in, header, problem)) {
-    report(problem);
+    ++s.problems;  // no header, no file: an error even when the cut is a killed writer's
+    v.on_problem(problem);
     s.bytes = in.offset();
     return s;
   }

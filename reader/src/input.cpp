@@ -56,8 +56,9 @@ class MemorySource final : public RawSource {
 };
 
 // Plain bytes pass through; gzip (detected by its magic) is inflated, several members in a row
-// included. A gzip stream that ends before its last member's trailer is an error ("unexpected end
-// of compressed data"), so a truncated compressed file is never taken for a complete one.
+// included. A gzip stream that ends before its last member's trailer sets error() ("unexpected end
+// of compressed data"), so a truncated compressed file is never taken for a complete one, and
+// cut_member(): the decoder reports that as a truncation warning, keeping what was read.
 class StreamInput final : public Input {
  public:
   // The raw buffer is not zero-filled (every byte is read into before use); a memory source gets one
@@ -83,7 +84,10 @@ class StreamInput final : public Input {
     size_t done = 0;
     while (done < n && !done_) {
       if (avail_ == 0 && !fill()) {
-        if (gzip_ && member_open_) error_ = "unexpected end of compressed data";
+        if (gzip_ && member_open_) {
+          error_ = "unexpected end of compressed data";
+          cut_ = true;
+        }
         done_ = true;
         break;
       }
@@ -104,9 +108,12 @@ class StreamInput final : public Input {
       const int rc = inflate(&zs_, Z_NO_FLUSH);
       done += before_out - zs_.avail_out;
       pos_ += avail_ - zs_.avail_in;
+      raw_used_ += avail_ - zs_.avail_in;
       avail_ = zs_.avail_in;
       if (rc == Z_STREAM_END) {
         member_open_ = false;
+        complete_offset_ = offset_ + done;
+        member_start_ = raw_used_;
         inflateReset(&zs_);  // another member may follow; if not, the input simply ends
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         error_ = zs_.msg ? zs_.msg : "invalid compressed data";
@@ -118,6 +125,9 @@ class StreamInput final : public Input {
   }
   std::string error() const override { return error_; }
   bool compressed() const override { return gzip_; }
+  bool cut_member() const override { return cut_; }
+  uint64_t complete_offset() const override { return complete_offset_; }
+  uint64_t cut_member_start() const override { return member_start_; }
 
  private:
   // Refills the raw buffer when it is empty; false at the end of input or on a read error.
@@ -140,6 +150,10 @@ class StreamInput final : public Input {
   size_t avail_ = 0;
   bool gzip_ = false;
   bool member_open_ = false;
+  bool cut_ = false;
+  uint64_t raw_used_ = 0;         // compressed bytes inflated so far
+  uint64_t complete_offset_ = 0;  // uncompressed offset at the end of the last complete member
+  uint64_t member_start_ = 0;     // compressed offset where the current member starts
   bool done_ = false;
   z_stream zs_{};
   std::string error_;

@@ -71,7 +71,9 @@
 //
 // Notes: LogProcessor needs a seekable stream (EndOfStream compares Position
 // with Length) and does not understand gzip; a file starting with the gzip
-// magic (1F 8B) is therefore decompressed into memory first.
+// magic (1F 8B) is therefore decompressed into memory first, by `gzip -dc`:
+// our `zip` files are several gzip members in a row (one per flush round),
+// and Mono's GZipStream stops after the first member.
 #pragma warning disable 618 // UnmanagedBinaryEvent is obsolete (never produced by 6.8)
 using System;
 using System.Collections.Generic;
@@ -185,8 +187,19 @@ static class LogCount
         byte[] data = File.ReadAllBytes(path);
         if (data.Length >= 2 && data[0] == 0x1F && data[1] == 0x8B) {
             var outMs = new MemoryStream();
-            using (var gz = new GZipStream(new MemoryStream(data), CompressionMode.Decompress))
-                gz.CopyTo(outMs);
+            var psi = new System.Diagnostics.ProcessStartInfo("gzip", "-dc") {
+                UseShellExecute = false, RedirectStandardInput = true, RedirectStandardOutput = true };
+            using (var gz = System.Diagnostics.Process.Start(psi)) {
+                var feed = new System.Threading.Thread(() => {
+                    gz.StandardInput.BaseStream.Write(data, 0, data.Length);
+                    gz.StandardInput.Close();
+                });
+                feed.Start();
+                gz.StandardOutput.BaseStream.CopyTo(outMs);
+                feed.Join();
+                gz.WaitForExit();
+                if (gz.ExitCode != 0) throw new InvalidDataException("gzip -dc failed on " + path);
+            }
             outMs.Position = 0;
             return outMs;
         }

@@ -535,6 +535,7 @@ class CollectingVisitor final : public Visitor {
     out_.events.push_back({e, info.offset, info.buffer ? info.buffer->index : 0});
   }
   void on_problem(const Problem& p) override { out_.problems.push_back(p); }
+  void on_warning(const Problem& p) override { out_.warnings.push_back(p); }
 
  private:
   DecodedFile& out_;

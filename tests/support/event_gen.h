@@ -117,6 +117,7 @@ struct DecodedFile {
   std::vector<BufferInfo> buffers;  // in file order (only buffers whose data could be read)
   std::vector<DecodedEvent> events;
   std::vector<Problem> problems;
+  std::vector<Problem> warnings;  // Visitor::on_warning: a gzip input cut inside its last member
 
   // The events without their positions, in file order.
   std::vector<Event> event_list() const;

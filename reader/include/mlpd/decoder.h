@@ -44,6 +44,9 @@ class Visitor {
   virtual void on_event(const Event&, const EventInfo&) {}
   virtual void on_buffer_end(const BufferInfo&) {}
   virtual void on_problem(const Problem&) {}
+  // Not an error: the file was cut where its writer was stopped, inside the last gzip member (a killed
+  // `zip` run). Everything before the cut has been delivered; the message names both offsets.
+  virtual void on_warning(const Problem&) {}
 };
 
 struct DecodeOptions {
@@ -63,6 +66,7 @@ struct DecodeSummary {
   uint64_t events = 0;
   uint64_t bytes = 0;  // uncompressed bytes consumed
   uint64_t problems = 0;
+  bool truncated = false;  // the input ended inside a gzip member (on_warning was called)
 };
 
 // Decodes the whole input, calling the visitor for the header, each buffer, each event and each

@@ -24,6 +24,13 @@ class Input {
   virtual std::string error() const = 0;
   // True when the input was gzip-compressed.
   virtual bool compressed() const = 0;
+  // True when a gzip input ended inside a member (no trailer): what a writer killed while writing leaves
+  // behind (the agent ends a member every flush round). The bytes inflated before the cut have been read.
+  virtual bool cut_member() const { return false; }
+  // With cut_member(): where the last complete member ended, in the uncompressed stream, and where the cut
+  // member starts in the compressed file.
+  virtual uint64_t complete_offset() const { return 0; }
+  virtual uint64_t cut_member_start() const { return 0; }
   uint64_t offset() const { return offset_; }
 
  protected:

@@ -43,9 +43,10 @@ Bytes make_data(size_t size, uint32_t seed) {
   return out;
 }
 
-// Inflates a gzip stream; `ended` tells whether the stream's end (trailer) was reached. A stream cut after a
-// sync flush inflates up to the flush and stops with Z_BUF_ERROR ("need more input"), which is fine.
-Bytes gunzip(const Bytes& in, bool& ended) {
+// Inflates a gzip stream of one or more members (as gzip -d and zlib's gzread do); `ended` tells whether
+// the input ended exactly after a member's trailer. A stream cut inside a member inflates up to the cut and
+// stops with Z_BUF_ERROR ("need more input"); `members` counts the complete members.
+Bytes gunzip(const Bytes& in, bool& ended, size_t* members = nullptr) {
   z_stream zs{};
   REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
   Bytes out;
@@ -53,19 +54,26 @@ Bytes gunzip(const Bytes& in, bool& ended) {
   zs.next_in = const_cast<Bytef*>(in.data());
   zs.avail_in = static_cast<uInt>(in.size());
   ended = false;
+  size_t complete = 0;
   for (;;) {
     zs.next_out = buf;
     zs.avail_out = sizeof buf;
     const int rc = inflate(&zs, Z_NO_FLUSH);
     out.insert(out.end(), buf, buf + (sizeof buf - zs.avail_out));
     if (rc == Z_STREAM_END) {
-      ended = true;
-      break;
+      ++complete;
+      if (zs.avail_in == 0) {
+        ended = true;
+        break;
+      }
+      REQUIRE(inflateReset(&zs) == Z_OK);
+      continue;
     }
     if (rc == Z_BUF_ERROR) break;
     REQUIRE(rc == Z_OK);
   }
   inflateEnd(&zs);
+  if (members) *members = complete;
   return out;
 }
 
@@ -211,7 +219,7 @@ TEST_CASE("gzip file sink: round trip through zlib", "[sink]") {
   CHECK(gunzip(file) == data);
 }
 
-TEST_CASE("gzip file sink: a flushed but unclosed file decompresses up to the flush", "[sink]") {
+TEST_CASE("gzip file sink: every flush ends a gzip member, so an unclosed file is complete up to it", "[sink]") {
   TempDir dir;
   const std::string path = dir.file("live.mlpd.gz");
   const Bytes a = make_data(300000, 4);
@@ -219,21 +227,58 @@ TEST_CASE("gzip file sink: a flushed but unclosed file decompresses up to the fl
   auto sink = must_open(OutputKind::File, path, true);
   write_chunks(*sink, a, 7000);
   REQUIRE(sink->flush());
-  bool ended = true;
-  CHECK(gunzip(read_all(path), ended) == a);
-  CHECK_FALSE(ended);
+  bool ended = false;
+  size_t members = 0;
+  CHECK(gunzip(read_all(path), ended, &members) == a);
+  CHECK(ended);  // a complete gzip file, as a killed process would leave it
+  CHECK(members == 1);
 
   write_chunks(*sink, b, 100);
   REQUIRE(sink->flush());
-  REQUIRE(sink->flush());  // a flush with nothing new is harmless
+  REQUIRE(sink->flush());  // a flush with nothing new adds nothing
   Bytes ab = a;
   ab.insert(ab.end(), b.begin(), b.end());
-  CHECK(gunzip(read_all(path), ended) == ab);
+  CHECK(gunzip(read_all(path), ended, &members) == ab);
+  CHECK(ended);
+  CHECK(members == 2);
+
+  // What a kill in the middle of writing a member leaves: the members before it inflate whole.
+  const Bytes c = make_data(100000, 9);
+  write_chunks(*sink, c, 5000);
+  const size_t before = read_all(path).size();
+  REQUIRE(sink->flush());
+  Bytes cut = read_all(path);
+  REQUIRE(cut.size() > before + 100);
+  cut.resize(before + (cut.size() - before) / 2);
+  const Bytes partial = gunzip(cut, ended, &members);
   CHECK_FALSE(ended);
+  CHECK(members == 2);
+  REQUIRE(partial.size() >= ab.size());
+  CHECK(Bytes(partial.begin(), partial.begin() + static_cast<long>(ab.size())) == ab);
 
   REQUIRE(sink->close());
-  CHECK(gunzip(read_all(path), ended) == ab);
+  Bytes abc = ab;
+  abc.insert(abc.end(), c.begin(), c.end());
+  CHECK(gunzip(read_all(path), ended, &members) == abc);
   CHECK(ended);
+  CHECK(members == 3);
+}
+
+TEST_CASE("gzip sink: a large write becomes members of bounded size", "[sink]") {
+  auto memory = std::make_unique<MemorySink>();
+  MemorySink* inner = memory.get();
+  std::string error;
+  auto sink = make_gzip_sink(std::move(memory), -1, error);
+  REQUIRE(sink);
+  const Bytes data = make_data(5 * 1024 * 1024 + 17, 11);
+  REQUIRE(sink->write(data.data(), data.size()));  // one call, no flush
+  CHECK(inner->data().size() > 0);                 // members went out before any flush
+  REQUIRE(sink->close());
+  bool ended = false;
+  size_t members = 0;
+  CHECK(gunzip(inner->data(), ended, &members) == data);
+  CHECK(ended);
+  CHECK(members == 6);  // five full 1 MiB stages and the rest
 }
 
 TEST_CASE("gzip sink: destroying an open sink finishes the stream", "[sink]") {

@@ -25,8 +25,9 @@ class OutputSink {
   // Writes all `size` bytes (retrying partial writes and EINTR) or fails. False once failed or closed.
   virtual bool write(const void* data, size_t size) = 0;
   // Makes everything written so far readable by whoever reads the target: plain file/pipe/fd writes are
-  // already in the kernel, so nothing more happens; gzip ends the current deflate block with Z_SYNC_FLUSH
-  // (Mono never flushes its gzip stream, so its .gz is unreadable until shutdown).
+  // already in the kernel, so nothing more happens; gzip ends the current gzip member, so that the target
+  // is a complete gzip stream up to here (Mono never flushes its gzip stream, so its .gz is unreadable
+  // until shutdown, and a killed run's is unreadable for good).
   virtual bool flush() = 0;
   // Finishes the stream (gzip trailer), releases the target (closes our fd, waits for a pipe's command
   // within a time bound; an inherited #FD is never closed) and reports whether everything went well.
@@ -43,6 +44,8 @@ class OutputSink {
   virtual std::string error() const = 0;
   // How the target is named in messages: the path, `|CMD` or `#FD`.
   virtual std::string describe() const = 0;
+  // Bytes handed to the target so far (after compression): what `rotate-size=` compares.
+  virtual uint64_t written() const = 0;
 };
 
 enum class OutputKind {
@@ -52,7 +55,7 @@ enum class OutputKind {
 };
 
 struct SinkOptions {
-  // zlib level for `zip`; -1 is Z_DEFAULT_COMPRESSION (6, what Mono's gzdopen(..., "wb") uses).
+  // Compression level for `zip`, 0..9 as zlib's; -1 is the default, 6 (what Mono's gzdopen(..., "wb") uses).
   int gzip_level = -1;
   // How long close() waits for a pipe's command to exit after our end is closed. A command that never
   // exits (or whose stdin another fork of the host still holds) is then left running and reported.
@@ -71,8 +74,9 @@ struct SinkOptions {
 std::unique_ptr<OutputSink> open_sink(OutputKind kind, const std::string& target, bool zip, std::string& error,
                                       const SinkOptions& options = {});
 
-// Wraps `inner` in gzip compression (a gzip header, deflate, the gzip trailer on close). nullptr and `error`
-// set if zlib cannot be initialised (out of memory, bad level).
+// Wraps `inner` in gzip compression: a sequence of complete gzip members, one ended by every flush() and
+// one per MiB of input (sink.cpp). nullptr and `error` set if the compressor cannot be set up (out of
+// memory, bad level).
 std::unique_ptr<OutputSink> make_gzip_sink(std::unique_ptr<OutputSink> inner, int level, std::string& error);
 
 // Collects the bytes in memory: for tests, including the agent's own (it can be told to fail like a full
@@ -88,6 +92,7 @@ class MemorySink final : public OutputSink {
   void abandon() override { closed_ = abandoned_ = true; }
   std::string error() const override { return error_; }
   std::string describe() const override { return name_; }
+  uint64_t written() const override { return data_.size(); }
 
   // After `bytes` more bytes have been accepted, the next write fails with errno `err` (e.g. ENOSPC); the
   // bytes that still fit are stored, as a short write would have done.

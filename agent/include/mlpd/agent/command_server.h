@@ -51,6 +51,9 @@ struct CommandHandlers {
   std::function<bool()> calls_enabled;
   std::function<uint32_t()> call_depth;
   std::function<void(uint32_t)> set_call_depth;
+  // Flight recorder (`ring=`): writes a dump to FILE (empty: the default name) and returns the answer
+  // line, `OK dump FILE BYTES` or `ERR dump: reason`. Null: `ERR dump: ...` (no ring).
+  std::function<std::string(const std::string&)> dump;
   uint32_t start_call_depth = 100;  // what `+calls` restores when nothing else was seen
   bool compat = true;               // event names mean what they meant in the option string
   int64_t heapshot_wait_ms = kHeapshotWaitMs;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mlpd/rt/meta_log.h"
+#include "mlpd/rt/meta_store.h"
 #include "mlpd/rt/thread_registry.h"
 
 namespace mlpd::agent {
@@ -55,6 +56,9 @@ class Flusher {
   void round(std::vector<uint8_t>& out, bool live_slices, uint64_t now);
 
   const FlushStats& stats() const { return stats_; }
+  // From now on every round's metadata is also absorbed into `store` (rotation, ring dumps), before
+  // its pieces are returned. nullptr: off (the default).
+  void keep_metadata_in(rt::MetaStore* store) { store_ = store; }
   // The last round met a half-done push (see FlushQueue::blocked) and so wrote no live slices.
   bool queue_blocked() const { return queue_blocked_; }
 
@@ -81,6 +85,7 @@ class Flusher {
   rt::WriterShared& shared_;
   rt::ThreadRegistry& registry_;
   rt::MetaLog& meta_;
+  rt::MetaStore* store_ = nullptr;
   std::vector<rt::LogBuffer*> popped_;
   std::vector<Slice> live_;
   FlushStats stats_;

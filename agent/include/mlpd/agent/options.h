@@ -102,6 +102,14 @@ struct Options {
   bool perfmap = false;
 
   uint32_t flush_ms = kDefaultFlushMs;  // flush interval for threads that log and then go quiet
+
+  // Rotation (docs/options.md): a new output file at the first flush round after rotate_ms or after the
+  // file reached rotate_bytes (0: that limit is off); only the newest rotate_keep files are kept (0: all).
+  uint64_t rotate_ms = 0;
+  uint64_t rotate_bytes = 0;
+  uint32_t rotate_keep = 0;
+  // Flight recorder: thread buffers kept in a ring of this many bytes instead of written (0: off).
+  uint64_t ring_bytes = 0;
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
   bool help = false;   // the caller prints help_text() and does not profile
@@ -120,9 +128,13 @@ std::string_view help_text() noexcept;
 // The option part of a Mono profiler description: "mlpd:calls,zip" -> "calls,zip", "mlpd" -> "".
 std::string_view options_from_profiler_desc(std::string_view desc) noexcept;
 
-// Expands %p (pid), %t (UTC time as YYYYMMDDhhmmss) and %% (%) in an output name. Any other %x,
-// and a trailing lone %, are kept as they are.
-std::string expand_output_name(std::string_view pattern, long pid, std::time_t when);
+// Expands %p (pid), %t (UTC time as YYYYMMDDhhmmss), %n (`seq`, the file's sequence number with at
+// least 4 digits: 0000, 0001, ...) and %% (%) in an output name. Any other %x, and a trailing lone %,
+// are kept as they are.
+std::string expand_output_name(std::string_view pattern, long pid, std::time_t when, uint64_t seq = 0);
+
+// Whether rotation (rotate= or rotate-size=) is on.
+inline bool rotation_on(const Options& o) { return o.rotate_ms != 0 || o.rotate_bytes != 0; }
 
 // "output.<pid>.mlpd": the file written when no output= is given.
 std::string default_output_name(long pid);
@@ -134,7 +146,7 @@ struct ResolvedOutput {
   std::string target;  // file name (Kind::File) or shell command for popen (Kind::Pipe)
   int fd = -1;         // Kind::Fd
 };
-ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when);
+ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when, uint64_t seq = 0);
 
 // The cap on sample-hit records: maxsamples if given (0 -> kNoSampleLimit), else cpu_count * 1000
 // (cpu_count 0 counts as 1).
