@@ -19,6 +19,7 @@
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
+#include "mlpd/hooks/control.h"
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
@@ -176,6 +177,8 @@ class Agent final : private HelperOutput {
     h.calls_enabled = hooks::calls_enabled;
     h.call_depth = hooks::call_depth;
     h.set_call_depth = hooks::set_call_depth;
+    h.pause = hooks::pause;
+    h.resume = hooks::resume;
     h.start_call_depth = options_.calldepth;
     h.compat = options_.compat;
     return h;
@@ -297,6 +300,8 @@ void start(std::string_view text) {
                        : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
                                                             : hooks::kSampleOff;
   config.sample_freq = o.sample_freq;
+  config.alloc_sample = o.alloc_sample;
+  config.start_paused = o.start_paused;
   config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
   hooks::HookEnv env;
   env.shared = &agent->shared();

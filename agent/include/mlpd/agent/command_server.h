@@ -49,6 +49,9 @@ struct CommandHandlers {
   std::function<bool()> calls_enabled;
   std::function<uint32_t()> call_depth;
   std::function<void(uint32_t)> set_call_depth;
+  // `pause` / `resume` (hooks::pause/resume): true when the state changed, false when it already was so.
+  std::function<bool()> pause;
+  std::function<bool()> resume;
   uint32_t start_call_depth = 100;  // what `+calls` restores when nothing else was seen
   bool compat = true;               // event names mean what they meant in the option string
   int64_t heapshot_wait_ms = kHeapshotWaitMs;

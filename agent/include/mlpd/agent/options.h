@@ -37,6 +37,8 @@ inline constexpr uint32_t kMaxSampleFreq = 1000000;  // Hz
 inline constexpr uint32_t kDefaultFlushMs = 1000;
 inline constexpr uint32_t kMinFlushMs = 10;
 inline constexpr uint32_t kMaxFlushMs = 3600000;
+inline constexpr uint64_t kMinAllocSample = 1;
+inline constexpr uint64_t kMaxAllocSample = uint64_t{1} << 40;  // 1 TiB
 inline constexpr const char* kDefaultBindAddress = "127.0.0.1";
 // max_sample_hits() result meaning "no limit" (maxsamples=0); compares greater than any count.
 inline constexpr uint64_t kNoSampleLimit = UINT64_MAX;
@@ -89,6 +91,12 @@ struct Options {
   bool bind_given = false;
 
   uint32_t flush_ms = kDefaultFlushMs;  // flush interval for threads that log and then go quiet
+
+  // `alloc-sample=BYTES`: allocation events are samples, one on average per BYTES allocated by a
+  // thread (exponential intervals); 0: every allocation (plain gcalloc). Enables gcalloc.
+  uint64_t alloc_sample = 0;
+  // `start-paused`: nothing is recorded until `resume` (command port or LogProfiler); metadata is.
+  bool start_paused = false;
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
   bool help = false;   // the caller prints help_text() and does not profile
