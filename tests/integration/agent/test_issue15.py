@@ -17,7 +17,8 @@
   size s weighs s / (1 - exp(-s/4096)), computed here from `mlpd dump --json`) are within 10% of the
   exact totals of a full `gcalloc` run (100 blocks of allocheavy.exe, 31 MB) for the classes that hold 90% of the bytes; the file is at
   least 20x smaller; the header args and the "Allocation sample interval" counter carry the interval;
-  mprof-report reads the file.
+  `mlpd report` says its allocation numbers are estimates and they are within 10% too; mprof-report
+  reads the file.
 """
 import json
 import math
@@ -60,6 +61,16 @@ def counter_series(events):
             if "name" in v and "total" in v:
                 series.setdefault(v["name"], []).append((e["seconds"], v["total"]))
     return series
+
+
+def report_json(label, path, *args):
+    p = t.run([t.MLPD, "report", "--json", *args, path], timeout=300)
+    t.check(p.returncode == 0, f"{label}: mlpd report exit {p.returncode}: {p.stderr[:300]}")
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        t.check(False, f"{label}: mlpd report --json is not JSON: {p.stdout[:300]}")
+        return {}
 
 
 def verify_strict(label, path):
@@ -124,6 +135,15 @@ def cpu_counters(work):
     print(f"cpu: process {proc:.3f} s, sum of threads {threads:.3f} s", flush=True)
     t.check(proc > 0 and abs(proc - threads) <= 0.1 * proc,
             f"cpu: process CPU {proc:.3f} s vs sum of threads {threads:.3f} s: more than 10% apart")
+    # mlpd report's CPU table.
+    rep = report_json("cpu", out, "--top", "50").get("cpu_threads", {})
+    rows = {r["name"]: r for r in rep.get("threads", [])}
+    busy_row = next((r for n, r in rows.items() if n.startswith("busy [")), None)
+    if t.check(busy_row, f"cpu: mlpd report has no busy thread in its CPU table: {rep}") and busy:
+        t.check(abs(busy_row["user_s"] + busy_row["system_s"] - busy[-1][1]) < 0.011,
+                f"cpu: report says busy used {busy_row}, the counters {busy[-1][1]}")
+    t.check(abs(rep.get("process_user_s", 0) + rep.get("process_system_s", 0) - proc) < 0.011,
+            f"cpu: report's process CPU {rep} vs {proc}")
     # mprof-report lists them.
     p = t.run([t.MPROF_REPORT, "--reports=counters", "--verbose", out], timeout=120)
     t.check(p.returncode == 0, f"cpu: mprof-report exit {p.returncode}")
@@ -240,6 +260,14 @@ def pause_resume(work, name, start_paused):
     t.check(syncs >= (2 if start_paused else 3), f"{name}: {syncs} sync points")
     rc, _, p = t.mprof_report(ph.out)
     t.check(rc == 0, f"{name}: mprof-report exit {rc}: {p.stderr[:300]}")
+    # mlpd report: the recorded intervals (phase 2; without start-paused also the start-up before the
+    # first pause), and the allocations are exact (not sampled).
+    rep = report_json(name, ph.out, "--top", "50")
+    iv = rep.get("recorded", {}).get("intervals", [])
+    t.check(len(iv) == (1 if start_paused else 2), f"{name}: mlpd report's recorded intervals {iv}")
+    types = {x["name"]: x["objects"] for x in rep.get("alloc", {}).get("types", [])}
+    t.check(types.get("Phase2Obj") == 7000 and "Phase1Obj" not in types and "Phase3Obj" not in types,
+            f"{name}: mlpd report's allocation types {types}")
 
 
 # ---- sampled allocations -----------------------------------------------------------------------
@@ -286,6 +314,18 @@ def alloc_sample(work):
         print(f"alloc: {name}: exact {int(b)} bytes ({int(c)} objects), estimated {int(e)} ({(e - b) / b * 100:+.1f}%)",
               flush=True)
         t.check(abs(e - b) <= 0.1 * b, f"alloc: {name}: estimated {int(e)} bytes vs exact {int(b)}: more than 10% off")
+    # mlpd report's estimates: the same weights, in the model.
+    rep = report_json("alloc", sampled, "--top", "50").get("alloc", {})
+    t.check(rep.get("estimated") is True and rep.get("sample_interval") == INTERVAL,
+            f"alloc: mlpd report does not say its numbers are estimates: { {k: v for k, v in rep.items() if k != 'types' and k != 'sites'} }")
+    rtypes = {x["name"]: x["bytes"] for x in rep.get("types", [])}
+    acc = 0.0
+    for name, (b, c) in sorted(exact.items(), key=lambda kv: -kv[1][0]):
+        if acc >= 0.9 * total:
+            break
+        acc += b
+        r = rtypes.get(name, 0)
+        t.check(abs(r - b) <= 0.1 * b, f"alloc: mlpd report estimates {name} at {r} bytes, exact {int(b)}")
     fs, ss = os.path.getsize(full), os.path.getsize(sampled)
     print(f"alloc: file {fs} bytes (every allocation) vs {ss} bytes (alloc-sample=4k): {fs / max(ss, 1):.1f}x", flush=True)
     t.check(fs >= 20 * ss, f"alloc: sampled file only {fs / max(ss, 1):.1f}x smaller")
