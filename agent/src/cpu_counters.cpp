@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
@@ -144,6 +146,7 @@ void CpuCounters::discover(CounterSampler& s) {
     return;
   }
   ::rewinddir(dir);
+  std::vector<std::pair<int, uint64_t>> next_pending;  // first seen now: described next time
   std::unordered_map<int, std::string> managed;  // OS tid -> managed name, fetched once if needed
   bool fetched = false;
   while (const dirent* d = ::readdir(dir)) {
@@ -156,6 +159,14 @@ void CpuCounters::discover(CounterSampler& s) {
     bool known = false;
     for (const Thread& t : threads_) known = known || (t.tid == tid && t.start == now.start);
     if (known) continue;
+    // Described at its second sighting: a thread just started may not have its managed name yet
+    // (Mono raises thread_name after thread_started), and a counter's name cannot change later.
+    bool seen = false;
+    for (const auto& [ptid, pstart] : pending_) seen = seen || (ptid == tid && pstart == now.start);
+    if (!seen) {
+      next_pending.emplace_back(static_cast<int>(tid), now.start);
+      continue;
+    }
     if (!fetched) {
       for (const hooks::OsThread& t : hooks::os_threads()) {
         if (!t.name.empty()) managed[t.os_tid] = t.name;
@@ -182,6 +193,7 @@ void CpuCounters::discover(CounterSampler& s) {
     }
   }
   ::closedir(dir);
+  pending_.swap(next_pending);
 }
 
 }  // namespace mlpd::agent

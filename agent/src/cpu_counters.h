@@ -4,8 +4,8 @@
 // monotonic):
 //   "CPU time (user)", "CPU time (system)"                        the process (threads gone included)
 //   "Thread CPU time (user): NAME [TID]", "... (system): NAME [TID]"   one pair per thread
-// A thread's pair is described at the first sample that sees the thread (threads living shorter
-// than a flush interval may never be), named with its managed name if the program gave it one by
+// A thread's pair is described at the second sample that sees the thread (threads living shorter
+// than a flush interval or two may never be; their time is in the process's), named with its managed name if the program gave it one by
 // then, else its OS name (/proc/.../comm); TID is the OS thread id. A later rename does not rename the
 // counter (a counter's descriptor cannot change; the file's thread_name events give the new name).
 // A thread that ended is no longer sampled. At most kMaxCpuThreads threads get counters.
@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mlpd/agent/counter_sampler.h"
 
@@ -63,6 +65,7 @@ class CpuCounters {
   uint64_t ticks_per_second_ = 100;
   CpuTimes process_;
   std::deque<Thread> threads_;  // a deque: the sampler keeps pointers to them
+  std::vector<std::pair<int, uint64_t>> pending_;  // (tid, start) seen once, not described yet
 };
 
 }  // namespace mlpd::agent
