@@ -516,7 +516,7 @@ std::string_view help_text() noexcept {
       "\tzip                  compress the output data (gzip)\n"
       "\treport               pipe the data into mprof-report instead of writing a file\n"
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
-      "\t                     command port unless bind= or heapshot=ondemand is given)\n"
+      "\t                     command port unless bind=, heapshot=ondemand or start-paused is given)\n"
       "\tbind=ADDRESS         address of the command port (default 127.0.0.1); any other than a\n"
       "\t                     loopback address lets other hosts use the port (no authentication)\n"
       "\tflush=MS             write the events of quiet threads at least every MS ms (default 1000)\n"
@@ -621,7 +621,9 @@ std::string event_mask_names(uint32_t mask) {
 }
 
 bool wants_command_server(const Options& options) noexcept {
-  return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND;
+  // start-paused: `resume` comes through the port (Mono's LogProfiler has no pause/resume).
+  return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND ||
+         options.start_paused;
 }
 
 }  // namespace mlpd::agent

@@ -551,7 +551,7 @@ TEST_CASE("options: help text lists every documented option", "[options]") {
                            "jit", "[no]alloc", "[no]legacy", "sample[-real][=FREQ]", "maxsamples=", "heapshot[=MODE]",
                            "ondemand", "heapshot-on-shutdown", "calls", "calldepth=", "callspec=", "maxframes=",
                            "output=FILENAME", "output=+FILENAME", "output=|PROGRAM", "output=#FD", "%t", "%p",
-                           "zip", "report", "port=", "bind=", "flush=", "verbose"}) {
+                           "zip", "report", "port=", "bind=", "flush=", "verbose", "alloc-sample=", "start-paused"}) {
     INFO(word);
     CHECK(h.find(word) != std::string_view::npos);
   }
@@ -564,7 +564,8 @@ TEST_CASE("options: arbitrary input never crashes and errors are one line", "[op
       "sampling-real", "heapshot", "heapshot-on-shutdown", "output", "port", "bind", "flush", "maxframes",
       "maxsamples", "calldepth", "callspec", "report", "zip", "help", "debug", "coverage", "verbose", "=",
       ",", "'", "\"", "\\", "%p", "%t", "%%", "%", "+", "|", "#", "0", "1", "99999999999999999999", "gc", "ms",
-      "ondemand", "cycles/", "::1", "127.0.0.1", " ", "\n", std::string(1, '\0'), "\xff", "-"};
+      "ondemand", "cycles/", "::1", "127.0.0.1", " ", "\n", std::string(1, '\0'), "\xff", "-",
+      "alloc-sample", "start-paused", "k", "g"};
   int accepted = 0;
   for (int round = 0; round < 20000; ++round) {
     std::string s;
@@ -614,5 +615,6 @@ TEST_CASE("options: alloc-sample and start-paused", "[options]") {
   CHECK(parse_err("alloc-sample") ==
         "mlpd: missing value in 'alloc-sample': expected alloc-sample=BYTES (e.g. 512k; suffixes k, m, g)");
   CHECK(parse_ok("start-paused").start_paused);
+  CHECK(wants_command_server(parse_ok("start-paused")));  // `resume` comes through the port
   CHECK(parse_err("start-paused=1") == "mlpd: bad value in 'start-paused=1': 'start-paused' takes no value");
 }

@@ -135,8 +135,8 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
 // (cpu_count 0 counts as 1).
 uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept;
 
-// Whether the TCP command server should run: port= or bind= given, or heapshot=ondemand (whose
-// heapshots are requested through it).
+// Whether the TCP command server should run: port= or bind= given, heapshot=ondemand (whose
+// heapshots are requested through it) or start-paused (resumed through it).
 bool wants_command_server(const Options& options) noexcept;
 
 // An event name of the option string (exception, gc, gcalloc, alloc, legacy, counters, ...; not the
