@@ -21,6 +21,7 @@
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
+#include "mlpd/hooks/control.h"
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
@@ -243,6 +244,8 @@ class Agent final : private HelperOutput {
     h.calls_enabled = hooks::calls_enabled;
     h.call_depth = hooks::call_depth;
     h.set_call_depth = hooks::set_call_depth;
+    h.pause = hooks::pause;
+    h.resume = hooks::resume;
     h.start_call_depth = options_.calldepth;
     if (options_.ring_bytes) h.dump = [this](const std::string& file) { return dump(file, true); };
     h.compat = options_.compat;
@@ -462,6 +465,8 @@ void start(std::string_view text) {
                        : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
                                                             : hooks::kSampleOff;
   config.sample_freq = o.sample_freq;
+  config.alloc_sample = o.alloc_sample;
+  config.start_paused = o.start_paused;
   config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
   hooks::HookEnv env;
   env.shared = &agent->shared();

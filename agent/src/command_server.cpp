@@ -22,7 +22,7 @@ namespace mlpd::agent {
 namespace {
 
 constexpr std::string_view kHelp =
-    "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | dump [FILE] | help "
+    "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | pause | resume | dump [FILE] | help "
     "(one per line; NAME as in the agent options: exception monitor gc gcalloc gcmove gcroot gchandle "
     "finalization counter jit alloc legacy calls)";
 constexpr size_t kAcceptsPerRound = 16;        // connections taken per poll round (the rest wait)
@@ -269,6 +269,15 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
   }
   if (cmd == "help") return answer(kHelp);
   if (cmd == "events") return events(args);
+  if (cmd == "pause" || cmd == "resume") {
+    const bool pause = cmd == "pause";
+    if (!args.empty()) return answer("ERR " + std::string(cmd) + " takes no arguments");
+    const auto& f = pause ? h.pause : h.resume;
+    if (!f) return answer("ERR " + std::string(cmd) + ": not available");
+    // In effect when answered; doing it twice is no error.
+    const bool changed = f();
+    return answer(std::string(pause ? "OK paused" : "OK resumed") + (changed ? "" : " (already)"));
+  }
   answer("ERR unknown command " + quote_client_text(line) + " (try help)");
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "mlpd/format.h"
+#include "mlpd/hooks/control.h"
 #include "mlpd/hooks/sampling.h"
 
 namespace mlpd::agent {
@@ -34,11 +35,21 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
         [](const void*, uint64_t index) -> uint64_t { return hooks::sample_stats().*(kSampleCounters[index].field); },
         nullptr, i);
   }
+  // Issue 15: pause/resume (1 while paused, or paused at some time since the previous sample), the
+  // allocation sampling interval (alloc-sample=BYTES; 0: every allocation), CPU time.
+  sampler_.add_profiler("Profiling paused", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+                        format::COUNTER_VARIANCE_VARIABLE,
+                        [](const void*, uint64_t) -> uint64_t { return hooks::paused_since_last_read(); }, nullptr);
+  sampler_.add_profiler("Allocation sample interval", format::COUNTER_ULONG, format::COUNTER_UNIT_BYTES,
+                        format::COUNTER_VARIANCE_CONSTANT,
+                        [](const void*, uint64_t) -> uint64_t { return hooks::alloc_sample_bytes(); }, nullptr);
+  cpu_.add_process(sampler_);
   sampler_.set_discover(&AgentCounters::discover, this);
 }
 
 void AgentCounters::discover(CounterSampler& s, void* self) {
   auto* me = static_cast<AgentCounters*>(self);
+  me->cpu_.discover(s);
   std::vector<hooks::RuntimeCounter> fresh;
   hooks::take_new_runtime_counters(fresh);
   for (hooks::RuntimeCounter& c : fresh) {

@@ -4,6 +4,7 @@
 
 #include <deque>
 
+#include "cpu_counters.h"
 #include "mlpd/agent/counter_sampler.h"
 #include "mlpd/agent/profiler_counters.h"
 #include "mlpd/hooks/runtime_counters.h"
@@ -25,6 +26,7 @@ class AgentCounters {
   static bool read_runtime(const void* counter, uint64_t, uint64_t& bits);
 
   CounterSampler sampler_;
+  CpuCounters cpu_;  // CPU time of the process and of each thread (cpu_counters.h)
   std::deque<hooks::RuntimeCounter> runtime_;  // a deque: the sampler keeps pointers to them
 };
 

@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "mlpd/format.h"
+#include "mlpd/hooks/control.h"
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
@@ -99,7 +100,7 @@ void HelperThread::main_loop() {
     const bool live = flush_asked || now - last_live >= flush_every;
     if (live) last_live = now;
     const uint64_t before = flusher_.stats().buffers_written;
-    if (live) sample_counters();
+    if (live || hooks::pause_generation() != pause_generation_) sample_counters();
     const bool ok = round(live);
     busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
     next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
@@ -155,6 +156,7 @@ bool HelperThread::round(bool live) {
 
 // The `counter` events (while the mask asks for them and the output works).
 void HelperThread::sample_counters() {
+  pause_generation_ = hooks::pause_generation();  // a pause or resume is sampled at the next round
   if (!parts_.output->failed() && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
 }
 

@@ -96,6 +96,7 @@ class HelperThread {
   int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
   uint64_t rounds_ = 0;
+  uint64_t pause_generation_ = 0;  // hooks::pause_generation() at the last counter sample
 };
 
 }  // namespace mlpd::agent

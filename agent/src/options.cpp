@@ -124,6 +124,7 @@ class Parser {
   bool output(std::string_view it, std::string_view value);
   bool bind(std::string_view it, std::string_view value);
   bool event(std::string_view it, std::string_view name, bool has_value);
+  bool alloc_sample(std::string_view it, bool has_value, std::string_view value);
 
   Options& o_;
   std::string& error_;
@@ -315,6 +316,8 @@ bool Parser::item(std::string_view it, bool first) {
     o_.rotate_keep = static_cast<uint32_t>(n);
     return true;
   }
+  if (name == "start-paused") return flag(o_.start_paused);
+  if (name == "alloc-sample") return alloc_sample(it, has_value, value);
   if (name == "flush") {
     if (!has_value) return missing_value(it, "flush=MILLISECONDS");
     if (!number(it, value, kMinFlushMs, kMaxFlushMs, n)) return false;
@@ -342,6 +345,29 @@ bool Parser::event(std::string_view it, std::string_view name, bool has_value) {
     }
   }
   return fail("unknown option '" + printable(it) + "' (see MLPD_OPTIONS=help)");
+}
+
+// alloc-sample=BYTES: a number with an optional k, m or g suffix (powers of 1024).
+bool Parser::alloc_sample(std::string_view it, bool has_value, std::string_view value) {
+  constexpr std::string_view kUsage = "alloc-sample=BYTES (e.g. 512k; suffixes k, m, g)";
+  if (!has_value) return missing_value(it, kUsage);
+  uint64_t scale = 1;
+  std::string_view digits = value;
+  if (!digits.empty()) {
+    const char s = digits.back();
+    if (s == 'k' || s == 'K') scale = uint64_t{1} << 10;
+    if (s == 'm' || s == 'M') scale = uint64_t{1} << 20;
+    if (s == 'g' || s == 'G') scale = uint64_t{1} << 30;
+    if (scale != 1) digits.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  const Num r = parse_number(digits, n);
+  if (r == Num::NotANumber) return bad_value(it, std::string("expected ") + std::string(kUsage));
+  if (r == Num::TooBig || n < kMinAllocSample || n > kMaxAllocSample / scale)
+    return bad_value(it, "expected from 1 byte to 1024g");
+  o_.alloc_sample = n * scale;
+  o_.enable_mask |= MASK_GC_ALLOC;
+  return true;
 }
 
 bool Parser::sample(std::string_view it, bool has_value, std::string_view value, SampleMode mode) {
@@ -595,7 +621,7 @@ std::string_view help_text() noexcept {
       "\tzip                  compress the output data (gzip)\n"
       "\treport               pipe the data into mprof-report instead of writing a file\n"
       "\tport=PORTNUM         serve the command port on PORTNUM (0: any free port; default: no\n"
-      "\t                     command port unless bind= or heapshot=ondemand is given)\n"
+      "\t                     command port unless bind=, heapshot=ondemand or start-paused is given)\n"
       "\tbind=ADDRESS         address of the command port (default 127.0.0.1); any other than a\n"
       "\t                     loopback address lets other hosts use the port\n"
       "\tport-allow=any|UID[:UID...]  who may use the command port besides the agent's own user and\n"
@@ -611,6 +637,9 @@ std::string_view help_text() noexcept {
       "\trotate-keep=NUM      with rotation, keep only the newest NUM files\n"
       "\tring=SIZE            flight recorder: keep the last SIZE bytes of events in memory; write them on\n"
       "\t                     the command port's `dump [FILE]` and at exit (to output=, if given)\n"
+      "\talloc-sample=BYTES   record allocations as samples, one per BYTES allocated on average per\n"
+      "\t                     thread (e.g. 512k; suffixes k, m, g); enables gcalloc\n"
+      "\tstart-paused         record nothing until 'resume' (command port or LogProfiler)\n"
       "\tverbose              report what the agent does on stderr\n";
   return kText;
 }
@@ -713,7 +742,9 @@ std::string event_mask_names(uint32_t mask) {
 }
 
 bool wants_command_server(const Options& options) noexcept {
-  return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND;
+  // start-paused: `resume` comes through the port (Mono's LogProfiler has no pause/resume).
+  return options.port.has_value() || options.bind_given || options.heapshot_mode == HEAPSHOT_ON_DEMAND ||
+         options.start_paused;
 }
 
 }  // namespace mlpd::agent

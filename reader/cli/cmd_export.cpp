@@ -54,6 +54,7 @@ std::string help_text() {
       "                             file has samples, else the first of calls, alloc, exceptions,\n"
       "                             monitor that it has)\n"
       "                alloc        allocated objects ('alloc'), alloc-bytes: allocated bytes\n"
+      "                             (estimates scaled up from the samples with alloc-sample=BYTES)\n"
       "                calls        self time in nanoseconds, from method enter/leave ('calls')\n"
       "                exceptions   throws ('exception'), monitor: monitor contentions ('monitor')\n"
       "              asking for what the file does not have is an error naming the option to use\n"

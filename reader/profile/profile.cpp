@@ -1,6 +1,7 @@
 #include "mlpd/profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -152,6 +153,34 @@ class Builder final : public Visitor {
   void on_header(const FileHeader& h) override {
     p_.header_ = h;
     p_.header_ok_ = true;
+    agent_options(h.args);
+  }
+
+  // The mlpd agent's options that change what the events mean (issue 15): alloc-sample=BYTES and
+  // start-paused. Only in files whose args say they come from the agent ("mlpd" or "mlpd:...").
+  void agent_options(std::string_view args) {
+    if (args != "mlpd" && args.substr(0, 5) != "mlpd:") return;
+    ours_ = true;
+    args.remove_prefix(std::min<size_t>(5, args.size()));
+    while (!args.empty()) {
+      const size_t comma = args.find(',');
+      const std::string_view item = args.substr(0, comma);
+      args.remove_prefix(comma == std::string_view::npos ? args.size() : comma + 1);
+      if (item == "start-paused") start_paused_ = true;
+      if (item.substr(0, 13) != "alloc-sample=") continue;
+      std::string_view v = item.substr(13);
+      uint64_t scale = 1, n = 0;
+      if (!v.empty() && (v.back() == 'k' || v.back() == 'K')) scale = uint64_t{1} << 10;
+      if (!v.empty() && (v.back() == 'm' || v.back() == 'M')) scale = uint64_t{1} << 20;
+      if (!v.empty() && (v.back() == 'g' || v.back() == 'G')) scale = uint64_t{1} << 30;
+      if (scale != 1) v.remove_suffix(1);
+      bool ok = !v.empty() && v.size() <= 15;
+      for (const char c : v) {
+        ok = ok && c >= '0' && c <= '9';
+        if (ok) n = n * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (ok && n > 0 && n <= (uint64_t{1} << 40) / scale) p_.alloc_sample_interval_ = n * scale;
+    }
   }
 
   void on_buffer(const BufferInfo& b) override {
@@ -510,6 +539,9 @@ class Builder final : public Visitor {
   std::unordered_map<uint64_t, uint32_t> counter_index_;
   std::unordered_map<uint64_t, uint64_t> counter_totals_;
   std::unordered_map<uint64_t, TypeStat> alloc_by_vtable_;
+  bool ours_ = false;          // the header says the mlpd agent wrote the file
+  bool start_paused_ = false;  // its options had start-paused
+  std::vector<uint64_t> pause_marks_;  // times of its periodic sync points: pauses and resumes, alternating
   std::unordered_map<uint64_t, uint64_t> throws_by_vtable_;  // 0 = type unknown
   bool gc_open_ = false;
   GcPause gc_{};
@@ -541,15 +573,24 @@ void Builder::on_event(const Event& e, const EventInfo&) {
     case EventKind::method_exc_leave: leave(e, t, true); break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: {
-      ++p_.alloc_objects_;
-      p_.alloc_bytes_ += e.size;
+      // alloc-sample: the sample stands for 1/p allocations of its size (profile.h).
+      uint64_t count = 1, bytes = e.size;
+      ++p_.alloc_samples_;
+      if (const uint64_t interval = p_.alloc_sample_interval_) {
+        const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
+        const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+        count = static_cast<uint64_t>(std::llround(w));
+        bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
+      }
+      p_.alloc_objects_ += count;
+      p_.alloc_bytes_ += bytes;
       p_.present_[static_cast<size_t>(What::alloc)] = p_.present_[static_cast<size_t>(What::alloc_bytes)] = true;
       const NodeId n = event_stack(e, t);
-      add(What::alloc, n, 1);
-      add(What::alloc_bytes, n, e.size);
+      add(What::alloc, n, count);
+      add(What::alloc_bytes, n, bytes);
       TypeStat& ts = alloc_by_vtable_[e.ptr];
-      ++ts.count;
-      ts.bytes += e.size;
+      ts.count += count;
+      ts.bytes += bytes;
       ThreadState& s = states_[t];
       s.recent_obj[s.recent_next] = e.obj;
       s.recent_vtable[s.recent_next] = e.ptr;
@@ -640,6 +681,9 @@ void Builder::on_event(const Event& e, const EventInfo&) {
     }
     case EventKind::jit_helper: ++p_.jit_helpers_; break;
     case EventKind::counter_samples: counter_samples(e, t); break;
+    case EventKind::sync_point:
+      if (ours_ && e.code == format::SYNC_POINT_PERIODIC && pause_marks_.size() < (1u << 20)) pause_marks_.push_back(e.time);
+      break;
     case EventKind::thread_start: {
       auto it = thread_ids_.find(e.ptr);
       if (it != thread_ids_.end() && p_.threads_[it->second].ended) {  // a reused id: a new thread
@@ -679,6 +723,19 @@ void Builder::finish(const DecodeSummary& summary, const Input& input) {
   if (!input.error().empty() && p_.problem_count_ == 0) {
     p_.problems_.push_back({input.offset(), -1, input.error()});
     p_.problem_count_ = 1;
+  }
+  // Recorded intervals: the agent's sync points alternate pause / resume from its initial state.
+  if (start_paused_ || !pause_marks_.empty()) {
+    p_.pauses_recorded_ = true;
+    std::sort(pause_marks_.begin(), pause_marks_.end());
+    bool recording = !start_paused_;
+    uint64_t since = p_.first_time_;
+    for (const uint64_t t : pause_marks_) {
+      if (recording) p_.recorded_.push_back(RecordedInterval{since, t});
+      recording = !recording;
+      since = t;
+    }
+    if (recording) p_.recorded_.push_back(RecordedInterval{since, std::max(since, p_.last_time_)});
   }
   // Calls still open at the end of the file end at their thread's last event.
   for (ThreadIndex t = 0; t < states_.size(); ++t) {

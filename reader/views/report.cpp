@@ -260,6 +260,26 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
       line("problems: " + u64(p.problem_count()) + " (see standard error); the report shows what could be read");
   }
 
+  // Pause/resume (issue 15): the stretches the agent recorded.
+  if (p.pauses_recorded()) {
+    const auto& iv = p.recorded_intervals();
+    uint64_t rec = 0;
+    for (const RecordedInterval& r : iv) rec += r.end - r.start;
+    auto rel = [&](uint64_t t) { return static_cast<double>(t >= p.first_time() ? t - p.first_time() : 0) / 1e9; };
+    if (json) {
+      out += ",\"recorded\":{\"recorded_ns\":" + u64(rec) + ",\"intervals\":[";
+      for (size_t i = 0; i < iv.size(); ++i)
+        out += (i ? "," : "") + fmt("{\"start_s\":%.6f,\"end_s\":%.6f}", rel(iv[i].start), rel(iv[i].end));
+      out += "]}";
+    } else {
+      line("");
+      line("== Recorded (pause/resume): " + u64(iv.size()) + " interval" + (iv.size() == 1 ? "" : "s") + ", " +
+           duration(rec) + " of " + duration(dur) + " ==");
+      for (const RecordedInterval& r : iv)
+        line(fmt("  %.3f s .. %.3f s  (", rel(r.start), rel(r.end)) + duration(r.end - r.start) + ")");
+    }
+  }
+
   // CPU samples.
   if (hits) {
     const auto by_self = top(rows, n, [](const MethodStat& s) { return s.samples_self; });
@@ -363,7 +383,11 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
     const auto& types = p.alloc_types();
     const size_t nt = std::min(n, types.size());
     if (json) {
-      out += ",\"alloc\":{\"objects\":" + u64(objects) + ",\"bytes\":" + u64(bytes) + ",\"types\":[";
+      out += ",\"alloc\":{\"objects\":" + u64(objects) + ",\"bytes\":" + u64(bytes);
+      if (p.alloc_sample_interval())
+        out += ",\"estimated\":true,\"sample_interval\":" + u64(p.alloc_sample_interval()) + ",\"samples\":" +
+               u64(p.alloc_samples());
+      out += ",\"types\":[";
       if (!o.has_thread)
         for (size_t i = 0; i < nt; ++i)
           out += (i ? "," : "") + std::string("{\"name\":") + js(types[i].name) + ",\"objects\":" +
@@ -375,7 +399,11 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
       out += "]}";
     } else {
       line("");
-      line("== Allocations: " + u64(objects) + " objects, " + bytes_h(bytes) + " (" + u64(bytes) + " bytes) ==");
+      line("== Allocations: " + u64(objects) + " objects, " + bytes_h(bytes) + " (" + u64(bytes) + " bytes)" +
+           (p.alloc_sample_interval() ? ", estimated from " + u64(p.alloc_samples()) + " samples (alloc-sample=" +
+                                            u64(p.alloc_sample_interval()) + " bytes)"
+                                      : std::string()) +
+           " ==");
       if (!o.has_thread) {
         line("       bytes    objects  type");
         for (size_t i = 0; i < nt; ++i)
@@ -507,6 +535,61 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
         ++shown;
       }
       if (shown < cs.size()) line("  ... " + u64(cs.size() - shown) + " more (zero, or beyond --top; --json lists all)");
+    }
+  }
+
+  // CPU time by thread (issue 15): the agent's "Thread CPU time (user|system): NAME [TID]" counters.
+  if (!o.has_thread) {
+    struct CpuRow {
+      std::string name;
+      double user = 0, system = 0;
+    };
+    std::vector<CpuRow> rows_cpu;
+    double proc_user = 0, proc_system = 0;
+    bool any = false;
+    for (const CounterInfo& c : p.counters()) {
+      const std::string& nm = c.name;
+      for (int sys = 0; sys < 2; ++sys) {
+        const std::string key = sys ? "Thread CPU time (system): " : "Thread CPU time (user): ";
+        const std::string proc = sys ? "CPU time (system)" : "CPU time (user)";
+        const size_t at = nm.find(key);
+        if (at != std::string::npos) {
+          const std::string who = nm.substr(at + key.size());
+          auto it = std::find_if(rows_cpu.begin(), rows_cpu.end(), [&](const CpuRow& r) { return r.name == who; });
+          if (it == rows_cpu.end()) it = rows_cpu.insert(rows_cpu.end(), CpuRow{who});
+          (sys ? it->system : it->user) = c.last / 1e7;  // 100 ns units
+          any = true;
+        } else if (nm.size() >= proc.size() && nm.compare(nm.size() - proc.size(), proc.size(), proc) == 0 &&
+                   (nm.size() == proc.size() || nm[nm.size() - proc.size() - 1] == '/')) {
+          (sys ? proc_system : proc_user) = c.last / 1e7;
+        }
+      }
+    }
+    if (any) {
+      std::sort(rows_cpu.begin(), rows_cpu.end(),
+                [](const CpuRow& a, const CpuRow& b) { return a.user + a.system > b.user + b.system; });
+      const double proc_total = proc_user + proc_system;
+      if (json) {
+        out += fmt(",\"cpu_threads\":{\"process_user_s\":%.3f,\"process_system_s\":%.3f,\"threads\":[", proc_user,
+                   proc_system);
+        for (size_t i = 0; i < rows_cpu.size(); ++i)
+          out += (i ? "," : "") + std::string("{\"name\":") + js(rows_cpu[i].name) +
+                 fmt(",\"user_s\":%.3f,\"system_s\":%.3f}", rows_cpu[i].user, rows_cpu[i].system);
+        out += "]}";
+      } else {
+        line("");
+        line(fmt("== CPU time by thread (counters): process %.3f s (user %.3f s, system %.3f s) ==", proc_total,
+                 proc_user, proc_system));
+        line("     total      user    system  share  thread [OS id]");
+        const size_t shown = std::min(n, rows_cpu.size());
+        for (size_t i = 0; i < shown; ++i) {
+          const double tot = rows_cpu[i].user + rows_cpu[i].system;
+          line(fmt("  %7.3f s %7.3f s %7.3f s %5.1f%%  ", tot, rows_cpu[i].user, rows_cpu[i].system,
+                   proc_total > 0 ? 100.0 * tot / proc_total : 0.0) +
+               rows_cpu[i].name);
+        }
+        if (shown < rows_cpu.size()) line("  ... " + u64(rows_cpu.size() - shown) + " more threads (--top)");
+      }
     }
   }
 

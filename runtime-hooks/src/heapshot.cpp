@@ -224,6 +224,7 @@ void say_incomplete(uint64_t shot, uint64_t lost) {
 
 // Whether the mode asks for a heapshot at this collection (Mono's rules, log.c gc_event).
 bool mode_wants(bool major, uint64_t now) {
+  if (state::g_paused.load(std::memory_order_relaxed)) return false;  // paused: requested heapshots only
   switch (g_mode.load(std::memory_order_relaxed)) {
     case HEAPSHOT_MAJOR:
       return major;

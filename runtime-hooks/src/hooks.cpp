@@ -23,6 +23,7 @@
 #include <new>
 #include <unordered_set>
 
+#include "alloc_sampler.h"
 #include "call_stack.h"
 #include "described.h"
 #include "heapshot_engine.h"
@@ -33,6 +34,8 @@
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/hooks/control.h"
+#include "os_threads.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 #include "state.h"
@@ -128,6 +131,7 @@ void meta_simple(EventKind kind, uint64_t ptr, uint64_t ptr2 = 0, const char* na
 
 void on_thread_started(MonoProfiler*, uintptr_t tid) {
   if (!active()) return;
+  thread_ids::started(tid);  // its OS id, for the per-thread CPU counters
   meta_simple(EventKind::thread_start, tid);
   std::lock_guard<std::mutex> lock(g_threads_mutex);
   g_live_threads->insert(tid);
@@ -141,7 +145,9 @@ void on_thread_stopped(MonoProfiler*, uintptr_t tid) {
   meta_simple(EventKind::thread_end, tid);
 }
 void on_thread_name(MonoProfiler*, uintptr_t tid, const char* name) {
-  if (active()) meta_simple(EventKind::thread_name, tid, 0, name ? name : "");
+  if (!active()) return;
+  thread_ids::named(tid, name);
+  meta_simple(EventKind::thread_name, tid, 0, name ? name : "");
 }
 void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
   if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
@@ -283,11 +289,12 @@ MonoProfilerCallInstrumentationFlags call_filter(MonoProfiler*, MonoMethod* m) {
 
 void on_allocation(MonoProfiler*, MonoObject* obj) {
   if (!active() || !enabled(MASK_GC_ALLOC)) return;
+  const uint64_t size = (static_cast<uint64_t>(mono.mono_object_get_size(obj)) + 7) & ~uint64_t{7};
+  if (!alloc_sampler::take(size)) return;  // alloc-sample: not this one (alloc_sampler.h)
   rt::ThreadLog* l = log();
   if (!l) return;
   MonoVTable* vt = mono.mono_object_get_vtable(obj);
   described::ensure_vtable_cached(vt);
-  const uint64_t size = (static_cast<uint64_t>(mono.mono_object_get_size(obj)) + 7) & ~uint64_t{7};
   rt::Backtrace bt;
   const rt::Backtrace* b = collect_backtrace(bt);
   rt::write_alloc(*l, now_ns(), u(vt), u(obj), size, b);
@@ -523,7 +530,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     sc.maxframes = std::min<uint32_t>(config.maxframes, kMaxFrames);
     if (!start_sampling(h, sc, env.meta, error)) return false;
   }
+  alloc_sampler::g_mean = config.alloc_sample;
   set_event_mask(config.mask);
+  if (config.start_paused) pause();  // before any event: nothing is recorded until resume()
   heapshot::install();
   g_active.store(true, std::memory_order_release);
   return true;

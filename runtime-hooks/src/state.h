@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/rt/thread_log.h"
@@ -39,6 +40,14 @@ extern MLPD_HOOKS_HIDDEN std::atomic<int> g_in_gc;           // from before the 
 extern MLPD_HOOKS_HIDDEN std::atomic<uint32_t> g_mask;
 extern MLPD_HOOKS_HIDDEN std::atomic<uint32_t> g_calldepth;
 extern MLPD_HOOKS_HIDDEN std::atomic<uint32_t> g_maxframes;  // 0 also when `calls` is on: no backtraces then
+
+// Pause (control.h, pause.cpp): while g_paused, g_mask and g_calldepth are 0 and the settings the
+// program or the command port asks for are kept in g_saved_* (restored by resume()). All four, and
+// every change of g_mask/g_calldepth through the control API, under control_mutex() (innermost lock).
+extern MLPD_HOOKS_HIDDEN std::atomic<bool> g_paused;
+extern MLPD_HOOKS_HIDDEN uint32_t g_saved_mask;
+extern MLPD_HOOKS_HIDDEN uint32_t g_saved_calldepth;
+std::mutex& control_mutex();
 
 inline bool active() { return g_active.load(std::memory_order_relaxed); }
 inline bool enabled(uint32_t bit) { return (g_mask.load(std::memory_order_relaxed) & bit) != 0; }

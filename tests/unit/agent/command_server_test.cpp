@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlpd/agent/command_server.h"
@@ -33,6 +34,7 @@ struct Fake {
   uint64_t requested = 0;  // request_heapshot calls
   uint64_t done = 0;       // heapshots_done
   uint64_t ticket = 1;     // what request_heapshot returns
+  bool paused = false;
 
   CommandHandlers handlers(bool heapshots = true) {
     CommandHandlers h;
@@ -49,6 +51,8 @@ struct Fake {
     h.calls_enabled = [this] { return calls; };
     h.call_depth = [this] { return depth; };
     h.set_call_depth = [this](uint32_t d) { depth = d; };
+    h.pause = [this] { return !std::exchange(paused, true); };
+    h.resume = [this] { return std::exchange(paused, false); };
     h.start_call_depth = 100;
     h.heapshot_wait_ms = 1000;
     return h;
@@ -726,4 +730,22 @@ TEST_CASE("server: a waiting heapshot holds up only its own connection", "[comma
   CHECK(got_a == "OK heapshot 3\nOK bytes=1 buffers=2\n");
   ::close(a);
   ::close(b);
+}
+
+TEST_CASE("pause and resume: answered once in effect, twice is no error", "[command]") {
+  Harness h;
+  h.feed("pause\n");
+  CHECK(h.take() == "OK paused\n");
+  CHECK(h.fake.paused);
+  h.feed("pause\nresume\nresume\n");
+  CHECK(h.take() == "OK paused (already)\nOK resumed\nOK resumed (already)\n");
+  CHECK(!h.fake.paused);
+  h.feed("pause now\nresume x\n");
+  CHECK(h.take() == "ERR pause takes no arguments\nERR resume takes no arguments\n");
+  CHECK(!h.fake.paused);
+  Harness none;
+  none.handlers.pause = nullptr;
+  none.handlers.resume = nullptr;
+  none.feed("pause\nresume\n");
+  CHECK(none.take() == "ERR pause: not available\nERR resume: not available\n");
 }

@@ -551,7 +551,7 @@ TEST_CASE("options: help text lists every documented option", "[options]") {
                            "jit", "[no]alloc", "[no]legacy", "sample[-real][=FREQ]", "maxsamples=", "heapshot[=MODE]",
                            "ondemand", "heapshot-on-shutdown", "calls", "calldepth=", "callspec=", "maxframes=",
                            "output=FILENAME", "output=+FILENAME", "output=|PROGRAM", "output=#FD", "%t", "%p",
-                           "zip", "report", "port=", "bind=", "flush=", "verbose"}) {
+                           "zip", "report", "port=", "bind=", "flush=", "verbose", "alloc-sample=", "start-paused"}) {
     INFO(word);
     CHECK(h.find(word) != std::string_view::npos);
   }
@@ -564,7 +564,8 @@ TEST_CASE("options: arbitrary input never crashes and errors are one line", "[op
       "sampling-real", "heapshot", "heapshot-on-shutdown", "output", "port", "bind", "flush", "maxframes",
       "maxsamples", "calldepth", "callspec", "report", "zip", "help", "debug", "coverage", "verbose", "=",
       ",", "'", "\"", "\\", "%p", "%t", "%%", "%", "+", "|", "#", "0", "1", "99999999999999999999", "gc", "ms",
-      "ondemand", "cycles/", "::1", "127.0.0.1", " ", "\n", std::string(1, '\0'), "\xff", "-"};
+      "ondemand", "cycles/", "::1", "127.0.0.1", " ", "\n", std::string(1, '\0'), "\xff", "-",
+      "alloc-sample", "start-paused", "k", "g"};
   int accepted = 0;
   for (int round = 0; round < 20000; ++round) {
     std::string s;
@@ -593,4 +594,27 @@ TEST_CASE("options: arbitrary input never crashes and errors are one line", "[op
     (void)expand_output_name(s, 1, 0);
   }
   CHECK(accepted > 0);  // the generator does hit valid strings too
+}
+
+TEST_CASE("options: alloc-sample and start-paused", "[options]") {
+  CHECK(parse_ok("").alloc_sample == 0);
+  CHECK(!parse_ok("").start_paused);
+  Options o = parse_ok("nodefaults,alloc-sample=512k");
+  CHECK(o.alloc_sample == 512 * 1024);
+  CHECK(o.effective_mask == MASK_GC_ALLOC);  // gcalloc only: no gc, no gcmove
+  CHECK(parse_ok("alloc-sample=4096").alloc_sample == 4096);
+  CHECK(parse_ok("alloc-sample=3M").alloc_sample == 3u << 20);
+  CHECK(parse_ok("alloc-sample=1g").alloc_sample == 1u << 30);
+  CHECK(parse_ok("alloc-sample=1024g").alloc_sample == uint64_t{1} << 40);
+  CHECK(parse_err("alloc-sample=1025g") == "mlpd: bad value in 'alloc-sample=1025g': expected from 1 byte to 1024g");
+  CHECK(parse_err("alloc-sample=0") == "mlpd: bad value in 'alloc-sample=0': expected from 1 byte to 1024g");
+  CHECK(parse_err("alloc-sample=k") ==
+        "mlpd: bad value in 'alloc-sample=k': expected alloc-sample=BYTES (e.g. 512k; suffixes k, m, g)");
+  CHECK(parse_err("alloc-sample=5x") ==
+        "mlpd: bad value in 'alloc-sample=5x': expected alloc-sample=BYTES (e.g. 512k; suffixes k, m, g)");
+  CHECK(parse_err("alloc-sample") ==
+        "mlpd: missing value in 'alloc-sample': expected alloc-sample=BYTES (e.g. 512k; suffixes k, m, g)");
+  CHECK(parse_ok("start-paused").start_paused);
+  CHECK(wants_command_server(parse_ok("start-paused")));  // `resume` comes through the port
+  CHECK(parse_err("start-paused=1") == "mlpd: bad value in 'start-paused=1': 'start-paused' takes no value");
 }

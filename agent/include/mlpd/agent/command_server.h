@@ -54,6 +54,9 @@ struct CommandHandlers {
   // Flight recorder (`ring=`): writes a dump to FILE (empty: the default name) and returns the answer
   // line, `OK dump FILE BYTES` or `ERR dump: reason`. Null: `ERR dump: ...` (no ring).
   std::function<std::string(const std::string&)> dump;
+  // `pause` / `resume` (hooks::pause/resume): true when the state changed, false when it already was so.
+  std::function<bool()> pause;
+  std::function<bool()> resume;
   uint32_t start_call_depth = 100;  // what `+calls` restores when nothing else was seen
   bool compat = true;               // event names mean what they meant in the option string
   int64_t heapshot_wait_ms = kHeapshotWaitMs;

@@ -38,6 +38,8 @@ inline constexpr uint32_t kMaxSampleFreq = 1000000;  // Hz
 inline constexpr uint32_t kDefaultFlushMs = 1000;
 inline constexpr uint32_t kMinFlushMs = 10;
 inline constexpr uint32_t kMaxFlushMs = 3600000;
+inline constexpr uint64_t kMinAllocSample = 1;
+inline constexpr uint64_t kMaxAllocSample = uint64_t{1} << 40;  // 1 TiB
 inline constexpr const char* kDefaultBindAddress = "127.0.0.1";
 // max_sample_hits() result meaning "no limit" (maxsamples=0); compares greater than any count.
 inline constexpr uint64_t kNoSampleLimit = UINT64_MAX;
@@ -110,6 +112,11 @@ struct Options {
   uint32_t rotate_keep = 0;
   // Flight recorder: thread buffers kept in a ring of this many bytes instead of written (0: off).
   uint64_t ring_bytes = 0;
+  // `alloc-sample=BYTES`: allocation events are samples, one on average per BYTES allocated by a
+  // thread (exponential intervals); 0: every allocation (plain gcalloc). Enables gcalloc.
+  uint64_t alloc_sample = 0;
+  // `start-paused`: nothing is recorded until `resume` (command port or LogProfiler); metadata is.
+  bool start_paused = false;
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
   bool help = false;   // the caller prints help_text() and does not profile
@@ -152,8 +159,8 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
 // (cpu_count 0 counts as 1).
 uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept;
 
-// Whether the TCP command server should run: port= or bind= given, or heapshot=ondemand (whose
-// heapshots are requested through it).
+// Whether the TCP command server should run: port= or bind= given, heapshot=ondemand (whose
+// heapshots are requested through it) or start-paused (resumed through it).
 bool wants_command_server(const Options& options) noexcept;
 
 // An event name of the option string (exception, gc, gcalloc, alloc, legacy, counters, ...; not the

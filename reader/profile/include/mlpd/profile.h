@@ -136,6 +136,11 @@ struct CounterInfo {
   bool is_string = false;
 };
 
+// A stretch of time in which the agent recorded events (issue 15: pause/resume, start-paused).
+struct RecordedInterval {
+  uint64_t start = 0, end = 0;  // ns, the file's clock
+};
+
 struct HeapshotInfo {
   uint64_t start = 0, end = 0;  // end 0 when the heapshot never ended
   uint64_t objects = 0, bytes = 0;
@@ -247,6 +252,20 @@ class Profile {
   const std::vector<CounterInfo>& counters() const { return counters_; }
   const std::vector<HeapshotInfo>& heapshots() const { return heapshots_; }
 
+  // Sampled allocations (the mlpd agent's alloc-sample=BYTES, read from the header's args): the mean
+  // interval in bytes, 0 when every allocation was recorded. When non-zero, every allocation number
+  // of the model (alloc_objects/bytes, weights, types, methods) is an ESTIMATE: a sample of `size`
+  // bytes counts as 1/p objects and size/p bytes, p = 1 - exp(-size/BYTES) (its chance of being
+  // sampled), rounded per sample. alloc_samples() is the number of allocation events in the file.
+  uint64_t alloc_sample_interval() const { return alloc_sample_interval_; }
+  uint64_t alloc_samples() const { return alloc_samples_; }
+  // Pause/resume (files of the mlpd agent only: each periodic sync point is a pause or a resume; the
+  // header's args say whether it started paused). Empty when the file was never paused: it recorded
+  // from its start to its end. Otherwise the stretches that were recorded, in time order (an
+  // interval still open at the end ends at last_time()).
+  bool pauses_recorded() const { return pauses_recorded_; }
+  const std::vector<RecordedInterval>& recorded_intervals() const { return recorded_; }
+
  private:
   friend class Builder;
   FileHeader header_;
@@ -275,6 +294,9 @@ class Profile {
   uint64_t gc_resizes_ = 0;
   std::vector<CounterInfo> counters_;
   std::vector<HeapshotInfo> heapshots_;
+  uint64_t alloc_sample_interval_ = 0, alloc_samples_ = 0;
+  bool pauses_recorded_ = false;
+  std::vector<RecordedInterval> recorded_;
 };
 
 // Decodes all of `input` and builds `out`. Never throws for malformed input: problems are collected

@@ -21,6 +21,8 @@ struct HookConfig {
   uint8_t sample_mode = 0;       // hooks::kSample* (sampling.h); 0: off
   uint32_t sample_freq = 100;    // Hz
   uint64_t sample_pool = 1000;   // sample records in flight (maxsamples)
+  uint64_t alloc_sample = 0;     // alloc-sample=BYTES: mean bytes between allocation samples (0: all)
+  bool start_paused = false;     // start-paused: paused from the start (control.h)
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.

@@ -1,0 +1,55 @@
+// The managed threads' OS ids and names (mlpd/hooks/control.h), for the helper's per-thread CPU
+// counters: Mono raises thread_started on the new thread itself, where gettid() is its OS id.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <new>
+
+#include "mlpd/hooks/control.h"
+#include "os_threads.h"
+
+namespace mlpd::hooks {
+
+namespace {
+std::mutex& threads_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: threads may start during exit
+  return *m;
+}
+std::vector<OsThread>* g_threads = nullptr;  // under threads_mutex(); allocated on first use
+}  // namespace
+
+namespace thread_ids {
+
+void started(uint64_t tid) {
+  if (tid != static_cast<uint64_t>(pthread_self())) return;  // not raised on the thread itself
+  const int os_tid = static_cast<int>(syscall(SYS_gettid));
+  std::lock_guard<std::mutex> lock(threads_mutex());
+  if (!g_threads && !(g_threads = new (std::nothrow) std::vector<OsThread>)) return;
+  for (OsThread& t : *g_threads) {
+    if (t.os_tid == os_tid) {  // an OS id reused by a new thread
+      t.tid = tid;
+      t.name.clear();
+      return;
+    }
+  }
+  g_threads->push_back(OsThread{os_tid, tid, {}});
+}
+
+void named(uint64_t tid, const char* name) {
+  std::lock_guard<std::mutex> lock(threads_mutex());
+  if (!g_threads) return;
+  for (OsThread& t : *g_threads) {
+    if (t.tid == tid) t.name = name ? name : "";
+  }
+}
+
+}  // namespace thread_ids
+
+std::vector<OsThread> os_threads() {
+  std::lock_guard<std::mutex> lock(threads_mutex());
+  return g_threads ? *g_threads : std::vector<OsThread>{};
+}
+
+}  // namespace mlpd::hooks
