@@ -37,8 +37,12 @@ for cfg in "g++ Release" "clang++ Release" "clang++ RelWithDebInfo"; do
   cmake --build "$dir" -j "$jobs"
 done
 
-echo "== sanitizers (ASan+UBSan: unit tests, agent runs; TSan: the writer's lock-free tests) =="
-scripts/sanitize.sh
+# Sanitizers (ASan+UBSan: unit tests, agent runs; TSan: the writer's lock-free tests). Opt-in until a
+# full run has been seen green in CI: MLPD_SANITIZE=1 scripts/test.sh.
+if [ "${MLPD_SANITIZE:-0}" = 1 ]; then
+  echo "== sanitizers (scripts/sanitize.sh) =="
+  scripts/sanitize.sh
+fi
 
 echo "== fuzz (clang, libFuzzer) =="
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
