@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build and install mlpd, profile a bundled sample Mono program with the mlpd agent
 # (LD_PRELOAD, no change to the program or its command line), and show the result: our reader's
-# verdict and event counts, Mono's own mprof-report on our file, and a few events as mlpd dump
-# prints them. Installs missing Debian packages first.
+# verdict and event counts, Mono's own mprof-report on our file, a few events as mlpd dump prints
+# them, and at the end our report and flame graph of the program. Installs missing Debian packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,5 +35,12 @@ mprof-report --reports=call --verbose --method-sort=calls "$work/sample.mlpd" | 
 echo
 echo "== mlpd dump: the program's own methods and classes =="
 "$MLPD" dump "$work/sample.mlpd" | grep -E "method_enter .*SampleApp|alloc .*SampleApp" | head -n 8
+echo
+echo "== mlpd report: where the time and the memory went =="
+"$MLPD" report --top 5 "$work/sample.mlpd"
+echo
+echo "== mlpd export: the flame graph of the calls (self time per call path) =="
+"$MLPD" export -o out/sample-flamegraph.html "$work/sample.mlpd"
+echo "wrote out/sample-flamegraph.html: open it in a browser (click to zoom, search, icicle/flame)"
 echo
 echo "(installed: out/bin/mlpd, out/lib/libmlpd.so, out/lib/libmono-profiler-mlpd.so)"

@@ -9,6 +9,7 @@ packages=(
   mono-runtime mono-mcs mono-utils libmono-profiler
   clang libclang-rt-14-dev
   python3 procps
+  chromium  # headless: the HTML flame graph test (tests/integration/report) and docs/reports.md's picture
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -25,5 +25,5 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== fuzz (clang, libFuzzer) =="
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMLPD_FUZZ=ON -DMLPD_BUILD_TESTS=OFF -DMLPD_BENCH=OFF
-cmake --build build-fuzz -j "$jobs" --target decoder_fuzz
+cmake --build build-fuzz -j "$jobs" --target decoder_fuzz profile_fuzz
 ctest --test-dir build-fuzz --output-on-failure

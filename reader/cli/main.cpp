@@ -14,6 +14,9 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"report", mlpd::cli::cmd_report, "where the time and memory went: samples, calls, allocations, GC, ..."},
+    {"export", mlpd::cli::cmd_export, "write the profile as a flame graph or for other tools (--help lists the formats)"},
+    {"diff", mlpd::cli::cmd_diff, "differential flame graph of two profiles (growth red, shrinkage blue)"},
     {"verify", mlpd::cli::cmd_verify, "check files against the format; exit 1 if any problem"},
     {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},
     {"heapshots", mlpd::cli::cmd_heapshots, "list the heapshots per class, or what changed between two"},

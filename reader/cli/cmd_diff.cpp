@@ -1,0 +1,170 @@
+// mlpd diff [--what W] [--threads] [-o OUT.html|OUT.collapsed] A B
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "commands.h"
+#include "load.h"
+#include "mlpd/views.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: mlpd diff [--what W] [--threads] [-o OUT] A B\n"
+    "\n"
+    "A differential flame graph: how the stacks of profile B (after) differ from those of profile A\n"
+    "(before), for one --what (as in 'mlpd export'; the default: cpu when both files have samples,\n"
+    "else the first of calls, alloc, exceptions, monitor that both have). Stacks are matched by\n"
+    "their frame names.\n"
+    "\n"
+    "  -o OUT.html       an interactive flame graph, frame widths from B (or from A, scaled to B's\n"
+    "                    total, for what shrank or vanished), red where B grew, blue where it shrank,\n"
+    "                    relative to A scaled to B's total; tooltips give both values\n"
+    "  -o OUT.collapsed  (or .folded, or no -o: standard output) lines 'frame;...;leaf A_COUNT B_COUNT',\n"
+    "                    the input of FlameGraph's 'flamegraph.pl' for differential graphs\n"
+    "  --what W          cpu, alloc, alloc-bytes, calls, exceptions, monitor\n"
+    "  --threads         one root per thread, matched by name (a thread without a name: by id)\n"
+    "\n"
+    "Exit status: 0 success, 1 a file has problems or cannot be read, 2 bad usage.\n";
+
+int usage_error(const std::string& m) {
+  std::fprintf(stderr, "mlpd diff: %s (try 'mlpd diff --help')\n", m.c_str());
+  return 2;
+}
+
+bool ends_with(const std::string& s, const char* e) {
+  const size_t n = std::strlen(e);
+  return s.size() >= n && s.compare(s.size() - n, n, e) == 0;
+}
+
+}  // namespace
+
+int cmd_diff(int argc, char** argv) {
+  profile::What what = profile::What::cpu;
+  bool what_given = false, threads = false, options_done = false;
+  std::string out_path;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!options_done && a == "--") {
+      options_done = true;
+    } else if (!options_done && (a == "--help" || a == "-h")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (!options_done && a == "--threads") {
+      threads = true;
+    } else if (!options_done && (a == "--what" || a == "-o" || a == "--output")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--what") {
+        if (!profile::parse_what(v, what))
+          return usage_error("unknown --what '" + v + "' (cpu, alloc, alloc-bytes, calls, exceptions, monitor)");
+        what_given = true;
+      } else {
+        out_path = v;
+      }
+    } else if (!options_done && a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'");
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.size() != 2) return usage_error("give two files, A and B");
+  bool html = false;
+  if (!out_path.empty() && out_path != "-") {
+    if (ends_with(out_path, ".html") || ends_with(out_path, ".htm"))
+      html = true;
+    else if (!ends_with(out_path, ".collapsed") && !ends_with(out_path, ".folded"))
+      return usage_error("OUT must end in .html, .collapsed or .folded");
+  }
+  profile::Profile a, b;
+  bool pa = false, pb = false;
+  if (!load_profile("diff", files[0], a, nullptr, pa) || !load_profile("diff", files[1], b, nullptr, pb)) return 1;
+  if (!what_given) {
+    for (profile::What w : {profile::What::cpu, profile::What::calls, profile::What::alloc, profile::What::exceptions,
+                            profile::What::monitor}) {
+      if (a.total(w) && b.total(w)) {
+        what = w;
+        break;
+      }
+    }
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    const std::string m = views::missing_what_error(k ? b : a, what);
+    if (!m.empty()) {
+      std::fprintf(stderr, "mlpd diff: %s: %s\n", files[k].c_str(), m.c_str());
+      return 2;
+    }
+  }
+  auto sa = views::collapse(a, what, threads);
+  auto sb = views::collapse(b, what, threads);
+  if (threads) {  // two runs have different thread ids: match threads by name ("Main", not "Main (0x...)")
+    for (auto* v : {&sa, &sb}) {
+      for (views::CollapsedStack& s : *v) {
+        const size_t end = s.stack.find(';');
+        const size_t id = s.stack.rfind(" (0x", end);
+        if (id != std::string::npos && id != 0 && (end == std::string::npos || id < end)) s.stack.erase(id, (end == std::string::npos ? s.stack.size() : end) - id);
+      }
+    }
+  }
+  views::FlameGraphInput in;
+  in.diff = true;
+  in.unit = std::string(profile::what_unit(what));
+  in.title = std::string(profile::what_name(what)) + " diff: " + files[0] + " -> " + files[1];
+  std::unordered_map<std::string, size_t> index;
+  for (const auto& s : sb) {
+    auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());
+    if (inserted) {
+      in.stacks.push_back(views::CollapsedStack{s.stack, s.kinds, 0});
+      in.base.push_back(0);
+    }
+    in.stacks[it->second].weight += s.weight;
+  }
+  for (const auto& s : sa) {
+    auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());
+    if (inserted) {
+      in.stacks.push_back(views::CollapsedStack{s.stack, s.kinds, 0});
+      in.base.push_back(0);
+    }
+    in.base[it->second] += s.weight;
+  }
+  std::string text;
+  if (html) {
+    text = views::flame_graph_html(in);
+  } else {
+    std::vector<size_t> order(in.stacks.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return in.stacks[x].stack < in.stacks[y].stack; });
+    for (size_t i : order) {
+      text += in.stacks[i].stack;
+      text += ' ';
+      text += std::to_string(in.base[i]);
+      text += ' ';
+      text += std::to_string(in.stacks[i].weight);
+      text += '\n';
+    }
+  }
+  std::FILE* out = stdout;
+  if (!out_path.empty() && out_path != "-") {
+    out = std::fopen(out_path.c_str(), "wb");
+    if (!out) {
+      std::fprintf(stderr, "mlpd diff: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
+  bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  ok = (out == stdout ? std::fflush(out) == 0 : std::fclose(out) == 0) && ok;
+  if (!ok) {
+    std::fprintf(stderr, "mlpd diff: write error\n");
+    return 1;
+  }
+  return pa || pb ? 1 : 0;
+}
+
+}  // namespace mlpd::cli

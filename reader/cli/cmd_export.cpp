@@ -1,0 +1,182 @@
+// mlpd export [--format F] [--what W] [--threads] [-o OUT] FILE
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "commands.h"
+#include "load.h"
+#include "mlpd/views.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+// The exporters. Adding one: a file in reader/views/ with its factory (declared in mlpd/views.h)
+// and one row here.
+struct ExporterEntry {
+  const char* name;        // --format value
+  const char* extensions;  // OUT endings that select it, space-separated, longest match wins
+  const char* summary;
+  std::unique_ptr<views::Exporter> (*make)(const views::ExportOptions&);
+};
+
+constexpr ExporterEntry kExporters[] = {
+    {"collapsed", ".collapsed .folded", "frame;frame;leaf COUNT lines (FlameGraph's flamegraph.pl, inferno)",
+     views::make_collapsed_exporter},
+    {"html", ".html .htm", "self-contained interactive flame graph (one file, no network)",
+     views::make_html_exporter},
+};
+
+std::string help_text() {
+  std::string h =
+      "usage: mlpd export [--format F] [--what W] [--threads] [-o OUT] FILE\n"
+      "\n"
+      "Writes the profile in FILE (plain or gzip; - reads standard input) in a format other tools\n"
+      "read. The format is --format F, else taken from OUT's ending:\n";
+  for (const ExporterEntry& e : kExporters) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-11s %-28s %s\n", e.name, e.extensions, e.summary);
+    h += line;
+  }
+  h +=
+      "\n"
+      "  --what W    what the stacks are weighted by:\n"
+      "                cpu          CPU sample hits (profiler option 'sample'; the default when the\n"
+      "                             file has samples, else the first of calls, alloc, exceptions,\n"
+      "                             monitor that it has)\n"
+      "                alloc        allocated objects ('alloc'), alloc-bytes: allocated bytes\n"
+      "                calls        self time in nanoseconds, from method enter/leave ('calls')\n"
+      "                exceptions   throws ('exception'), monitor: monitor contentions ('monitor')\n"
+      "              asking for what the file does not have is an error naming the option to use\n"
+      "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
+      "  -o OUT      write to OUT (default: standard output, which needs --format)\n"
+      "\n"
+      "Exit status: 0 success, 1 FILE has problems (reported on standard error; what could be read\n"
+      "is exported) or cannot be read or written, 2 bad usage (including a --what the file lacks).\n";
+  return h;
+}
+
+int usage_error(const std::string& m) {
+  std::fprintf(stderr, "mlpd export: %s (try 'mlpd export --help')\n", m.c_str());
+  return 2;
+}
+
+const ExporterEntry* by_name(std::string_view name) {
+  for (const ExporterEntry& e : kExporters)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+const ExporterEntry* by_extension(std::string_view out) {
+  const ExporterEntry* best = nullptr;
+  size_t best_len = 0;
+  for (const ExporterEntry& e : kExporters) {
+    std::string_view exts = e.extensions;
+    while (!exts.empty()) {
+      const size_t sp = exts.find(' ');
+      const std::string_view ext = exts.substr(0, sp);
+      if (out.size() > ext.size() && out.substr(out.size() - ext.size()) == ext && ext.size() > best_len) {
+        best = &e;
+        best_len = ext.size();
+      }
+      exts = sp == std::string_view::npos ? std::string_view{} : exts.substr(sp + 1);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+int cmd_export(int argc, char** argv) {
+  views::ExportOptions o;
+  std::string file, out_path, format;
+  bool have_file = false, options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!options_done && a == "--") {
+      options_done = true;
+    } else if (!options_done && (a == "--help" || a == "-h")) {
+      std::fputs(help_text().c_str(), stdout);
+      return 0;
+    } else if (!options_done && a == "--threads") {
+      o.threads = true;
+    } else if (!options_done && (a == "--format" || a == "--what" || a == "-o" || a == "--output")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--format") {
+        format = v;
+      } else if (a == "--what") {
+        if (!profile::parse_what(v, o.what))
+          return usage_error("unknown --what '" + v + "' (cpu, alloc, alloc-bytes, calls, exceptions, monitor)");
+        o.what_given = true;
+      } else {
+        out_path = v;
+      }
+    } else if (!options_done && a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'");
+    } else {
+      if (have_file) return usage_error("one FILE only");
+      file = a;
+      have_file = true;
+    }
+  }
+  if (!have_file) return usage_error("no FILE given");
+  const ExporterEntry* entry = nullptr;
+  if (!format.empty()) {
+    entry = by_name(format);
+    if (!entry) {
+      std::string names;
+      for (const ExporterEntry& e : kExporters) names += (names.empty() ? "" : ", ") + std::string(e.name);
+      return usage_error("unknown --format '" + format + "' (" + names + ")");
+    }
+  } else if (!out_path.empty()) {
+    entry = by_extension(out_path);
+    if (!entry) return usage_error("cannot tell the format from '" + out_path + "'; give --format");
+  } else {
+    return usage_error("give --format F or -o OUT");
+  }
+  o.input_name = file;
+  std::unique_ptr<views::Exporter> exporter = entry->make(o);
+  profile::Profile p;
+  bool problems = false;
+  if (!load_profile("export", file, p, exporter->listener(), problems)) return 1;
+  const profile::What what = views::effective_what(p, o);
+  if (const std::string m = views::missing_what_error(p, what); !m.empty()) {
+    std::fprintf(stderr, "mlpd export: %s: %s\n", file.c_str(), m.c_str());
+    return 2;
+  }
+  if (!exporter->listener() && (!o.what_given || o.what != what)) {  // now that the file is known
+    o.what = what;
+    o.what_given = true;
+    exporter = entry->make(o);
+  }
+  std::FILE* out = stdout;
+  if (!out_path.empty() && out_path != "-") {
+    out = std::fopen(out_path.c_str(), "wb");
+    if (!out) {
+      std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
+  std::string error;
+  bool ok = exporter->write(p, out, error);
+  if (out != stdout) {
+    if (std::fclose(out) != 0 && ok) {
+      ok = false;
+      error = "write error";
+    }
+  } else if (std::fflush(stdout) != 0 && ok) {
+    ok = false;
+    error = "write error";
+  }
+  if (!ok) {
+    std::fprintf(stderr, "mlpd export: %s\n", error.c_str());
+    return 1;
+  }
+  return problems ? 1 : 0;
+}
+
+}  // namespace mlpd::cli

@@ -1,0 +1,104 @@
+// mlpd report [--json] [--top N] [--thread NAME|ID] FILE
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+#include "load.h"
+#include "mlpd/views.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+const char kHelp[] =
+    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] FILE\n"
+    "\n"
+    "One screen that says where the time and the memory went in FILE (plain or gzip; - reads standard\n"
+    "input), from one pass over its events. Sections appear only when the file has their events:\n"
+    "  header       program, pid, start, duration, the profiler options\n"
+    "  samples      CPU samples by method: self and total (inclusive) hits and percentages, managed,\n"
+    "               native and runtime frames (from the 'sample' option)\n"
+    "  calls        methods by inclusive and self time and by calls, and the hot path of the call tree\n"
+    "               (from 'calls'; recursion counted once; calls still open at the end close there)\n"
+    "  alloc        allocations by type and by allocation site, the innermost frame of the backtrace\n"
+    "               (or of the call stack with 'calls')\n"
+    "  exceptions   throws by type and by throw site, clauses run\n"
+    "  monitor      monitor contentions by site, time waited\n"
+    "  gc           collections per generation, pause count/total/p50/p99/max (START..END)\n"
+    "  jit          methods compiled, code size, helpers\n"
+    "  counters     last value of each counter\n"
+    "  heapshots    objects and bytes per heapshot ('mlpd heapshots' lists them by class)\n"
+    "A method never described by the file is shown as [unknown method 0x...], its weight kept.\n"
+    "\n"
+    "  --top N             lines per ranking (default 10)\n"
+    "  --thread NAME|ID    only what this thread did (samples, calls, allocations, throws, monitor);\n"
+    "                      a thread name or id (decimal or 0x hex)\n"
+    "  --json              one JSON object with the keys header, samples, calls, alloc, exceptions,\n"
+    "                      monitor, gc, jit, counters, heapshots (present when the file has them);\n"
+    "                      totals are integers: samples.total, calls.total, alloc.objects, alloc.bytes,\n"
+    "                      exceptions.throws; every ranking is a list of objects with a \"name\"\n"
+    "\n"
+    "Problems in FILE go to standard error, spelled as in 'mlpd verify', and the report shows what\n"
+    "could be read. Exit status: 0 success, 1 FILE has problems or cannot be read, 2 bad usage.\n";
+
+int usage_error(const std::string& m) {
+  std::fprintf(stderr, "mlpd report: %s (try 'mlpd report --help')\n", m.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cmd_report(int argc, char** argv) {
+  views::ReportOptions o;
+  std::string file;
+  bool have_file = false, options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!options_done && a == "--") {
+      options_done = true;
+    } else if (!options_done && (a == "--help" || a == "-h")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (!options_done && a == "--json") {
+      o.json = true;
+    } else if (!options_done && (a == "--top" || a == "--thread")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--thread") {
+        o.has_thread = true;
+        o.thread = v;
+      } else {
+        size_t n = 0;
+        const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n == 0)
+          return usage_error("--top needs a positive number, not '" + v + "'");
+        o.top = n;
+      }
+    } else if (!options_done && a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'");
+    } else {
+      if (have_file) return usage_error("one FILE only");
+      file = a;
+      have_file = true;
+    }
+  }
+  if (!have_file) return usage_error("no FILE given");
+  o.input_name = file;
+  profile::Profile p;
+  bool problems = false;
+  if (!load_profile("report", file, p, nullptr, problems)) return 1;
+  std::string error;
+  if (!views::write_report(p, o, stdout, error)) {
+    std::fprintf(stderr, "mlpd report: %s\n", error.c_str());
+    return o.has_thread && error != "write error" ? 2 : 1;
+  }
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "mlpd report: write error\n");
+    return 1;
+  }
+  return problems ? 1 : 0;
+}
+
+}  // namespace mlpd::cli

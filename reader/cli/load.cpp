@@ -1,0 +1,36 @@
+#include "load.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "mlpd/input.h"
+#include "progress.h"
+
+namespace mlpd::cli {
+
+bool load_profile(const char* command, const std::string& path, profile::Profile& p, profile::Listener* listener,
+                  bool& had_problems) {
+  had_problems = false;
+  std::string error;
+  std::unique_ptr<Input> input = Input::open(path, error);
+  if (!input) {
+    std::fprintf(stderr, "mlpd %s: %s: cannot open: %s\n", command, path.c_str(), error.c_str());
+    return false;
+  }
+  Progress progress(path);
+  profile::BuildOptions o;
+  o.listener = listener;
+  o.progress = progress.callback();
+  had_problems = !profile::build_profile(*input, p, o);
+  progress.done();
+  for (const Problem& pr : p.problems()) {
+    std::fprintf(stderr, "%s: offset %llu (%s): %s\n", path.c_str(), static_cast<unsigned long long>(pr.offset),
+                 pr.buffer < 0 ? "header" : ("buffer " + std::to_string(pr.buffer)).c_str(), pr.message.c_str());
+  }
+  if (p.problem_count() > p.problems().size())
+    std::fprintf(stderr, "%s: ... %llu problems in all\n", path.c_str(),
+                 static_cast<unsigned long long>(p.problem_count()));
+  return true;
+}
+
+}  // namespace mlpd::cli

@@ -1,0 +1,292 @@
+// The profile model: one pass over a decoded mlpd file builds everything the report and the exporters
+// need, so no view decodes on its own. Memory is bounded by what is distinct in the file (methods,
+// native symbols, stacks, threads, counters), never by the number of events: events are folded into
+// aggregates as they are decoded and not stored.
+//
+// How a view uses the model
+// -------------------------
+//   Profile p;
+//   BuildOptions o;                      // o.listener = &my_listener for time-ordered events
+//   build_profile(input, p, o);          // one pass; problems end up in p.problems()
+//
+// * Frames (p.frames(), indexed by FrameId) are interned methods and native symbols with their final
+//   names (resolved at the end of the pass, so forward references in Mono's files still get their
+//   names); an undescribed method is named "[unknown method 0x...]", never dropped.
+// * Stacks are nodes of one prefix tree (p.nodes(), indexed by NodeId). Node 0 is the root; its
+//   children are one node per thread (frame == kNoFrame, depth 0); below them every node is one frame
+//   (depth 1 = outermost). A stack is identified by its leaf node; p.stack(node, frames) lists its
+//   frames root first. Parents always have smaller ids than their children.
+// * Weights: p.weight(what, node) is the weight of the stack ending exactly at `node` (self weight)
+//   for each What: cpu = sample hits, alloc = objects, alloc_bytes = bytes, calls = self time (ns),
+//   exceptions = throws, monitor = contentions. A sampled/collapsed/pprof exporter iterates nodes with
+//   p.weight(what, n) != 0 and writes p.stack(n). p.calls(node) has the call-tree numbers (calls,
+//   self and inclusive time of that call path). Per-thread attribution: p.nodes()[n].thread.
+// * Aggregates by method (p.methods(), indexed by FrameId), allocations by type, exceptions by type,
+//   GC pauses, threads (names, lifetimes), counters (last values), heapshots, JIT counts.
+// * Time-ordered events (trace spans, evented profiles, instants) come through a Listener passed in
+//   BuildOptions: the builder calls it during its single pass with resolved TimelineEvents (thread
+//   index, time, frame, stack node, ...), in file order, which within a thread is time order for
+//   enter/leave. Frame *names* are final only after build_profile returns, so a listener keeps ids
+//   and looks names up afterwards. Every enter gets exactly one leave: the builder closes calls left
+//   open by exception unwinding or at the end of the file (TimelineEvent::code says which).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlpd/decoder.h"
+#include "mlpd/input.h"
+
+namespace mlpd::profile {
+
+using FrameId = uint32_t;
+using NodeId = uint32_t;
+using ThreadIndex = uint32_t;
+inline constexpr FrameId kNoFrame = 0xFFFFFFFFu;
+
+// What a stack is weighted by (the exporters' --what).
+enum class What : uint8_t { cpu, alloc, alloc_bytes, calls, exceptions, monitor };
+inline constexpr size_t kWhatCount = 6;
+// "cpu", "alloc", "alloc-bytes", "calls", "exceptions", "monitor".
+std::string_view what_name(What w);
+bool parse_what(std::string_view s, What& out);
+// The profiler option that records it ("sample", "alloc", "calls", "exception", "monitor").
+std::string_view what_option(What w);
+// The unit of its weights: "samples", "objects", "bytes", "nanoseconds", "throws", "contentions".
+std::string_view what_unit(What w);
+
+enum class FrameKind : uint8_t {
+  managed,  // a JIT-compiled (or AOT) managed method
+  native,   // a native symbol (sample_usym) or an unresolved native address
+  runtime,  // the runtime itself: Mono's native functions (mono_*, sgen_*, libmono*), managed wrappers
+  special,  // a placeholder the model adds, e.g. "[no backtrace]"
+};
+std::string_view frame_kind_name(FrameKind k);  // "managed", "native", "runtime", "special"
+
+struct Frame {
+  FrameKind kind = FrameKind::managed;
+  uint64_t address = 0;  // managed: the method pointer; native: the symbol (or unresolved) address
+  std::string name;      // final after build_profile
+  std::string module;    // native: the module when the name says it ("sym (libfoo.so+0x12)"), else ""
+};
+
+struct Node {
+  NodeId parent = 0;
+  FrameId frame = kNoFrame;  // kNoFrame for the root and the thread nodes
+  ThreadIndex thread = 0;
+  uint32_t depth = 0;        // 0 for the root and thread nodes, 1 for the outermost frame
+};
+
+// The call tree's numbers for one call path (node), from method enter/leave events.
+struct CallStat {
+  uint64_t calls = 0;
+  uint64_t self_ns = 0;
+  uint64_t total_ns = 0;  // inclusive time of this path; nested paths are separate nodes
+};
+
+// Per method (indexed by FrameId).
+struct MethodStat {
+  uint64_t samples_self = 0;   // hits with this frame as the leaf
+  uint64_t samples_total = 0;  // hits with this frame anywhere on the stack (recursion counted once)
+  uint64_t calls = 0;
+  uint64_t self_ns = 0;
+  uint64_t total_ns = 0;       // inclusive; time inside recursive calls counted once
+  uint64_t alloc_objects = 0;  // allocations whose innermost frame is this method (allocation site)
+  uint64_t alloc_bytes = 0;
+  uint64_t throws = 0;         // throws whose innermost frame is this method
+  uint64_t contentions = 0;    // monitor contentions whose innermost frame is this method
+  uint64_t jit_code_bytes = 0; // managed: size of its JIT-compiled code (0 if not described)
+};
+
+struct TypeStat {  // allocations or exceptions by class
+  std::string name;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct ThreadInfo {
+  uint64_t id = 0;
+  std::string name;          // "" when the file never names it
+  uint64_t first_time = 0;   // first and last event time seen for the thread
+  uint64_t last_time = 0;
+  bool started = false;      // a thread_start event was seen (start_time valid)
+  bool ended = false;        // a thread_end event was seen (end_time valid)
+  uint64_t start_time = 0;
+  uint64_t end_time = 0;
+};
+
+struct GcPause {  // one collection: GC_EVENT_START .. GC_EVENT_END on the same thread
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint8_t generation = 0;
+  ThreadIndex thread = 0;
+};
+
+struct CounterInfo {
+  uint64_t index = 0;
+  std::string name;     // "section/name" when it has a section name
+  uint64_t section = 0, type = 0, unit = 0, variance = 0;
+  uint64_t samples = 0;
+  double last = 0;      // last value (deltas of Mono's counters summed, as mprof-report does)
+  std::string last_string;
+  bool is_string = false;
+};
+
+struct HeapshotInfo {
+  uint64_t start = 0, end = 0;  // end 0 when the heapshot never ended
+  uint64_t objects = 0, bytes = 0;
+  ThreadIndex thread = 0;
+};
+
+// Events in time order per thread, for exporters that draw timelines.
+enum class TimelineKind : uint8_t {
+  enter,           // frame, node = the call path
+  leave,           // frame, node; code: 0 leave, 1 exception leave, 2 closed by unwinding (a leave of an
+                   //   outer frame came first), 3 closed at the end of the file
+  sample,          // node = the sampled stack (thread = the sampled thread)
+  alloc,           // node = the allocation's stack, value = bytes
+  exception,       // node = the throw's stack
+  monitor,         // node = the stack (0 without one), code = format::MONITOR_*
+  gc,              // code = format::GC_EVENT_*, generation
+  heapshot_start,
+  heapshot_end,
+  jit,             // frame = the compiled method
+  counter,         // counter = index into Profile::counters(), number = its value after this sample
+  thread_start,
+  thread_end,
+};
+
+struct TimelineEvent {
+  TimelineKind kind = TimelineKind::enter;
+  uint8_t code = 0;
+  uint8_t generation = 0;
+  ThreadIndex thread = 0;
+  uint64_t time = 0;  // ns, the file's clock (FileHeader::startup_ns is the same clock)
+  FrameId frame = kNoFrame;
+  NodeId node = 0;
+  uint32_t counter = 0;
+  uint64_t value = 0;
+  double number = 0;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  virtual void on_event(const TimelineEvent& e) = 0;
+};
+
+struct BuildOptions {
+  Listener* listener = nullptr;
+  // Called now and then during the pass (at buffer starts) with the uncompressed bytes read so far.
+  std::function<void(uint64_t bytes, uint64_t events)> progress;
+  // Bounds against hostile files: calls nested deeper than this are counted but not given nodes;
+  // past max_nodes distinct stack nodes, new stacks are folded into a "[too many stacks]" frame.
+  uint32_t max_depth = 2048;
+  uint32_t max_nodes = 1u << 24;
+  size_t max_problems = 100;  // problems kept (all are counted)
+};
+
+class Profile {
+ public:
+  Profile();
+  ~Profile();
+  Profile(Profile&&) noexcept;
+  Profile& operator=(Profile&&) noexcept;
+
+  const FileHeader& header() const { return header_; }
+  // The program: the first image loaded whose file name ends in ".exe" ("" when none).
+  const std::string& program() const { return program_; }
+  bool header_ok() const { return header_ok_; }
+  const DecodeSummary& summary() const { return summary_; }
+  const std::vector<Problem>& problems() const { return problems_; }  // first max_problems
+  uint64_t problem_count() const { return problem_count_; }
+  uint64_t first_time() const { return first_time_; }  // smallest / largest event time (0 if none)
+  uint64_t last_time() const { return last_time_; }
+
+  const std::vector<Frame>& frames() const { return frames_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  // Frames of the stack ending at `node`, root (outermost) first; empty for the root/thread nodes.
+  void stack(NodeId node, std::vector<FrameId>& root_first) const;
+
+  bool has(What w) const { return totals_[static_cast<size_t>(w)] != 0 || present_[static_cast<size_t>(w)]; }
+  uint64_t total(What w) const { return totals_[static_cast<size_t>(w)]; }  // sum of weight(w, *)
+  uint64_t weight(What w, NodeId n) const {
+    const auto& v = weights_[static_cast<size_t>(w)];
+    return n < v.size() ? v[n] : 0;
+  }
+  CallStat calls(NodeId n) const { return n < call_stats_.size() ? call_stats_[n] : CallStat{}; }
+  const std::vector<MethodStat>& methods() const { return methods_; }  // indexed by FrameId
+
+  // Totals counted the way mprof-report counts them (calls = method_enter events, ...).
+  uint64_t sample_hits() const { return sample_hits_; }
+  uint64_t call_count() const { return call_count_; }
+  uint64_t alloc_objects() const { return alloc_objects_; }
+  uint64_t alloc_bytes() const { return alloc_bytes_; }
+  uint64_t throws() const { return throws_; }
+  uint64_t monitor_contentions() const { return monitor_[1]; }
+  uint64_t monitor_done() const { return monitor_[2]; }
+  uint64_t monitor_fails() const { return monitor_[3]; }
+  uint64_t monitor_wait_ns() const { return monitor_wait_ns_; }
+  uint64_t jit_methods() const { return jit_methods_; }
+  uint64_t jit_helpers() const { return jit_helpers_; }
+  uint64_t jit_code_bytes() const { return jit_code_bytes_; }
+  uint64_t unmatched_leaves() const { return unmatched_leaves_; }  // leaves with no enter to match
+  uint64_t unclosed_calls() const { return unclosed_calls_; }      // enters still open at the end
+  uint64_t clauses() const { return clauses_; }
+
+  const std::vector<TypeStat>& alloc_types() const { return alloc_types_; }        // most bytes first
+  const std::vector<TypeStat>& exception_types() const { return exception_types_; }  // most first
+  const std::vector<GcPause>& gc_pauses() const { return gc_pauses_; }
+  const std::vector<uint64_t>& gc_collections() const { return gc_collections_; }  // per generation
+  uint64_t gc_resizes() const { return gc_resizes_; }
+  const std::vector<CounterInfo>& counters() const { return counters_; }
+  const std::vector<HeapshotInfo>& heapshots() const { return heapshots_; }
+
+ private:
+  friend class Builder;
+  FileHeader header_;
+  std::string program_;
+  bool header_ok_ = false;
+  DecodeSummary summary_;
+  std::vector<Problem> problems_;
+  uint64_t problem_count_ = 0;
+  uint64_t first_time_ = 0, last_time_ = 0;
+  std::vector<Frame> frames_;
+  std::vector<Node> nodes_;
+  std::vector<ThreadInfo> threads_;
+  std::vector<uint64_t> weights_[kWhatCount];
+  uint64_t totals_[kWhatCount] = {};
+  bool present_[kWhatCount] = {};
+  std::vector<CallStat> call_stats_;
+  std::vector<MethodStat> methods_;
+  uint64_t sample_hits_ = 0, call_count_ = 0, alloc_objects_ = 0, alloc_bytes_ = 0, throws_ = 0;
+  uint64_t monitor_[4] = {};
+  uint64_t monitor_wait_ns_ = 0;
+  uint64_t jit_methods_ = 0, jit_helpers_ = 0, jit_code_bytes_ = 0;
+  uint64_t unmatched_leaves_ = 0, unclosed_calls_ = 0, clauses_ = 0;
+  std::vector<TypeStat> alloc_types_, exception_types_;
+  std::vector<GcPause> gc_pauses_;
+  std::vector<uint64_t> gc_collections_;
+  uint64_t gc_resizes_ = 0;
+  std::vector<CounterInfo> counters_;
+  std::vector<HeapshotInfo> heapshots_;
+};
+
+// Decodes all of `input` and builds `out`. Never throws for malformed input: problems are collected
+// (as `mlpd verify` words them) and what could be read is kept. Returns false when there was any
+// problem.
+bool build_profile(Input& input, Profile& out, const BuildOptions& options = {});
+
+// Per-method numbers (indexed by FrameId) over the threads whose `thread_mask` entry is true (all
+// threads when thread_mask is null): what Profile::methods() holds for all threads.
+std::vector<MethodStat> method_stats(const Profile& p, const std::vector<bool>* thread_mask);
+
+// Convenience for views: the name of a thread as a report shows it ("name (0xID)" or "thread 0xID").
+std::string thread_label(const ThreadInfo& t);
+
+}  // namespace mlpd::profile

@@ -1,0 +1,86 @@
+// Views of a profile: the report and the exporters, one file each in reader/views/.
+//
+// Adding an exporter: write reader/views/export_NAME.cpp defining a factory
+//   std::unique_ptr<Exporter> make_NAME_exporter(const ExportOptions&);
+// declare it below, and add one row to kExporters in reader/cli/cmd_export.cpp (format name, file
+// extensions, summary, factory). The export command builds the profile once, passing the exporter's
+// listener() (if any) to build_profile, then calls write().
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlpd/profile.h"
+
+namespace mlpd::views {
+
+struct ExportOptions {
+  // The --what asked for. When what_given is false the user gave none and `what` is only a guess
+  // made before the file was read: call effective_what(p, o) in write() for the one to export.
+  profile::What what = profile::What::cpu;
+  bool what_given = false;
+  bool threads = false;     // --threads: one root frame (or profile) per thread
+  std::string input_name;   // the input file, for titles
+};
+
+// The --what to export: the one asked for, else cpu when the file has samples, else the first of
+// calls, alloc, exceptions, monitor that the file has (cpu when it has none of them).
+profile::What effective_what(const profile::Profile& p, const ExportOptions& o);
+// When the file lacks `w`: the one-line message naming the option that records it; else "".
+std::string missing_what_error(const profile::Profile& p, profile::What w);
+
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  // A listener to receive time-ordered events while the profile is built (nullptr: none needed).
+  virtual profile::Listener* listener() { return nullptr; }
+  // Writes the export of `p` to `out` (opened in binary mode). Returns false with a one-line `error`
+  // when nothing sensible can be written.
+  virtual bool write(const profile::Profile& p, std::FILE* out, std::string& error) = 0;
+};
+
+std::unique_ptr<Exporter> make_collapsed_exporter(const ExportOptions& o);
+std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o);
+
+// The text report (`mlpd report`), and its JSON form.
+struct ReportOptions {
+  size_t top = 10;
+  bool json = false;
+  bool has_thread = false;  // --thread: only this thread's samples/calls/allocations/...
+  std::string thread;       // a thread name or id (decimal or 0x hex)
+  std::string input_name;
+};
+// Returns false with `error` when the --thread selection matches no thread.
+bool write_report(const profile::Profile& p, const ReportOptions& o, std::FILE* out, std::string& error);
+
+// Collapsed stacks of `what` ("frame;frame;leaf COUNT", root first), aggregated by frame names; with
+// `threads`, the thread label is the first frame. Used by the collapsed and html exporters and diff.
+struct CollapsedStack {
+  std::string stack;  // "a;b;c"
+  std::string kinds;  // one letter per frame: m managed, n native, r runtime, s special, t thread
+  uint64_t weight = 0;
+};
+// Sorted by stack.
+std::vector<CollapsedStack> collapse(const profile::Profile& p, profile::What what, bool threads);
+// The same stacks, streamed without storing them (memory: the merged tree of frame names): fn gets
+// each stack with a non-zero weight, depth first (a stack's callees right after it, by name).
+void for_each_collapsed(const profile::Profile& p, profile::What what, bool threads,
+                        const std::function<void(const std::string& stack, const std::string& kinds,
+                                                 uint64_t weight)>& fn);
+
+// The self-contained flame graph page. `kinds` gives each frame name's FrameKind colour; for a diff,
+// `base` holds the weights of the first profile per stack (same order as `stacks`, 0 when absent).
+struct FlameGraphInput {
+  std::string title;
+  std::string unit;
+  std::vector<CollapsedStack> stacks;
+  std::vector<uint64_t> base;  // empty unless a diff: weight of each stack in profile A
+  bool diff = false;
+};
+std::string flame_graph_html(const FlameGraphInput& in);
+
+}  // namespace mlpd::views

@@ -1,0 +1,93 @@
+// libFuzzer target for the profile model (reader/profile) and its views: the input is a whole (plain
+// or gzip) mlpd file, built into a Profile with a listener, then reported (text and JSON), collapsed
+// for every --what and drawn as an HTML flame graph. Checks the model's promises on untrusted input:
+// no crash, bounded work; every node's parent comes before it; each --what's weights sum to its
+// total and the collapsed export sums to the same; the listener sees every enter closed by exactly
+// one leave, per thread, in LIFO order. Any violation aborts (a crash for libFuzzer).
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "mlpd/input.h"
+#include "mlpd/profile.h"
+#include "mlpd/views.h"
+
+namespace {
+
+using namespace mlpd::profile;
+
+[[noreturn]] void violated(const char* what) {
+  std::fprintf(stderr, "profile_fuzz: %s\n", what);
+  std::abort();
+}
+
+class Balance final : public Listener {
+ public:
+  void on_event(const TimelineEvent& e) override {
+    if (e.kind != TimelineKind::enter && e.kind != TimelineKind::leave) return;
+    if (e.thread >= open.size()) open.resize(e.thread + 1);
+    auto& s = open[e.thread];
+    if (e.kind == TimelineKind::enter) {
+      s.push_back(e.node);
+    } else {
+      if (s.empty() || s.back() != e.node) violated("a leave that does not close the innermost open enter");
+      s.pop_back();
+    }
+  }
+  std::vector<std::vector<NodeId>> open;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::unique_ptr<mlpd::Input> input = mlpd::Input::from_memory(data, size);
+  Profile p;
+  Balance balance;
+  BuildOptions o;
+  o.listener = &balance;
+  o.max_depth = 64;     // small bounds, so that the fuzzer reaches them
+  o.max_nodes = 4096;
+  build_profile(*input, p, o);
+  for (const auto& s : balance.open)
+    if (!s.empty()) violated("an enter never closed");
+  for (size_t n = 1; n < p.nodes().size(); ++n) {
+    const Node& nd = p.nodes()[n];
+    if (nd.parent >= n) violated("a node's parent does not come before it");
+    if (nd.frame != kNoFrame && nd.frame >= p.frames().size()) violated("a node's frame is out of range");
+    if (nd.thread >= p.threads().size()) violated("a node's thread is out of range");
+  }
+  if (p.nodes().size() > 4096 + 2 * p.threads().size() + 1) violated("max_nodes not respected");
+  for (size_t w = 0; w < kWhatCount; ++w) {
+    const What what = static_cast<What>(w);
+    uint64_t sum = 0;
+    for (size_t n = 0; n < p.nodes().size(); ++n) sum += p.weight(what, static_cast<NodeId>(n));
+    if (sum != p.total(what)) violated("weights do not sum to the total");
+    uint64_t collapsed = 0;
+    for (const auto& s : mlpd::views::collapse(p, what, w % 2 == 1)) collapsed += s.weight;
+    if (collapsed != sum) violated("the collapsed stacks do not sum to the total");
+  }
+  for (const Frame& f : p.frames())
+    if (f.name.empty()) violated("a frame without a name");
+  std::FILE* null = std::fopen("/dev/null", "wb");
+  if (!null) return 0;
+  std::string error;
+  mlpd::views::ReportOptions ro;
+  mlpd::views::write_report(p, ro, null, error);
+  ro.json = true;
+  ro.top = 3;
+  mlpd::views::write_report(p, ro, null, error);
+  if (!p.threads().empty()) {
+    ro.has_thread = true;
+    ro.thread = std::to_string(p.threads()[0].id);
+    mlpd::views::write_report(p, ro, null, error);
+  }
+  mlpd::views::ExportOptions eo;
+  eo.what = What::alloc;
+  eo.what_given = true;
+  mlpd::views::make_html_exporter(eo)->write(p, null, error);
+  std::fclose(null);
+  return 0;
+}
