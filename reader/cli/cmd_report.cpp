@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "load.h"
+#include "window.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -13,7 +15,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] FILE\n"
+    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] FILE...\n"
     "\n"
     "One screen that says where the time and the memory went in FILE (plain or gzip; - reads standard\n"
     "input), from one pass over its events. Sections appear only when the file has their events:\n"
@@ -35,6 +37,11 @@ const char kHelp[] =
     "  --top N             lines per ranking (default 10)\n"
     "  --thread NAME|ID    only what this thread did (samples, calls, allocations, throws, monitor);\n"
     "                      a thread name or id (decimal or 0x hex)\n"
+    "  --from T, --to T    only what happened from T (inclusive) to T (exclusive): samples,\n"
+    "                      allocations, throws, monitor events, collections by their time, calls\n"
+    "                      by the time they returned. T is seconds from the start (what 'mlpd dump'\n"
+    "                      prints as +SECONDS: 90, 1.5) or a time of day HH:MM:SS[.fff] (local time)\n"
+    "  FILE...             several files of one run (rotated files) are read in order as one profile\n"
     "  --json              one JSON object with the keys header, samples, calls, alloc, exceptions,\n"
     "                      monitor, gc, jit, counters, heapshots (present when the file has them);\n"
     "                      totals are integers: samples.total, calls.total, alloc.objects, alloc.bytes,\n"
@@ -52,6 +59,8 @@ int usage_error(const std::string& m) {
 
 int cmd_report(int argc, char** argv) {
   views::ReportOptions o;
+  std::vector<std::string> files;
+  profile::BuildOptions window;
   std::string file;
   bool have_file = false, options_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -76,11 +85,15 @@ int cmd_report(int argc, char** argv) {
           return usage_error("--top needs a positive number, not '" + v + "'");
         o.top = n;
       }
+    } else if (!options_done && (a == "--from" || a == "--to")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      std::string why;
+      if (!parse_window_bound(argv[++i], a == "--from" ? window.from : window.to, why)) return usage_error(a + ": " + why);
     } else if (!options_done && a.size() > 1 && a[0] == '-') {
       return usage_error("unknown option '" + a + "'");
     } else {
-      if (have_file) return usage_error("one FILE only");
-      file = a;
+      if (!have_file) file = a;
+      files.push_back(a);
       have_file = true;
     }
   }
@@ -88,7 +101,7 @@ int cmd_report(int argc, char** argv) {
   o.input_name = file;
   profile::Profile p;
   bool problems = false;
-  if (!load_profile("report", file, p, nullptr, problems)) return 1;
+  if (!load_profiles("report", files, p, nullptr, window, problems)) return 1;
   std::string error;
   if (!views::write_report(p, o, stdout, error)) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());

@@ -33,4 +33,34 @@ bool load_profile(const char* command, const std::string& path, profile::Profile
   return true;
 }
 
+bool load_profiles(const char* command, const std::vector<std::string>& paths, profile::Profile& p,
+                   profile::Listener* listener, profile::BuildOptions o, bool& had_problems) {
+  had_problems = false;
+  std::vector<std::unique_ptr<Input>> inputs;
+  std::vector<Input*> raw;
+  for (const std::string& path : paths) {
+    std::string error;
+    inputs.push_back(Input::open(path, error));
+    if (!inputs.back()) {
+      std::fprintf(stderr, "mlpd %s: %s: cannot open: %s\n", command, path.c_str(), error.c_str());
+      return false;
+    }
+    raw.push_back(inputs.back().get());
+  }
+  Progress progress(paths.size() == 1 ? paths[0] : paths[0] + " ...");
+  o.listener = listener;
+  o.progress = progress.callback();
+  had_problems = !profile::build_profile(raw, p, o);
+  progress.done();
+  const std::string& name = paths.size() == 1 ? paths[0] : std::string("(" + std::to_string(paths.size()) + " files)");
+  for (const Problem& pr : p.problems()) {
+    std::fprintf(stderr, "%s: offset %llu (%s): %s\n", name.c_str(), static_cast<unsigned long long>(pr.offset),
+                 pr.buffer < 0 ? "header" : ("buffer " + std::to_string(pr.buffer)).c_str(), pr.message.c_str());
+  }
+  if (p.problem_count() > p.problems().size())
+    std::fprintf(stderr, "%s: ... %llu problems in all\n", name.c_str(),
+                 static_cast<unsigned long long>(p.problem_count()));
+  return true;
+}
+
 }  // namespace mlpd::cli
