@@ -15,7 +15,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] FILE...\n"
+    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] [--follow] FILE...\n"
     "\n"
     "One screen that says where the time and the memory went in FILE (plain or gzip; - reads standard\n"
     "input), from one pass over its events. Sections appear only when the file has their events:\n"
@@ -41,6 +41,9 @@ const char kHelp[] =
     "                      allocations, throws, monitor events, collections by their time, calls\n"
     "                      by the time they returned. T is seconds from the start (what 'mlpd dump'\n"
     "                      prints as +SECONDS: 90, 1.5) or a time of day HH:MM:SS[.fff] (local time)\n"
+    "  --follow            FILE is being written by a running program (profiled with flush=MS):\n"
+    "                      read it as it grows and print the report once the program has exited\n"
+    "                      (the pid in FILE's header) and everything it wrote is read\n"
     "  FILE...             several files of one run (rotated files) are read in order as one profile\n"
     "  --json              one JSON object with the keys header, samples, calls, alloc, exceptions,\n"
     "                      monitor, gc, jit, counters, heapshots (present when the file has them);\n"
@@ -61,6 +64,7 @@ int cmd_report(int argc, char** argv) {
   views::ReportOptions o;
   std::vector<std::string> files;
   profile::BuildOptions window;
+  bool follow = false;
   std::string file;
   bool have_file = false, options_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -70,6 +74,8 @@ int cmd_report(int argc, char** argv) {
     } else if (!options_done && (a == "--help" || a == "-h")) {
       std::fputs(kHelp, stdout);
       return 0;
+    } else if (!options_done && a == "--follow") {
+      follow = true;
     } else if (!options_done && a == "--json") {
       o.json = true;
     } else if (!options_done && (a == "--top" || a == "--thread")) {
@@ -101,7 +107,10 @@ int cmd_report(int argc, char** argv) {
   o.input_name = file;
   profile::Profile p;
   bool problems = false;
-  if (!load_profiles("report", files, p, nullptr, window, problems)) return 1;
+  if (follow && files.size() != 1) return usage_error("--follow reads one FILE");
+  if (follow ? !load_profile_follow("report", file, p, nullptr, window, problems)
+             : !load_profiles("report", files, p, nullptr, window, problems))
+    return 1;
   std::string error;
   if (!views::write_report(p, o, stdout, error)) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());

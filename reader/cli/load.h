@@ -17,5 +17,10 @@ bool load_profile(const char* command, const std::string& path, profile::Profile
 // `options` (its listener and progress are set here).
 bool load_profiles(const char* command, const std::vector<std::string>& paths, profile::Profile& p,
                    profile::Listener* listener, profile::BuildOptions options, bool& had_problems);
+// One file that a running agent is writing (--follow, follow.h): returns once the writer has exited
+// and everything it wrote is read; a file cut inside a buffer by a writer that is gone is a problem,
+// with a line saying so.
+bool load_profile_follow(const char* command, const std::string& path, profile::Profile& p,
+                         profile::Listener* listener, profile::BuildOptions options, bool& had_problems);
 
 }  // namespace mlpd::cli
