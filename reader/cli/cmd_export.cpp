@@ -30,6 +30,8 @@ constexpr ExporterEntry kExporters[] = {
      views::make_collapsed_exporter},
     {"html", ".html .htm", "self-contained interactive flame graph (one file, no network)",
      views::make_html_exporter},
+    {"heatmap", ".heatmap.html", "FlameScope-style heat map of samples (or allocations) per 20 ms, flame graph of a range",
+     views::make_heatmap_exporter},
 };
 
 std::string help_text() {
