@@ -457,6 +457,7 @@ void start(std::string_view text) {
   config.mask = o.effective_mask;
   config.calls = o.calls;
   config.calldepth = o.calldepth;
+  config.calls_min_ns = uint64_t{o.calls_min_us} * 1000;
   config.maxframes = o.maxframes;
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;

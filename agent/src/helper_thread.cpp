@@ -28,7 +28,8 @@ constexpr auto kIdleTick = std::chrono::milliseconds(100);
 HelperThread::HelperThread(const HelperParts& parts)
     : parts_(parts),
       flusher_(*parts.shared, *parts.registry, *parts.meta),
-      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared}) {
+      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
+                                                                     parts.options->calls_min_us ? parts.registry : nullptr}) {
   if (rotation_on(*parts.options) || parts.options->ring_bytes) flusher_.keep_metadata_in(&meta_store_);
 }
 

@@ -128,7 +128,8 @@ class Parser {
 
   Options& o_;
   std::string& error_;
-  std::string callspec_item_;  // for messages about options that conflict at the end
+  std::string callspec_item_;
+  std::string calls_min_item_;  // for messages about options that conflict at the end
   std::string output_item_;
   bool nocalls_ = false;
 };
@@ -276,6 +277,13 @@ bool Parser::item(std::string_view it, bool first) {
     if (!has_value) return missing_value(it, "calldepth=NUM");
     if (!number(it, value, 0, kInt32Max, n)) return false;
     o_.calldepth = static_cast<uint32_t>(n);
+    return true;
+  }
+  if (name == "calls-min") {
+    if (!has_value) return missing_value(it, "calls-min=USEC");
+    if (!number(it, value, 0, 1000000000, n)) return false;
+    o_.calls_min_us = static_cast<uint32_t>(n);
+    calls_min_item_.assign(it);
     return true;
   }
   if (name == "callspec") {
@@ -483,6 +491,8 @@ bool Parser::finish() {
     if (o_.report || o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd)
       return fail("'ring' writes dumps to files: output= must name a file (the exit dump), or be left out");
   }
+  if (o_.calls_min_us && !o_.calls)
+    return fail("'" + printable(calls_min_item_) + "' has no effect without 'calls'");
   if (!o_.callspec.empty() && !o_.calls)
     return fail("'" + printable(callspec_item_) + "' has no effect without 'calls'");
   if (o_.report && (o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd))
@@ -611,6 +621,7 @@ std::string_view help_text() noexcept {
       "\theapshot-on-shutdown one heapshot at runtime shutdown (independent of heapshot)\n"
       "\tcalls                record method enter/leave events (very heavy)\n"
       "\tcalldepth=NUM        ignore enter/leave events deeper than NUM calls (default 100)\n"
+      "\tcalls-min=USEC       with calls, leave out calls shorter than USEC microseconds\n"
       "\tcallspec=SPEC        limit calls to methods matching SPEC (the syntax of mono --trace)\n"
       "\tmaxframes=NUM        collect up to NUM stack frames, at most 32 (default 32; 0: none)\n"
       "\toutput=FILENAME      write the data to FILENAME (overwritten; default output.PID.mlpd)\n"

@@ -19,6 +19,9 @@ uint64_t bytes_written(const void* f, uint64_t) { return static_cast<const Flush
 uint64_t events_dropped(const void* shared, uint64_t) {
   return static_cast<const rt::WriterShared*>(shared)->dropped_events.load(std::memory_order_relaxed);
 }
+uint64_t calls_elided(const void* registry, uint64_t) {
+  return const_cast<rt::ThreadRegistry*>(static_cast<const rt::ThreadRegistry*>(registry))->elided_calls();
+}
 // Mono's unit of time for counters (COUNTER_UNIT_TIME) is 100 ns.
 uint64_t latency_last(const void* f, uint64_t) { return static_cast<const FlushStats*>(f)->latency_last_ns / 100; }
 uint64_t latency_max(const void* f, uint64_t) { return static_cast<const FlushStats*>(f)->latency_max_ns / 100; }
@@ -39,6 +42,10 @@ void register_profiler_counters(CounterSampler& s, const ProfilerCounterSources&
                  src.flush);
   s.add_profiler("Bytes written", COUNTER_ULONG, COUNTER_UNIT_BYTES, COUNTER_VARIANCE_MONOTONIC, bytes_written,
                  src.flush);
+  if (src.elision) {
+    s.add_profiler("Calls elided", COUNTER_ULONG, COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC, calls_elided,
+                   src.elision);
+  }
   // Long + time: mprof-report prints these in ms (value / 10000).
   s.add_profiler("Flush latency (last)", COUNTER_LONG, COUNTER_UNIT_TIME, COUNTER_VARIANCE_VARIABLE, latency_last,
                  src.flush);

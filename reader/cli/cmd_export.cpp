@@ -4,10 +4,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "commands.h"
 #include "load.h"
+#include "window.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -34,11 +36,13 @@ constexpr ExporterEntry kExporters[] = {
      views::make_trace_exporter},
     {"pprof", ".pb.gz .pprof", "pprof's profile.proto, gzipped (go tool pprof, Pyroscope, Parca)",
      views::make_pprof_exporter},
+    {"heatmap", ".heatmap.html", "FlameScope-style heat map of samples (or allocations) per 20 ms, flame graph of a range",
+     views::make_heatmap_exporter},
 };
 
 std::string help_text() {
   std::string h =
-      "usage: mlpd export [--format F] [--what W] [--threads] [-o OUT] FILE\n"
+      "usage: mlpd export [--format F] [--what W] [--threads] [--from T] [--to T] [-o OUT] FILE...\n"
       "\n"
       "Writes the profile in FILE (plain or gzip; - reads standard input) in a format other tools\n"
       "read. The format is --format F, else taken from OUT's ending:\n";
@@ -59,6 +63,8 @@ std::string help_text() {
       "                exceptions   throws ('exception'), monitor: monitor contentions ('monitor')\n"
       "              asking for what the file does not have is an error naming the option to use\n"
       "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
+      "  --from T, --to T  only the events from T to T (as in 'mlpd report --help'): seconds from\n"
+      "              the start or a time of day HH:MM:SS; several FILEs of one run are read as one\n"
       "  -o OUT      write to OUT (default: standard output, which needs --format)\n"
       "\n"
       "Exit status: 0 success, 1 FILE has problems (reported on standard error; what could be read\n"
@@ -99,6 +105,8 @@ const ExporterEntry* by_extension(std::string_view out) {
 
 int cmd_export(int argc, char** argv) {
   views::ExportOptions o;
+  std::vector<std::string> files;
+  profile::BuildOptions window;
   std::string file, out_path, format;
   bool have_file = false, options_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -122,11 +130,15 @@ int cmd_export(int argc, char** argv) {
       } else {
         out_path = v;
       }
+    } else if (!options_done && (a == "--from" || a == "--to")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      std::string why;
+      if (!parse_window_bound(argv[++i], a == "--from" ? window.from : window.to, why)) return usage_error(a + ": " + why);
     } else if (!options_done && a.size() > 1 && a[0] == '-') {
       return usage_error("unknown option '" + a + "'");
     } else {
-      if (have_file) return usage_error("one FILE only");
-      file = a;
+      if (!have_file) file = a;
+      files.push_back(a);
       have_file = true;
     }
   }
@@ -149,7 +161,7 @@ int cmd_export(int argc, char** argv) {
   std::unique_ptr<views::Exporter> exporter = entry->make(o);
   profile::Profile p;
   bool problems = false;
-  if (!load_profile("export", file, p, exporter->listener(), problems)) return 1;
+  if (!load_profiles("export", files, p, exporter->listener(), window, problems)) return 1;
   const profile::What what = views::effective_what(p, o);
   if (const std::string m = views::missing_what_error(p, what); !m.empty()) {
     std::fprintf(stderr, "mlpd export: %s: %s\n", file.c_str(), m.c_str());

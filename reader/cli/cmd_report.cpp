@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "load.h"
+#include "window.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -13,7 +15,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] FILE\n"
+    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] [--follow] FILE...\n"
     "\n"
     "One screen that says where the time and the memory went in FILE (plain or gzip; - reads standard\n"
     "input), from one pass over its events. Sections appear only when the file has their events:\n"
@@ -39,6 +41,14 @@ const char kHelp[] =
     "  --top N             lines per ranking (default 10)\n"
     "  --thread NAME|ID    only what this thread did (samples, calls, allocations, throws, monitor);\n"
     "                      a thread name or id (decimal or 0x hex)\n"
+    "  --from T, --to T    only what happened from T (inclusive) to T (exclusive): samples,\n"
+    "                      allocations, throws, monitor events, collections by their time, calls\n"
+    "                      by the time they returned. T is seconds from the start (what 'mlpd dump'\n"
+    "                      prints as +SECONDS: 90, 1.5) or a time of day HH:MM:SS[.fff] (local time)\n"
+    "  --follow            FILE is being written by a running program (profiled with flush=MS):\n"
+    "                      read it as it grows and print the report once the program has exited\n"
+    "                      (the pid in FILE's header) and everything it wrote is read\n"
+    "  FILE...             several files of one run (rotated files) are read in order as one profile\n"
     "  --json              one JSON object with the keys header, recorded, samples, calls, alloc,\n"
     "                      exceptions, monitor, gc, jit, counters, cpu_threads, heapshots (present\n"
     "                      when the file has them; alloc.estimated with alloc-sample);\n"
@@ -57,6 +67,9 @@ int usage_error(const std::string& m) {
 
 int cmd_report(int argc, char** argv) {
   views::ReportOptions o;
+  std::vector<std::string> files;
+  profile::BuildOptions window;
+  bool follow = false;
   std::string file;
   bool have_file = false, options_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -66,6 +79,8 @@ int cmd_report(int argc, char** argv) {
     } else if (!options_done && (a == "--help" || a == "-h")) {
       std::fputs(kHelp, stdout);
       return 0;
+    } else if (!options_done && a == "--follow") {
+      follow = true;
     } else if (!options_done && a == "--json") {
       o.json = true;
     } else if (!options_done && (a == "--top" || a == "--thread")) {
@@ -81,11 +96,15 @@ int cmd_report(int argc, char** argv) {
           return usage_error("--top needs a positive number, not '" + v + "'");
         o.top = n;
       }
+    } else if (!options_done && (a == "--from" || a == "--to")) {
+      if (i + 1 >= argc) return usage_error(a + " needs a value");
+      std::string why;
+      if (!parse_window_bound(argv[++i], a == "--from" ? window.from : window.to, why)) return usage_error(a + ": " + why);
     } else if (!options_done && a.size() > 1 && a[0] == '-') {
       return usage_error("unknown option '" + a + "'");
     } else {
-      if (have_file) return usage_error("one FILE only");
-      file = a;
+      if (!have_file) file = a;
+      files.push_back(a);
       have_file = true;
     }
   }
@@ -93,7 +112,10 @@ int cmd_report(int argc, char** argv) {
   o.input_name = file;
   profile::Profile p;
   bool problems = false;
-  if (!load_profile("report", file, p, nullptr, problems)) return 1;
+  if (follow && files.size() != 1) return usage_error("--follow reads one FILE");
+  if (follow ? !load_profile_follow("report", file, p, nullptr, window, problems)
+             : !load_profiles("report", files, p, nullptr, window, problems))
+    return 1;
   std::string error;
   if (!views::write_report(p, o, stdout, error)) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());

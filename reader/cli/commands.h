@@ -11,6 +11,7 @@ int cmd_heapshots(int argc, char** argv);
 int cmd_heapshot(int argc, char** argv);
 int cmd_send(int argc, char** argv);
 int cmd_report(int argc, char** argv);
+int cmd_top(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_diff(int argc, char** argv);
 

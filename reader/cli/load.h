@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "mlpd/profile.h"
 
@@ -12,5 +13,14 @@ namespace mlpd::cli {
 // the file has problems (printed, and what could be read is in `p`).
 bool load_profile(const char* command, const std::string& path, profile::Profile& p, profile::Listener* listener,
                   bool& had_problems);
+// Several files of one run (rotated files, in order) as one profile, with the time window of
+// `options` (its listener and progress are set here).
+bool load_profiles(const char* command, const std::vector<std::string>& paths, profile::Profile& p,
+                   profile::Listener* listener, profile::BuildOptions options, bool& had_problems);
+// One file that a running agent is writing (--follow, follow.h): returns once the writer has exited
+// and everything it wrote is read; a file cut inside a buffer by a writer that is gone is a problem,
+// with a line saying so.
+bool load_profile_follow(const char* command, const std::string& path, profile::Profile& p,
+                         profile::Listener* listener, profile::BuildOptions options, bool& had_problems);
 
 }  // namespace mlpd::cli

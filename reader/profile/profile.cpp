@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <unordered_map>
 
 #include "mlpd/format.h"
@@ -151,6 +152,7 @@ class Builder final : public Visitor {
   }
 
   void on_header(const FileHeader& h) override {
+    if (p_.header_ok_) return;  // a later file of the same run: the first file's header stands
     p_.header_ = h;
     p_.header_ok_ = true;
     agent_options(h.args);
@@ -184,6 +186,7 @@ class Builder final : public Visitor {
   }
 
   void on_buffer(const BufferInfo& b) override {
+    if (!window_resolved_) resolve_window(b.header.time_base);
     flush_buffer_times();
     cur_thread_ = thread_index(b.header.thread_id);
     if (o_.progress && (++buffers_ & 15) == 0) o_.progress(b.offset, events_);
@@ -212,6 +215,32 @@ class Builder final : public Visitor {
   void finish(const DecodeSummary& summary, const Input& input);
 
  private:
+  // --from/--to: the window in the file's clock, from the first buffer's time base and the header.
+  uint64_t resolve_bound(const WindowBound& b, uint64_t base, uint64_t open) const {
+    if (b.kind == WindowBound::Kind::offset)
+      return b.ns < 0 && static_cast<uint64_t>(-b.ns) > base ? 0 : base + static_cast<uint64_t>(b.ns);
+    if (b.kind != WindowBound::Kind::wall) return open;
+    // The header's start as a local time of day, then the bound's distance from it.
+    const time_t start_s = static_cast<time_t>(p_.header_.startup_ms / 1000);
+    struct tm tm{};
+    localtime_r(&start_s, &tm);
+    const int64_t start_tod = (int64_t{tm.tm_hour} * 3600 + tm.tm_min * 60 + tm.tm_sec) * 1000000000LL +
+                              static_cast<int64_t>(p_.header_.startup_ms % 1000) * 1000000LL;
+    int64_t d = b.ns - start_tod;
+    if (d < -12LL * 3600 * 1000000000LL) d += 24LL * 3600 * 1000000000LL;  // past midnight
+    const uint64_t at = p_.header_.startup_ns ? p_.header_.startup_ns : base;
+    return d < 0 && static_cast<uint64_t>(-d) > at ? 0 : at + static_cast<uint64_t>(d);
+  }
+  void resolve_window(uint64_t base) {
+    window_resolved_ = true;
+    windowed_ = o_.from.kind != WindowBound::Kind::none || o_.to.kind != WindowBound::Kind::none;
+    win_from_ = resolve_bound(o_.from, base, 0);
+    win_to_ = resolve_bound(o_.to, base, UINT64_MAX);
+    p_.window_from_ = win_from_;
+    p_.window_to_ = win_to_;
+  }
+  bool in_window(uint64_t t) const { return !windowed_ || (t >= win_from_ && t < win_to_); }
+
   static constexpr size_t kFrameCache = 1024;
   struct FrameCacheEntry {
     uint64_t method = 0;
@@ -387,7 +416,7 @@ class Builder final : public Visitor {
   }
 
   [[gnu::always_inline]] void enter(const Event& e, ThreadIndex t) {
-    ++p_.call_count_;
+    if (!windowed_ || in_window(e.time)) ++p_.call_count_;
     p_.present_[static_cast<size_t>(What::calls)] = true;
     ThreadState& s = states_[t];
     if (s.calls.size() >= o_.max_depth) {
@@ -409,10 +438,12 @@ class Builder final : public Visitor {
     const NodeId node = c.node;
     const FrameId frame = c.frame;
     calls.pop_back();
-    CallStat& cs = call_stat(node);
-    ++cs.calls;
-    cs.total_ns += dur;
-    cs.self_ns += self;
+    if (!windowed_ || in_window(time)) [[likely]] {
+      CallStat& cs = call_stat(node);
+      ++cs.calls;
+      cs.total_ns += dur;
+      cs.self_ns += self;
+    }
     // (the calls weights are the call stats' self times, copied at the end of the pass)
     if (!calls.empty()) calls.back().child_ns += dur;
     emit(TimelineKind::leave, t, time, frame, node, code);
@@ -450,6 +481,7 @@ class Builder final : public Visitor {
   void sample(const Event& e) {
     const ThreadIndex t = thread_index(e.ptr);
     touch(t, e.time);
+    if (!in_window(e.time)) return;
     ++p_.sample_hits_;
     scratch_.clear();  // leaf first
     for (size_t i = 0; i < e.ips.size(); ++i) {
@@ -521,6 +553,8 @@ class Builder final : public Visitor {
            t == format::COUNTER_TIME_INTERVAL;
   }
 
+  bool window_resolved_ = false, windowed_ = false;
+  uint64_t win_from_ = 0, win_to_ = UINT64_MAX;
   std::vector<FrameCacheEntry> frame_cache_ = std::vector<FrameCacheEntry>(kFrameCache);
   Profile& p_;
   const BuildOptions& o_;
@@ -569,6 +603,18 @@ void Builder::on_event(const Event& e, const EventInfo&) {
     if (e.time > p_.last_time_) p_.last_time_ = e.time;
   }
   if (e.kind != EventKind::sample_hit) touch(t, e.time);
+  if (windowed_ && !in_window(e.time)) {
+    switch (e.kind) {  // counted only in the window (samples: in sample())
+      case EventKind::alloc:
+      case EventKind::exception_throw:
+      case EventKind::exception_clause:
+      case EventKind::monitor:
+      case EventKind::gc_event:
+        return;
+      default:
+        break;
+    }
+  }
   switch (e.kind) {
     case EventKind::method_exc_leave: leave(e, t, true); break;
     case EventKind::sample_hit: sample(e); break;
@@ -899,6 +945,24 @@ bool build_profile(Input& input, Profile& out, const BuildOptions& options) {
   out = Profile();
   Builder b(out, options);
   b.finish(decode(input, b), input);
+  return out.problem_count() == 0;
+}
+
+bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildOptions& options) {
+  out = Profile();
+  if (inputs.empty()) return true;
+  Builder b(out, options);
+  DecodeSummary all;
+  for (Input* in : inputs) {
+    const DecodeSummary s = decode(*in, b);
+    all.header_ok = all.header_ok || s.header_ok;
+    all.buffers += s.buffers;
+    all.events += s.events;
+    all.bytes += s.bytes;
+    all.problems += s.problems;
+    if (in != inputs.back() && !in->error().empty()) b.on_problem({in->offset(), -1, in->error()});
+  }
+  b.finish(all, *inputs.back());
   return out.problem_count() == 0;
 }
 

@@ -358,4 +358,9 @@ bool HtmlExporter::write(const Profile& p, std::FILE* out, std::string& error) {
 
 std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o) { return std::make_unique<HtmlExporter>(o); }
 
+void html_flamegraph_template(std::string_view& head, std::string_view& tail) {
+  head = kPageHead;
+  tail = kPageTail;
+}
+
 }  // namespace mlpd::views

@@ -271,6 +271,37 @@ void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   }
   leave(m, TYPE_LEAVE);
 }
+// calls-min (short-call elision): the same callbacks, installed instead of the two above so that
+// calls without calls-min run exactly the code they ran before. An enter is held in the thread's
+// buffer unpublished (rt::write_enter_held); the usual leave of the innermost held enter, when
+// nothing was written since and the call took less than calls-min, takes the enter back and writes
+// no leave (ThreadLog::elide_held). Any other leave is written as usual and publishes what is held.
+uint64_t g_calls_min_ns = 0;
+
+void on_method_enter_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (!active()) return;
+  CallStack& cs = tls_calls;
+  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  if (cs.full() && !grow(cs)) return;
+  described::ensure_method_cached(m);
+  cs.push(u(m));
+  rt::write_enter_held(*l, now_ns(), u(m));
+}
+
+void on_method_leave_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (!active()) return;
+  if (tls_calls.leave_top(u(m))) [[likely]] {
+    if (rt::ThreadLog* l = log()) {
+      const uint64_t now = now_ns();
+      if (!l->elide_held(now, g_calls_min_ns)) rt::write_method(*l, TYPE_LEAVE, now, u(m));
+    }
+    return;
+  }
+  leave(m, TYPE_LEAVE);
+}
+
 void on_method_tail_call(MonoProfiler*, MonoMethod* m, MonoMethod*) {
   if (active()) leave(m, TYPE_LEAVE);
 }
@@ -517,8 +548,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
   if (config.calls) {
     mono.mono_profiler_set_call_instrumentation_filter_callback(h, call_filter);
-    mono.mono_profiler_set_method_enter_callback(h, on_method_enter);
-    mono.mono_profiler_set_method_leave_callback(h, on_method_leave);
+    g_calls_min_ns = config.calls_min_ns;
+    mono.mono_profiler_set_method_enter_callback(h, config.calls_min_ns ? on_method_enter_min : on_method_enter);
+    mono.mono_profiler_set_method_leave_callback(h, config.calls_min_ns ? on_method_leave_min : on_method_leave);
     mono.mono_profiler_set_method_tail_call_callback(h, on_method_tail_call);
     mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
   }

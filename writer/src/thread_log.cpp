@@ -31,8 +31,15 @@ bool ThreadLog::start_buffer() {
   return true;
 }
 
+void ThreadLog::publish_held() {
+  held_ = 0;
+  if (buf_ && cur_ != buf_->data + buf_->committed.load(std::memory_order_relaxed))
+    buf_->committed.store(static_cast<uint32_t>(cur_ - buf_->data), std::memory_order_release);
+}
+
 uint8_t* ThreadLog::refill(size_t max_bytes) {
   if (retired_) return nullptr;
+  publish_held();  // held enters (calls-min) go with their buffer
   if (buf_ && buf_->committed.load(std::memory_order_relaxed) != 0) {
     LogBuffer* full = buf_;
     buf_ = nullptr;
@@ -55,6 +62,7 @@ uint8_t* ThreadLog::refill(size_t max_bytes) {
 void ThreadLog::retire() {
   if (retired_) return;
   retired_ = true;
+  publish_held();
   if (buf_) {
     LogBuffer* last = buf_;
     buf_ = nullptr;

@@ -40,6 +40,7 @@ void ThreadRegistry::thread_exit() {
     std::lock_guard<std::mutex> lock(mutex_);
     log->retire();  // under the mutex: the helper's snapshot sees either the buffer or the queue
     for (size_t i = 0; i < kEventKindCount; ++i) ended_counts_[i] += log->counts().get(static_cast<EventKind>(i));
+    ended_elided_ += log->elided_calls();
     for (ThreadLog** p = &head_; *p; p = &(*p)->registry_next) {
       if (*p == log) {
         *p = log->registry_next;

@@ -79,6 +79,13 @@ class Twin {
 
   rt::ThreadLog& log() { return *log_; }
 
+  // An event the ThreadLog holds unpublished (calls-min): the encoder writes it too, checked with
+  // the next expect().
+  void add_only(const Event& e) {
+    enc_.add(e);
+    ++counts_[static_cast<size_t>(e.kind)];
+  }
+
   // After the ThreadLog has written one event: the encoder writes `e`, and the whole buffer must be
   // equal (so the delta chains carried from earlier events are checked too), with the same bases in
   // the buffer header, and the event counted under its kind.
@@ -156,6 +163,24 @@ const std::vector<NamedWriter>& writers() {
          e.method = value(i * 5 + 1);
          rt::write_method(t.log(), kExt[i % 3], e.time, e.method);
          t.expect(e);
+       }},
+      {"write_enter_held",
+       [](Twin& t, size_t i) {
+         // A held enter, a short call inside it taken back (buffer end, chains and counts as before
+         // it), then the held enter's own leave after too long: not elided, and it publishes both.
+         Event e = make(EventKind::method_enter, at(i));
+         e.method = value(i * 5 + 1);
+         const uint64_t before = t.log().elided_calls();
+         rt::write_enter_held(t.log(), e.time, e.method);
+         rt::write_enter_held(t.log(), e.time + 1, value(i * 7 + 3));
+         REQUIRE(t.log().elide_held(e.time + 2, 10));
+         CHECK(t.log().elided_calls() == before + 1);
+         REQUIRE_FALSE(t.log().elide_held(e.time + 100, 10));
+         t.add_only(e);
+         Event l = make(EventKind::method_leave, e.time + 100);
+         l.method = e.method;
+         rt::write_method(t.log(), TYPE_LEAVE, l.time, l.method);
+         t.expect(l);
        }},
       {"write_alloc",
        [](Twin& t, size_t i) {

@@ -63,6 +63,7 @@ struct Options {
 
   bool calls = false;                        // method enter/leave events
   uint32_t calldepth = kDefaultCallDepth;    // deepest call level written with `calls`
+  uint32_t calls_min_us = 0;                 // calls-min=USEC: calls shorter are elided; 0: off
   std::string callspec;                      // raw spec (surrounding " removed); empty: all methods
   uint32_t maxframes = format::kMaxFrames;   // backtrace/sample depth, <= kMaxFrames; 0: none
   // Cap on sample-hit records. nullopt: not given (max_sample_hits() gives cpu_count*1000);

@@ -7,6 +7,7 @@
 #include "mlpd/agent/flusher.h"
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/thread_log.h"
+#include "mlpd/rt/thread_registry.h"
 
 namespace mlpd::agent {
 
@@ -15,6 +16,8 @@ struct ProfilerCounterSources {
   const FlushStats* flush = nullptr;
   const rt::BufferPool* pool = nullptr;
   const rt::WriterShared* shared = nullptr;
+  // With calls-min: the registry whose logs count the elided calls ("Calls elided"); else nullptr.
+  rt::ThreadRegistry* elision = nullptr;
 };
 
 // Adds every profiler counter to `sampler` (before its first sample, so they get the first indices).

@@ -184,6 +184,16 @@ class Listener {
   virtual void on_event(const TimelineEvent& e) = 0;
 };
 
+// One end of a time window (report/export --from/--to).
+struct WindowBound {
+  enum class Kind : uint8_t { none, offset, wall };
+  Kind kind = Kind::none;
+  // offset: ns after the first buffer's time_base (what `mlpd dump` prints as +SECONDS);
+  // wall: ns after local midnight, on the day of the header's start time (a time of day earlier
+  // than the start is taken to be on the next day).
+  int64_t ns = 0;
+};
+
 struct BuildOptions {
   Listener* listener = nullptr;
   // Called now and then during the pass (at buffer starts) with the uncompressed bytes read so far.
@@ -193,6 +203,11 @@ struct BuildOptions {
   uint32_t max_depth = 2048;
   uint32_t max_nodes = 1u << 24;
   size_t max_problems = 100;  // problems kept (all are counted)
+  // A time window [from, to): when either is set, only what happened in it is counted -- sample
+  // hits, allocations, throws, clauses, monitor events and collections by their time, calls by the
+  // time of their leave (Profile::call_count() by the enter's) -- and only those reach the listener
+  // (enter/leave always do). Everything else (names, threads, counters, heapshots) is read whole.
+  WindowBound from, to;
 };
 
 class Profile {
@@ -209,6 +224,9 @@ class Profile {
   const DecodeSummary& summary() const { return summary_; }
   const std::vector<Problem>& problems() const { return problems_; }  // first max_problems
   uint64_t problem_count() const { return problem_count_; }
+  // The window actually used, in the file's clock (0 / UINT64_MAX when open).
+  uint64_t window_from() const { return window_from_; }
+  uint64_t window_to() const { return window_to_; }
   uint64_t first_time() const { return first_time_; }  // smallest / largest event time (0 if none)
   uint64_t last_time() const { return last_time_; }
 
@@ -275,6 +293,7 @@ class Profile {
   std::vector<Problem> problems_;
   uint64_t problem_count_ = 0;
   uint64_t first_time_ = 0, last_time_ = 0;
+  uint64_t window_from_ = 0, window_to_ = UINT64_MAX;
   std::vector<Frame> frames_;
   std::vector<Node> nodes_;
   std::vector<ThreadInfo> threads_;
@@ -303,6 +322,9 @@ class Profile {
 // (as `mlpd verify` words them) and what could be read is kept. Returns false when there was any
 // problem.
 bool build_profile(Input& input, Profile& out, const BuildOptions& options = {});
+// The same over several inputs read in order as one profile (the files of one rotated run): the
+// header is the first file's; calls open at the end of one file go on in the next.
+bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildOptions& options = {});
 
 // Per-method numbers (indexed by FrameId) over the threads whose `thread_mask` entry is true (all
 // threads when thread_mask is null): what Profile::methods() holds for all threads.

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlpd/profile.h"
@@ -48,6 +49,10 @@ std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o);
 std::unique_ptr<Exporter> make_speedscope_exporter(const ExportOptions& o);  // export_speedscope.cpp
 std::unique_ptr<Exporter> make_trace_exporter(const ExportOptions& o);       // export_trace.cpp
 std::unique_ptr<Exporter> make_pprof_exporter(const ExportOptions& o);       // export_pprof.cpp
+std::unique_ptr<Exporter> make_heatmap_exporter(const ExportOptions& o);  // heatmap.cpp
+// The HTML flame graph's page around its JSON (html.cpp), for pages that make flame graphs in the
+// browser (the heatmap): head (with an @TITLE@ placeholder) + JSON + tail.
+void html_flamegraph_template(std::string_view& head, std::string_view& tail);
 
 // The text report (`mlpd report`), and its JSON form.
 struct ReportOptions {

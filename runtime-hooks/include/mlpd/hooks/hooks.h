@@ -13,6 +13,7 @@ struct HookConfig {
   uint32_t mask = 0;         // format::MASK_* events to record
   bool calls = false;        // enter/leave instrumentation
   uint32_t calldepth = 100;  // enter/leave recorded up to this nesting depth
+  uint64_t calls_min_ns = 0; // calls-min: calls shorter than this are elided (0: off)
   uint32_t maxframes = 32;   // backtrace depth (0: none); backtraces are off with `calls`
   bool roots_every_gc = false;  // gcroot reports on every collection (Mono's compat mode), not only heapshots
   bool verbose = false;          // say when our stack walker switches itself off (and its counts at exit)

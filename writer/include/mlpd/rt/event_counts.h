@@ -23,6 +23,11 @@ class EventCounts {
     std::atomic<uint64_t>& c = n_[static_cast<size_t>(k)];
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
+  // Owner only: takes back one count (an event removed before it was published: calls-min).
+  void remove(EventKind k) {
+    std::atomic<uint64_t>& c = n_[static_cast<size_t>(k)];
+    c.store(c.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
   uint64_t get(EventKind k) const { return n_[static_cast<size_t>(k)].load(std::memory_order_relaxed); }
   // Adds every count to `out[kind]` (any thread).
   void add_to(uint64_t (&out)[kEventKindCount]) const {

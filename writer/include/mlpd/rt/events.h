@@ -60,6 +60,21 @@ inline constexpr size_t backtrace_bytes(const Backtrace* bt) { return bt ? kMaxL
   log.commit(p, method_kind(ext));
 }
 
+// An enter held back for short-call elision (calls-min): written like write_method's, not yet
+// published (ThreadLog::begin_held / hold).
+[[gnu::always_inline]] inline void write_enter_held(ThreadLog& log, uint64_t time, uint64_t method) {
+  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  if (!p) [[unlikely]] {
+    log.drop_held();
+    return;
+  }
+  log.begin_held(p);
+  *p++ = TYPE_METHOD | TYPE_ENTER;
+  p = log.put_time(p, time);
+  p = log.put_method(p, method);
+  log.hold(p, EventKind::method_enter);
+}
+
 inline void write_alloc(ThreadLog& log, uint64_t time, uint64_t vtable, uint64_t obj, uint64_t size,
                         const Backtrace* bt) {
   uint8_t* p = log.reserve(kHead + 3 * kMaxLeb128 + backtrace_bytes(bt));

@@ -50,6 +50,53 @@ class ThreadLog {
     counts_.add(kind);
   }
 
+  // ---- Held enters (calls-min, short-call elision; docs/design.md "Short-call elision") ----------
+  // With calls-min an enter is written but not committed: it stays invisible to the helper until the
+  // next commit of any event publishes it with that event. While consecutive enters are held and
+  // nothing else was written after them, the leave of the innermost one may remove it again: the
+  // buffer's end and the time and method delta chains go back to what they were before the enter.
+  // Only the calls-min callbacks use these; with calls-min off no hot path touches them.
+  static constexpr uint32_t kMaxHeld = 16;  // consecutive held enters; an enter beyond publishes them
+  // Before writing a held enter at `p` (what reserve() returned).
+  void begin_held(uint8_t* p) {
+    if (held_ != 0 && held_at_[held_ - 1].end != p) held_ = 0;  // published since: nothing to take back
+    if (held_ == kMaxHeld) [[unlikely]] {
+      publish_held();
+      held_ = 0;
+    }
+    HeldEnter& h = held_at_[held_];
+    h.start = p;
+    h.time_before = last_time_;
+    h.method_before = last_method_;
+  }
+  // The held enter ends at `p` (instead of commit()).
+  void hold(uint8_t* p, EventKind kind) {
+    cur_ = p;
+    held_at_[held_++].end = p;
+    counts_.add(kind);
+  }
+  // An enter could not be written (no buffer): nothing held may be taken back by the next leave.
+  void drop_held() { held_ = 0; }
+  // The leave of the innermost held enter, at `now`: when nothing was written after the enter and
+  // the call took less than `min_ns`, removes the enter and returns true (the leave is not written).
+  bool elide_held(uint64_t now, uint64_t min_ns) {
+    if (held_ == 0) return false;
+    const HeldEnter& h = held_at_[held_ - 1];
+    if (h.end != cur_ || now - last_time_ >= min_ns) {  // last_time_ is the enter's time when h.end == cur_
+      held_ = 0;
+      return false;
+    }
+    cur_ = h.start;
+    last_time_ = h.time_before;
+    last_method_ = h.method_before;
+    --held_;
+    counts_.remove(EventKind::method_enter);
+    elided_.store(elided_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return true;
+  }
+  // Calls removed by elide_held so far (any thread may read).
+  uint64_t elided_calls() const { return elided_.load(std::memory_order_relaxed); }
+
   // Field encoders, in the order the event layout needs them (format.h / docs/format.md).
   uint8_t* put_time(uint8_t* p, uint64_t t) {
     p = put_uleb(p, t - last_time_);  // wraps for a time earlier than the last (readers wrap too)
@@ -91,6 +138,15 @@ class ThreadLog {
  private:
   uint8_t* refill(size_t max_bytes);
   bool start_buffer();
+  // Commits the bytes written and not yet committed (held enters) of the current buffer.
+  void publish_held();
+
+  struct HeldEnter {
+    uint8_t* start;
+    uint8_t* end;
+    uint64_t time_before;
+    int64_t method_before;
+  };
 
   WriterShared& shared_;
   uint64_t thread_id_;
@@ -103,6 +159,9 @@ class ThreadLog {
   bool retired_ = false;
   bool use_reserve_ = false;
   EventCounts counts_;
+  uint32_t held_ = 0;
+  std::atomic<uint64_t> elided_{0};  // one writer (the owner)
+  HeldEnter held_at_[kMaxHeld];
 };
 
 }  // namespace mlpd::rt

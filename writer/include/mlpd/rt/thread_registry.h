@@ -56,6 +56,14 @@ class ThreadRegistry {
     for (ThreadLog* l = head_; l; l = l->registry_next) l->counts().add_to(out);
   }
 
+  // Calls removed by short-call elision (calls-min), all threads, ended ones included.
+  uint64_t elided_calls() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t n = ended_elided_;
+    for (ThreadLog* l = head_; l; l = l->registry_next) n += l->elided_calls();
+    return n;
+  }
+
   // The current registry; the key destructor needs it. One agent per process.
   static ThreadRegistry* instance() { return instance_; }
 
@@ -67,6 +75,7 @@ class ThreadRegistry {
   std::mutex mutex_;
   ThreadLog* head_ = nullptr;
   uint64_t ended_counts_[kEventKindCount] = {};  // counts of freed logs (guarded by mutex_)
+  uint64_t ended_elided_ = 0;                     // elided calls of freed logs (guarded by mutex_)
   pthread_key_t key_{};
   bool key_ok_ = false;
   std::atomic<bool> enabled_{true};
