@@ -26,6 +26,7 @@ int rank(unsigned char info) {
 
 bool ElfSymbols::load_file(const std::string& path) {
   symbols_.clear();
+  names_.clear();
   from_symtab_ = false;
   build_id_.clear();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -46,6 +47,7 @@ bool ElfSymbols::load_file(const std::string& path) {
 
 bool ElfSymbols::load_memory(const unsigned char* data, size_t len) {
   symbols_.clear();
+  names_.clear();
   from_symtab_ = false;
   build_id_.clear();
   return parse(data, len);
@@ -110,7 +112,7 @@ bool ElfSymbols::parse(const unsigned char* data, size_t len) {
     int rank;
     uint32_t name;
   };
-  std::vector<Candidate> found;
+  std::vector<Candidate> found;  // freed on return: only the compact table stays
   const size_t n = sym.sh_size / sizeof(Elf64_Sym);
   found.reserve(n / 2);
   for (size_t i = 0; i < n; ++i) {
@@ -128,10 +130,22 @@ bool ElfSymbols::parse(const unsigned char* data, size_t len) {
     if (a.rank != b.rank) return a.rank < b.rank;
     return a.size > b.size;
   });
-  symbols_.reserve(found.size());
-  for (const Candidate& c : found) {
-    if (!symbols_.empty() && symbols_.back().value == c.value) continue;  // an alias: the best came first
-    symbols_.push_back({c.value, c.size, std::string(strings + c.name, strnlen(strings + c.name, str.sh_size - c.name))});
+  // Sized exactly: a first pass counts the symbols kept and their names' bytes.
+  size_t kept = 0, bytes = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i > 0 && found[i - 1].value == found[i].value) continue;  // an alias: the best came first
+    ++kept;
+    bytes += strnlen(strings + found[i].name, str.sh_size - found[i].name);
+  }
+  if (bytes > UINT32_MAX) return false;
+  symbols_.reserve(kept);
+  names_.reserve(bytes);
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i > 0 && found[i - 1].value == found[i].value) continue;
+    const Candidate& c = found[i];
+    const size_t l = strnlen(strings + c.name, str.sh_size - c.name);
+    symbols_.push_back({c.value, c.size, static_cast<uint32_t>(names_.size()), static_cast<uint32_t>(l)});
+    names_.append(strings + c.name, l);
   }
   return true;
 }

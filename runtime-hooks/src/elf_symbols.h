@@ -5,16 +5,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlpd::hooks {
 
 class ElfSymbols {
  public:
+  // 24 bytes; the names live in one pool (names_), not in a string each: a large library's .symtab
+  // has tens of thousands of functions, and the helper keeps every sampled module's table.
   struct Symbol {
     uint64_t value;  // st_value: the start, relative to the module's load bias
     uint64_t size;
-    std::string name;
+    uint32_t name_at;   // in names_
+    uint32_t name_len;
   };
 
   // Reads the ELF file at `path`. False (and no symbols) if it is not a readable 64-bit ELF file.
@@ -27,6 +31,8 @@ class ElfSymbols {
   // UINT64_MAX at the ends), so that the caller can describe the gap instead of blaming a neighbour.
   const Symbol* find(uint64_t value, uint64_t& gap_start, uint64_t& gap_end) const;
 
+  std::string_view name(const Symbol& s) const { return std::string_view(names_).substr(s.name_at, s.name_len); }
+
   bool from_symtab() const { return from_symtab_; }
   // The GNU build id (hex), empty if the image has none: it names the separate debug file
   // (/usr/lib/debug/.build-id/xx/yyyy.debug) whose .symtab a stripped library lacks.
@@ -37,6 +43,7 @@ class ElfSymbols {
   bool parse(const unsigned char* data, size_t len);
 
   std::vector<Symbol> symbols_;  // sorted by value, no two with the same value
+  std::string names_;
   bool from_symtab_ = false;
   std::string build_id_;
 };

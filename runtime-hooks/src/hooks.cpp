@@ -309,8 +309,21 @@ void on_method_exception_leave(MonoProfiler*, MonoMethod* m, MonoObject*) {
   if (active()) leave(m, TYPE_EXC_LEAVE);
 }
 
+// The runtime's safepoint poll, called at every method entry and loop back edge of a running thread
+// from the moment a collection starts stopping the world until it has restarted it (Mono's
+// mono_polling_required). Under Mono's log profiler such a thread blocks on its first event of that
+// window (the exclusive buffer lock its gc_event callback holds from PRE_STOP_WORLD_LOCKED to
+// POST_START_WORLD_UNLOCKED), so Mono's files do not have these calls; our callbacks never block, the
+// thread goes on running and polling, and each poll would be a recorded call (tens of thousands per
+// collection on a busy multi-threaded program). Not instrumented: see docs/design.md.
+bool is_state_poll(MonoMethod* m) {
+  const char* name = mono.mono_method_get_name(m);
+  return name && std::strcmp(name, "__icall_wrapper_mono_threads_state_poll") == 0;
+}
+
 MonoProfilerCallInstrumentationFlags call_filter(MonoProfiler*, MonoMethod* m) {
   if (g->has_callspec && !g->callspec_eval(m, g->callspec)) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+  if (is_state_poll(m)) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
   return static_cast<MonoProfilerCallInstrumentationFlags>(
       MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
       MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL | MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE);
@@ -452,6 +465,9 @@ void on_root_unregister(MonoProfiler*, const mono_byte* start) {
 // once and check the mask.
 void apply_mask(uint32_t mask) {
   MonoProfilerHandle h = g->handle;
+  // With no allocation callback installed, the allocators' check of Mono's callback count fails and
+  // nothing is called (no icall wrapper, no callback: see docs/design.md, "What the agent asks of the JIT").
+  mono.mono_profiler_set_gc_allocation_callback(h, (mask & MASK_GC_ALLOC) ? on_allocation : nullptr);
   const bool monitor = mask & MASK_MONITOR;
   mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
   mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
@@ -543,7 +559,6 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
   mono.mono_profiler_set_gc_root_unregister_callback(h, on_root_unregister);
-  mono.mono_profiler_set_gc_allocation_callback(h, on_allocation);
   mono.mono_profiler_set_exception_throw_callback(h, on_exception_throw);
   mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
   if (config.calls) {

@@ -378,7 +378,7 @@ void describe_native(DrainState& d, uint64_t ip, bool leaf) {
   if (const ElfSymbols::Symbol* s = ms->symbols.find(probe - m->bias, gap_start, gap_end)) {
     e.ptr = m->bias + s->value;
     e.size = s->size;
-    e.name = s->name;
+    e.name = ms->symbols.name(*s);
   } else {
     const uint64_t lo = std::max(m->lo, gap_start > UINT64_MAX - m->bias ? m->hi : m->bias + gap_start);
     const uint64_t hi = std::min(m->hi, gap_end >= UINT64_MAX - m->bias ? m->hi : m->bias + gap_end);

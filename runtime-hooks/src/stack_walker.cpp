@@ -222,12 +222,22 @@ std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checke
 std::atomic<bool> g_use_ours{false};
 bool g_verbose = false;
 bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk
-// Mono's mono_method_get_context (exported, not in the public headers): non-NULL for an inflated method,
-// i.e. any generic instance. Its code may be shared between instantiations, and Mono's walk then names
-// the instantiation it reads from the frame (its generic context), which a code range cannot tell us:
-// frames in such methods are left to Mono. Absent: every frame is.
+// Mono's mono_method_get_context (exported, not in the public headers): the generic context of an
+// inflated method (class and method instantiations), NULL for any other.
 using GetContext = void* (*)(MonoMethod*);
 GetContext g_method_context = nullptr;
+
+// True when the instantiation of an inflated method is open, i.e. holds generic parameters: Mono 6.8's
+// shared generic code is compiled as such a method (`Select<TSource_REF, TResult_REF>`: the parameters
+// are the sharing placeholders). Mono 6.8's layouts (metadata/class-internals.h): MonoGenericContext is
+// {MonoGenericInst *class_inst, *method_inst}; MonoGenericInst is {gint32 id; guint type_argc : 22;
+// guint is_open : 1; ...}, so is_open is bit 22 of the 32-bit word at offset 4.
+bool open_instantiation(const void* inst) {
+  if (!inst) return false;
+  uint32_t bits;
+  std::memcpy(&bits, static_cast<const char*>(inst) + 4, sizeof bits);
+  return (bits >> 22) & 1;
+}
 
 // The part of the stack a walk may read: from the walk's own frame (the anchor: everything above
 // it is the live, mapped stack of this thread) to the top of the thread's stack.
@@ -595,8 +605,20 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint6
   e->method = m;
   e->domain = domain;
   classify(reinterpret_cast<const uint8_t*>(start), size, *e);
-  // Generic instances (possibly shared code: Mono reports the instantiation it finds in the frame).
-  if (jit_method != m || !g_method_context || g_method_context(m)) e->kind = kUnsure;
+  // Shared generic code: jit_done names the instantiation asked for (m) while the code, and its JIT
+  // info, belong to the shared method (jit_method), and Mono's walk names the instantiation it reads
+  // from each frame's generic context, which a code range cannot tell: left to Mono. A generic
+  // instance compiled for itself (jit_method == m: value-type instantiations, generic methods over
+  // value types, or reference types when not shared) has code of its own, and Mono's walk names m
+  // there, as we do.
+  // Mono also compiles the shared method itself (jit_done then names it: jit_method == m, its
+  // instantiation open): Mono's walk names the instantiation there too. Without
+  // mono_method_get_context nothing tells these apart: every frame is left to Mono.
+  if (jit_method != m || !g_method_context) {
+    e->kind = kUnsure;
+  } else if (void* const* ctx = static_cast<void* const*>(g_method_context(m))) {
+    if (open_instantiation(ctx[0]) || open_instantiation(ctx[1])) e->kind = kUnsure;
+  }
   std::lock_guard<std::mutex> lock(g_table_mutex);
   auto it = g_table->lower_bound(start);
   if (it != g_table->begin() && std::prev(it)->second->end > start) --it;

@@ -3,7 +3,14 @@
 # the mlpd agent with the same options, alternating the three, ROUNDS times. Prints the median CPU
 # time (user+sys) and wall time of each, the profilers' CPU overhead (profiled - plain) and the
 # ratio of our overhead to Mono's, plus bytes per event of both files.
-# Usage: tests/bench/overhead.sh [BUILD_DIR] [ROUNDS]
+# Besides the micro-benchmarks: real-world workloads, `mcs` compiling a generated C# file of a few
+# thousand lines (generics, LINQ, lambdas, iterators: gen_csharp.py), a string-heavy program and an
+# exception-heavy one. For the cases with backtraces, the share of backtraces our stack walker made
+# (from the agent's `verbose` counts) is printed too.
+# MODE=callgrind counts instructions instead (valgrind --tool=callgrind; one run per cell: counts barely
+# vary, and they are the figure to trust on a loaded machine where CPU time is noise).
+# CASES=regex runs only the cases whose name matches.
+# Usage: [MODE=cpu|callgrind] [CASES=regex] tests/bench/overhead.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-$here/../../build}" && pwd)"
@@ -14,9 +21,15 @@ mlpd="$build/reader/mlpd"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for p in bench_calls bench_alloc bench_threads; do
+mode="${MODE:-cpu}"
+only="${CASES:-.}"
+for p in bench_calls bench_alloc bench_threads bench_strings bench_exceptions; do
   mcs -optimize+ -out:"$work/$p.exe" "$here/programs/$p.cs" >/dev/null
 done
+# The compiler workload: mono running mcs.exe on a generated source (the "program" is mcs itself).
+python3 "$here/gen_csharp.py" 60 > "$work/gen.cs"
+mcs_exe=$(awk '/mcs.exe/ {for (i = 1; i <= NF; i++) if ($i ~ /mcs\.exe$/) print $i}' "$(command -v mcs)" | head -1)
+[ -f "$mcs_exe" ] || mcs_exe=/usr/lib/mono/4.5/mcs.exe
 
 # name | program | args | options
 cases=(
@@ -25,41 +38,81 @@ cases=(
   "alloc, no backtraces|bench_alloc|5|nodefaults,gcalloc,maxframes=0"
   "alloc, backtraces|bench_alloc|2|nodefaults,gcalloc"
   "no events (attach only)|bench_calls|1|nodefaults"
+  "compiler: calls|mcs||calls"
+  "compiler: alloc, backtraces|mcs||nodefaults,gcalloc"
+  "compiler: attach only|mcs||nodefaults"
+  "strings: alloc, backtraces|bench_strings|100|nodefaults,gcalloc"
+  "strings: calls|bench_strings|100|calls"
+  "exceptions: exception, backtraces|bench_exceptions|50|nodefaults,exception"
+  "exceptions: calls|bench_exceptions|50|calls"
 )
+# The command line of a case's program.
+prog_cmd() {
+  if [ "$1" = mcs ]; then echo "$mcs_exe -target:exe -out:$work/gen.exe $work/gen.cs"; else echo "$work/$1.exe $2"; fi
+}
 
 # measure KIND PROGRAM ARGS OPTIONS -> prints "cpu wall"
+# (MODE=callgrind: "instructions instructions")
 measure() {
-  local kind=$1 prog=$2 args=$3 opts=$4 out="$work/out.mlpd"
+  local kind=$1 prog=$2 args=$3 opts=$4 out="$work/out.mlpd" cmd
+  cmd=$(prog_cmd "$prog" "$args")
   rm -f "$out"
+  if [ "$mode" = callgrind ]; then
+    local vg=(valgrind --tool=callgrind --callgrind-out-file=/dev/null)
+    case $kind in
+      plain) env -u LD_PRELOAD "${vg[@]}" mono $cmd >/dev/null 2>"$work/vg" ;;
+      mono)  "${vg[@]}" mono --profile=log:$opts,output="$out" $cmd >/dev/null 2>"$work/vg" ;;
+      mlpd)  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" "${vg[@]}" mono $cmd >/dev/null 2>"$work/vg" ;;
+    esac
+    local n
+    n=$(grep -o "Collected : [0-9]*" "$work/vg" | awk '{print $3}')
+    echo "$n $n"
+    return
+  fi
   case $kind in
-    plain) /usr/bin/time -f "%U %S %e" -o "$work/t" env -u LD_PRELOAD mono "$work/$prog.exe" $args >/dev/null ;;
-    mono)  /usr/bin/time -f "%U %S %e" -o "$work/t" mono --profile=log:$opts,output="$out" "$work/$prog.exe" $args >/dev/null ;;
+    plain) /usr/bin/time -f "%U %S %e" -o "$work/t" env -u LD_PRELOAD mono $cmd >/dev/null ;;
+    mono)  /usr/bin/time -f "%U %S %e" -o "$work/t" mono --profile=log:$opts,output="$out" $cmd >/dev/null ;;
     mlpd)  /usr/bin/time -f "%U %S %e" -o "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" \
-             mono "$work/$prog.exe" $args >/dev/null ;;
+             mono $cmd >/dev/null ;;
   esac
   awk '{printf "%.3f %.3f\n", $1 + $2, $3}' "$work/t"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-printf "%-26s %9s %9s %9s | %9s %9s %9s | %7s %8s\n" "benchmark" "plain" "mono-log" "mlpd" \
-  "wall" "wall" "wall" "ovh" "B/event"
-printf "%-26s %9s %9s %9s | %9s %9s %9s | %7s %8s\n" "" "cpu s" "cpu s" "cpu s" "plain" "mono" "mlpd" \
-  "ratio" "mono/us"
+unit="cpu s"; [ "$mode" = callgrind ] && unit="Minstr"
+[ "$mode" = callgrind ] && rounds=1
+printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "benchmark" "plain" "mono-log" "mlpd" \
+  "wall" "wall" "wall" "ovh" "B/event" "ours"
+printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "" "$unit" "$unit" "$unit" "plain" "mono" "mlpd" \
+  "ratio" "mono/us" "walker"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prog args opts <<<"$c"
+  [[ "$name" =~ $only ]] || continue
   : > "$work/plain"; : > "$work/mono"; : > "$work/mlpd"
   for ((r = 0; r < rounds; r++)); do
     for kind in plain mono mlpd; do measure $kind $prog "$args" "$opts" >> "$work/$kind"; done
   done
   # bytes per event of each profiler's file (one more run each, outside the timing)
-  mono --profile=log:$opts,output="$work/m.mlpd" "$work/$prog.exe" $args >/dev/null
-  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$work/o.mlpd" mono "$work/$prog.exe" $args >/dev/null
+  cmd=$(prog_cmd "$prog" "$args")
+  mono --profile=log:$opts,output="$work/m.mlpd" $cmd >/dev/null
+  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,verbose,output=$work/o.mlpd" mono $cmd >/dev/null 2>"$work/verbose"
+  walker=$(sed -n 's/.*backtraces: \([0-9]*\) by our stack walker, \([0-9]*\) by mono.*/\1 \2/p' "$work/verbose" |
+    awk '{ if ($1 + $2 > 0) printf "%.1f%%", 100 * $1 / ($1 + $2); else print "-" }')
   bpe() { "$mlpd" verify --json "$1" | python3 -c 'import json,sys,os; v=json.loads(sys.stdin.readline()); n=sum(v["counts"].values()); print("%.2f" % (os.path.getsize(sys.argv[1]) / max(n,1)))' "$1"; }
   pc=$(cut -d' ' -f1 "$work/plain" | median); mc=$(cut -d' ' -f1 "$work/mono" | median); oc=$(cut -d' ' -f1 "$work/mlpd" | median)
   pw=$(cut -d' ' -f2 "$work/plain" | median); mw=$(cut -d' ' -f2 "$work/mono" | median); ow=$(cut -d' ' -f2 "$work/mlpd" | median)
-  ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d < 0.05) print "n/a"; else printf "%.3f", (o - p) / d }')
-  printf "%-26s %9s %9s %9s | %9s %9s %9s | %7s %8s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
-    "$(bpe "$work/m.mlpd")/$(bpe "$work/o.mlpd")"
+  if [ "$mode" = callgrind ]; then
+    ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d <= 0) print "n/a"; else printf "%.3f", (o - p) / d }')
+    ovh=$(awk -v p="$pc" -v o="$oc" 'BEGIN { printf "%+.2f%%", 100 * (o - p) / p }')
+    pc=$(awk -v x="$pc" 'BEGIN { printf "%.1f", x / 1e6 }'); mc=$(awk -v x="$mc" 'BEGIN { printf "%.1f", x / 1e6 }')
+    oc=$(awk -v x="$oc" 'BEGIN { printf "%.1f", x / 1e6 }'); pw="-"; mw="-"; ow="$ovh"
+  else
+    ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d < 0.05) print "n/a"; else printf "%.3f", (o - p) / d }')
+  fi
+  printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
+    "$(bpe "$work/m.mlpd")/$(bpe "$work/o.mlpd")" "$walker"
 done
 echo "ovh ratio = (mlpd cpu - plain cpu) / (mono-log cpu - plain cpu): our CPU overhead as a fraction of Mono's"
 echo "(n/a where Mono's CPU overhead is below 0.05 s, i.e. within noise: compare the wall columns there)."
+echo "MODE=callgrind: columns are millions of instructions; the mlpd 'wall' column is then our instruction"
+echo "overhead over the plain run. walker: share of backtraces made by our stack walker (verbose counts)."

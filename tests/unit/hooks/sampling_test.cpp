@@ -97,7 +97,7 @@ TEST_CASE("ELF symbols: a function of this program is found with its real start 
   uint64_t gap_start = 0, gap_end = 0;
   const ElfSymbols::Symbol* s = syms.find(addr - bias + 1, gap_start, gap_end);
   REQUIRE(s != nullptr);
-  CHECK(s->name == "mlpd_sampling_test_marker");
+  CHECK(syms.name(*s) == "mlpd_sampling_test_marker");
   CHECK(s->value == addr - bias);
   CHECK(s->size > 0);
   // Past the end of every symbol: no symbol, and the gap starts after the last one.

@@ -88,6 +88,7 @@ namespace mlpd::hooks {
   X(mono_context_get_id)                               \
   X(mono_context_get_domain_id)                        \
   X(mono_method_full_name)                             \
+  X(mono_method_get_name)                              \
   X(mono_jit_info_get_code_start)                      \
   X(mono_jit_info_get_code_size)                       \
   X(mono_jit_info_get_method)                          \
