@@ -491,13 +491,22 @@ bool Parser::finish() {
     if (o_.report || o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd)
       return fail("'ring' writes dumps to files: output= must name a file (the exit dump), or be left out");
   }
-  if (o_.calls_min_us && !o_.calls)
-    return fail("'" + printable(calls_min_item_) + "' has no effect without 'calls'");
-  if (!o_.callspec.empty() && !o_.calls)
-    return fail("'" + printable(callspec_item_) + "' has no effect without 'calls'");
-  if (o_.report && (o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd))
-    return fail("'report' cannot be combined with '" + printable(output_item_) +
-                "' (report pipes the data into mprof-report)");
+  if (o_.calls_min_us && !o_.calls) {
+    std::string m = "'";
+    m.append(printable(calls_min_item_)).append("' has no effect without 'calls'");
+    return fail(m);
+  }
+  // Messages appended, not "'" + string: GCC 12's -O2/-O3 inlining warns -Wrestrict on that.
+  if (!o_.callspec.empty() && !o_.calls) {
+    std::string m = "'";
+    m.append(printable(callspec_item_)).append("' has no effect without 'calls'");
+    return fail(m);
+  }
+  if (o_.report && (o_.output_kind == OutputKind::Pipe || o_.output_kind == OutputKind::Fd)) {
+    std::string m = "'report' cannot be combined with '";
+    m.append(printable(output_item_)).append("' (report pipes the data into mprof-report)");
+    return fail(m);
+  }
   if (o_.report && o_.zip)
     return fail("'report' cannot be combined with 'zip' (mprof-report cannot read compressed data from a pipe)");
   o_.effective_mask = o_.enable_mask & ~o_.disable_mask;

@@ -184,7 +184,10 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
   auto bad_value = [&](const char* what, uint64_t v, uint64_t at) {
     fail(what);
     problem_offset_ = at;
-    detail_ = " ";  // appended, not " " + string: GCC 12 -O2 warns -Wrestrict on that
+    // Built by push_back and append: GCC 12's -O2/-O3 inlining warns -Wrestrict (a false positive) on
+    // both `" " + string` and `detail_ = " "` here.
+    detail_.clear();
+    detail_.push_back(' ');
     detail_ += std::to_string(v);
     return false;
   };
