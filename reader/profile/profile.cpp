@@ -7,6 +7,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "mlpd/budget.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
 
@@ -941,10 +942,18 @@ std::vector<MethodStat> method_stats(const Profile& p, const std::vector<bool>* 
   return out;
 }
 
+// The reader's memory budget (mlpd/budget.h; `mlpd --max-memory=SIZE`) bounds a report or export as it
+// bounds verify and dump: past it, reading ends with one problem naming the limit and the offset.
+static DecodeOptions budgeted() {
+  DecodeOptions o;
+  o.budget = &process_budget();
+  return o;
+}
+
 bool build_profile(Input& input, Profile& out, const BuildOptions& options) {
   out = Profile();
   Builder b(out, options);
-  b.finish(decode(input, b), input);
+  b.finish(decode(input, b, budgeted()), input);
   return out.problem_count() == 0;
 }
 
@@ -954,7 +963,7 @@ bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildO
   Builder b(out, options);
   DecodeSummary all;
   for (Input* in : inputs) {
-    const DecodeSummary s = decode(*in, b);
+    const DecodeSummary s = decode(*in, b, budgeted());
     all.header_ok = all.header_ok || s.header_ok;
     all.buffers += s.buffers;
     all.events += s.events;
