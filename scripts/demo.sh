@@ -44,7 +44,7 @@ echo "== mlpd report: where the time and the memory went =="
 "$MLPD" report --top 5 "$work/sample.mlpd"
 echo
 echo "== mlpd export: the flame graph of the calls (self time per call path) =="
-"$MLPD" export -o out/sample-flamegraph.html "$work/sample.mlpd"
-echo "wrote out/sample-flamegraph.html: open it in a browser (click to zoom, search, icicle/flame)"
+"$MLPD" export -o "$out/sample-flamegraph.html" "$work/sample.mlpd"
+echo "wrote $out/sample-flamegraph.html: open it in a browser (click to zoom, search, icicle/flame)"
 echo
-echo "(installed: out/bin/mlpd, out/lib/libmlpd.so, out/lib/libmono-profiler-mlpd.so)"
+echo "(installed: $out/bin/mlpd, $out/lib/libmlpd.so, $out/lib/libmono-profiler-mlpd.so)"

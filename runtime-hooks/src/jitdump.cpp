@@ -271,7 +271,17 @@ bool Writer::drain(std::string& failure) {
   std::stable_sort(items.begin(), items.end(), [](const Item* a, const Item* b) { return a->timestamp < b->timestamp; });
   bool ok = true;
   for (Item* it : items) {
-    if (it->dump_len) ok &= put(dump_, it->data(), it->dump_len, dump_path_, failure);
+    if (it->dump_len) {
+      // The record header's timestamp (offset 8): clamp a late record to the last one written. It
+      // is only later than its true load time by the delay of its queueing.
+      uint64_t ts = it->timestamp;
+      if (ts < last_written_ts_) {
+        ts = last_written_ts_;
+        std::memcpy(it->data() + 8, &ts, sizeof ts);
+      }
+      last_written_ts_ = ts;
+      ok &= put(dump_, it->data(), it->dump_len, dump_path_, failure);
+    }
     if (it->map_len) ok &= put(map_, it->data() + it->dump_len, it->map_len, map_path_, failure);
     if ((it->dump_len && !dump_.failed) || (!it->dump_len && it->map_len && !map_.failed)) ++records_;
     queued_.fetch_sub(it->bytes, std::memory_order_relaxed);

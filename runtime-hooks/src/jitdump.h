@@ -101,6 +101,9 @@ class Writer {
   std::atomic<uint64_t> index_{0};
   std::atomic<uint64_t> dropped_{0};
   uint64_t records_ = 0;
+  // Timestamp of the last load record written: a record queued late (its thread was preempted between
+  // taking its time and queueing) is written with this one instead, so the file's times never go back.
+  uint64_t last_written_ts_ = 0;
   WriterConfig cfg_;
   std::string dump_path_, map_path_;
   Out dump_, map_;

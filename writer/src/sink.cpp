@@ -255,6 +255,7 @@ class DescriptorSink final : public OutputSink {
 class GzipSink final : public OutputSink {
  public:
   static constexpr size_t kStageSize = 1024 * 1024;
+  static constexpr size_t kMaxHeldStages = 8;  // members held until the round's flush, at most
 
   explicit GzipSink(std::unique_ptr<OutputSink> inner) : inner_(std::move(inner)) {}
   ~GzipSink() override {
@@ -295,10 +296,11 @@ class GzipSink final : public OutputSink {
     return true;
   }
 
-  // Ends the current member: everything written so far is a complete gzip stream in the target.
+  // Ends the current member and writes the members held since the last flush: everything written so
+  // far is a complete gzip stream in the target, ending where a flush round ended.
   bool flush() override {
     if (failed_ || closed_) return false;
-    if (!emit_member()) return false;
+    if (!emit_member() || !write_held()) return false;
     if (!inner_->flush()) return fail_from_inner();
     return true;
   }
@@ -307,7 +309,7 @@ class GzipSink final : public OutputSink {
     if (closed_) return !failed_;
     closed_ = true;
     // A stream with no byte at all still gets one (empty) member: an empty file is not valid gzip.
-    if (!failed_ && (staged_ > 0 || members_ == 0)) emit_member(true);
+    if (!failed_ && (staged_ > 0 || members_ == 0) && emit_member(true)) write_held();
     // Always release the target (descriptor, command), even after a failure.
     if (!inner_->close() && !failed_) fail_from_inner();
     return !failed_;
@@ -338,8 +340,23 @@ class GzipSink final : public OutputSink {
       return false;
     }
     ++members_;
-    if (!inner_->write(out_.get(), n)) return fail_from_inner();
+    // Held until the round's flush: a member that filled the stage ends in the middle of an mlpd
+    // buffer, and a file whose last complete member ended there would not read to its last round
+    // after a kill. What is held is compressed (a round's worth, a tenth of its size or less).
+    // A round larger than kMaxHeldStages stages is written through as it goes (memory stays bounded;
+    // a kill inside such a round leaves its last buffer cut, which the reader reports).
+    held_.insert(held_.end(), out_.get(), out_.get() + n);
+    if (++held_stages_ >= kMaxHeldStages) return write_held();
     return true;
+  }
+
+  bool write_held() {
+    if (held_.empty()) return true;
+    const bool ok = inner_->write(held_.data(), held_.size());
+    held_.clear();
+    held_stages_ = 0;
+    if (held_.capacity() > 4 * kStageSize) held_.shrink_to_fit();
+    return ok || fail_from_inner();
   }
 
   bool fail_from_inner() {
@@ -357,6 +374,8 @@ class GzipSink final : public OutputSink {
   std::unique_ptr<uint8_t[]> out_;
   size_t out_size_ = 0;
   size_t staged_ = 0;
+  std::vector<uint8_t> held_;  // complete members not yet written (written at flush and close)
+  size_t held_stages_ = 0;
   uint64_t members_ = 0;
   std::string error_;
   bool failed_ = false;

@@ -26,9 +26,15 @@ def main():
                      "== Mono's mprof-report on our file ==", "Allocation summary", "Method call summary",
                      "== mlpd dump: the program's own methods and classes =="):
             t.check(want in text, f"demo.sh output lacks {want!r}:\n{text[-1500:]}")
-        dump = text.split("== mlpd dump: the program's own methods and classes ==", 1)[-1]
+        dump = text.split("== mlpd dump: the program's own methods and classes ==", 1)[-1].split("\n== ", 1)[0]
         lines = [l for l in dump.splitlines() if "SampleApp" in l]
         t.check(1 <= len(lines) <= 8, f"demo.sh: expected 1 to 8 dump lines naming SampleApp, got {len(lines)}")
+        t.check("== mlpd report: where the time and the memory went ==" in text and "SampleApp" in
+                text.split("== mlpd report:", 1)[-1], "demo.sh: the report of the sample program is missing")
+        graph = os.path.join(out, "sample-flamegraph.html")
+        t.check(os.path.isfile(graph) and os.path.getsize(graph) > 1000 and
+                "SampleApp" in open(graph, encoding="utf-8", errors="replace").read(),
+                "demo.sh: no flame graph naming SampleApp in the install prefix")
         t.check("mlpd:" not in err, f"demo.sh: the agent complained: {err[-600:]}")
     t.finish("scripts/demo.sh")
 
