@@ -255,7 +255,7 @@ class DescriptorSink final : public OutputSink {
 class GzipSink final : public OutputSink {
  public:
   static constexpr size_t kStageSize = 1024 * 1024;
-  static constexpr size_t kMaxHeldStages = 8;  // members held until the round's flush, at most
+  static constexpr size_t kMaxHeldStages = 32;  // members held until the round's flush, at most (32 MiB of input)
 
   explicit GzipSink(std::unique_ptr<OutputSink> inner) : inner_(std::move(inner)) {}
   ~GzipSink() override {

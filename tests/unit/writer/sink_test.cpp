@@ -271,16 +271,16 @@ TEST_CASE("gzip sink: a large write becomes members of bounded size", "[sink]") 
   auto sink = make_gzip_sink(std::move(memory), -1, error);
   REQUIRE(sink);
   // Members are held until the round's flush (so that a file ends where a round ended), but at most
-  // eight 1 MiB stages: a larger round is written through as it goes.
+  // 32 stages of 1 MiB: a larger round is written through as it goes.
   const Bytes small = make_data(5 * 1024 * 1024 + 17, 11);
   REQUIRE(sink->write(small.data(), small.size()));  // one call, no flush
   CHECK(inner->data().empty());                      // five members held
   REQUIRE(sink->flush());
   CHECK(inner->data().size() > 0);
   const size_t after_flush = inner->data().size();
-  const Bytes data = make_data(10 * 1024 * 1024 + 17, 12);
+  const Bytes data = make_data(33 * 1024 * 1024 + 17, 12);
   REQUIRE(sink->write(data.data(), data.size()));
-  CHECK(inner->data().size() > after_flush);  // eight held stages went out before any flush
+  CHECK(inner->data().size() > after_flush);  // 32 held stages went out before any flush
   REQUIRE(sink->close());
   bool ended = false;
   size_t members = 0;
@@ -288,7 +288,7 @@ TEST_CASE("gzip sink: a large write becomes members of bounded size", "[sink]") 
   both.insert(both.end(), data.begin(), data.end());
   CHECK(gunzip(inner->data(), ended, &members) == both);
   CHECK(ended);
-  CHECK(members == 6 + 11);  // 5 full stages and the rest; 10 full stages and the rest
+  CHECK(members == 6 + 34);  // 5 full stages and the rest; 33 full stages and the rest
 }
 
 TEST_CASE("gzip sink: destroying an open sink finishes the stream", "[sink]") {
