@@ -75,12 +75,20 @@ inline bool BufferDecoder::fast_method(Event& e) {
       ext > format::TYPE_EXC_LEAVE || lists_used_ || end_ - q < 9)
     return false;
   ++q;
-  uint64_t dt = 0;
-  for (unsigned shift = 0;; shift += 7) {
-    const uint8_t b = *q++;
-    dt |= static_cast<uint64_t>(b & 0x7F) << shift;
-    if (b < 0x80) break;
-    if (shift == 21) return false;
+  uint64_t dt = q[0];
+  if (dt < 0x80) [[likely]] {
+    ++q;
+  } else if (q[1] < 0x80) {  // time deltas of a calls file mostly take one or two bytes
+    dt = (dt & 0x7F) | static_cast<uint64_t>(q[1]) << 7;
+    q += 2;
+  } else {
+    dt = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      const uint8_t b = *q++;
+      dt |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (b < 0x80) break;
+      if (shift == 21) return false;
+    }
   }
   int64_t dms;
   if (q[0] < 0x80) [[likely]] {
@@ -98,12 +106,14 @@ inline bool BufferDecoder::fast_method(Event& e) {
     }
     dms = static_cast<int64_t>(dm << (64 - bits)) >> (64 - bits);  // sign-extend
   }
-  const EventKind k = ext == format::TYPE_ENTER   ? EventKind::method_enter
-                      : ext == format::TYPE_LEAVE ? EventKind::method_leave
-                                                  : EventKind::method_exc_leave;
-  // After an enter/leave/exc_leave every scalar but time and method is already zero: only the kind changes.
-  if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave ||
-      e.kind == EventKind::method_exc_leave)
+  static constexpr EventKind kinds[4] = {EventKind::method_leave, EventKind::method_leave,
+                                         EventKind::method_enter, EventKind::method_exc_leave};
+  const EventKind k = kinds[(ext >> 4) & 3];  // ext is TYPE_LEAVE (1 << 4) .. TYPE_EXC_LEAVE (3 << 4)
+  // After an enter/leave/exc_leave every scalar but time and method is already zero: only the kind
+  // changes (the three kinds are consecutive in EventKind).
+  static_assert(static_cast<int>(EventKind::method_leave) == static_cast<int>(EventKind::method_enter) + 1 &&
+                static_cast<int>(EventKind::method_exc_leave) == static_cast<int>(EventKind::method_enter) + 2);
+  if (static_cast<uint8_t>(static_cast<uint8_t>(e.kind) - static_cast<uint8_t>(EventKind::method_enter)) <= 2)
     e.kind = k;
   else
     e.reset_scalars(k);
