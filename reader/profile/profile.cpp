@@ -149,6 +149,7 @@ class Builder final : public Visitor {
  public:
   Builder(Profile& p, const BuildOptions& o) : p_(p), o_(o) {
     p_.nodes_.push_back(Node{});  // the root
+    p_.call_stats_.resize(p_.nodes_.size());  // one per node, made with it (call_stat() needs no check)
     p_.gc_collections_.assign(4, 0);
   }
 
@@ -213,6 +214,8 @@ class Builder final : public Visitor {
   }
 
   void on_event(const Event& e, const EventInfo& info) override;
+  // Every event but enter/leave: out of line, so that on_event's hot path has a short prologue.
+  [[gnu::noinline]] void other_event(const Event& e, ThreadIndex t);
   void finish(const DecodeSummary& summary, const Input& input);
 
  private:
@@ -290,6 +293,7 @@ class Builder final : public Visitor {
     ThreadState s;
     s.root = static_cast<NodeId>(p_.nodes_.size());
     p_.nodes_.push_back(Node{0, kNoFrame, t, 0});
+    p_.call_stats_.emplace_back();
     last_child_.push_back(0);
     states_.push_back(std::move(s));
     return t;
@@ -319,12 +323,14 @@ class Builder final : public Visitor {
         if (s.overflow == 0) {
           s.overflow = static_cast<NodeId>(p_.nodes_.size());
           p_.nodes_.push_back(Node{s.root, special_frame("[too many stacks]"), t, 1});
+          p_.call_stats_.emplace_back();
           last_child_.push_back(0);
         }
         return s.overflow;
       }
       n = static_cast<NodeId>(p_.nodes_.size());
       p_.nodes_.push_back(Node{parent, frame, t, p_.nodes_[parent].depth + 1});
+      p_.call_stats_.emplace_back();
       last_child_.push_back(0);
       table_.insert(key, n);
     }
@@ -383,14 +389,17 @@ class Builder final : public Visitor {
     p_.totals_[static_cast<size_t>(w)] += v;
   }
 
-  CallStat& call_stat(NodeId n) {
-    if (n >= p_.call_stats_.size()) p_.call_stats_.resize(std::max<size_t>(p_.nodes_.size(), n + 1));
-    return p_.call_stats_[n];
+  // call_stats_ grows with nodes_ (every node is made with its CallStat), so no check here.
+  CallStat& call_stat(NodeId n) { return p_.call_stats_[n]; }
+
+  // The listener test inline at every call site; the event itself is built out of line.
+  [[gnu::always_inline]] void emit(TimelineKind k, ThreadIndex t, uint64_t time, FrameId frame = kNoFrame,
+                                   NodeId node = 0, uint8_t code = 0, uint64_t value = 0) {
+    if (o_.listener) [[unlikely]] emit_to_listener(k, t, time, frame, node, code, value);
   }
 
-  void emit(TimelineKind k, ThreadIndex t, uint64_t time, FrameId frame = kNoFrame, NodeId node = 0,
-            uint8_t code = 0, uint64_t value = 0) {
-    if (!o_.listener) return;
+  [[gnu::noinline]] void emit_to_listener(TimelineKind k, ThreadIndex t, uint64_t time, FrameId frame,
+                                          NodeId node, uint8_t code, uint64_t value) {
     TimelineEvent ev;
     ev.kind = k;
     ev.thread = t;
@@ -598,6 +607,10 @@ void Builder::on_event(const Event& e, const EventInfo&) {
       leave(e, t, false);
     return;
   }
+  other_event(e, t);
+}
+
+void Builder::other_event(const Event& e, ThreadIndex t) {
   names_.observe(e);
   if (e.time) {
     if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;

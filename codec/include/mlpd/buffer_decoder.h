@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mlpd/event.h"
+#include "mlpd/format.h"
 #include "mlpd/leb128.h"
 
 namespace mlpd {
@@ -30,6 +31,7 @@ class BufferDecoder {
   int64_t last_method() const { return last_method_; }
 
  private:
+  bool fast_method(Event& event);  // inline, below
   bool failed_event(uint8_t event_byte, uint64_t event_offset, std::string& problem);
   bool fail(const char* what);
   bool leb_failed(LebStatus status);
@@ -60,11 +62,75 @@ class BufferDecoder {
   std::string detail_;
 };
 
+// The fast path for method enter/leave/exc_leave (most events of a `calls` file): the type byte and
+// two LEB128 deltas of at most 4 bytes each, at least 9 bytes from the buffer's end (so no bounds
+// checks), after an event that filled no string or list. It leaves the Event exactly as the general
+// path (event_body) would, and changes nothing when it declines (returns false): the general path then
+// decodes (and validates) the event.
+inline bool BufferDecoder::fast_method(Event& e) {
+  const uint8_t* q = p_;
+  const uint8_t eb = q[0];
+  const uint8_t ext = format::event_ext(eb);
+  if (format::event_type(eb) != format::TYPE_METHOD || ext < format::TYPE_LEAVE ||
+      ext > format::TYPE_EXC_LEAVE || lists_used_ || end_ - q < 9)
+    return false;
+  ++q;
+  uint64_t dt = q[0];
+  if (dt < 0x80) [[likely]] {
+    ++q;
+  } else if (q[1] < 0x80) {  // time deltas of a calls file mostly take one or two bytes
+    dt = (dt & 0x7F) | static_cast<uint64_t>(q[1]) << 7;
+    q += 2;
+  } else {
+    dt = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      const uint8_t b = *q++;
+      dt |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (b < 0x80) break;
+      if (shift == 21) return false;
+    }
+  }
+  int64_t dms;
+  if (q[0] < 0x80) [[likely]] {
+    dms = static_cast<int64_t>(q[0] ^ 0x40) - 0x40;  // sign-extend 7 bits
+    ++q;
+  } else {
+    uint64_t dm = 0;
+    unsigned bits = 0;
+    for (;;) {
+      const uint8_t b = *q++;
+      dm |= static_cast<uint64_t>(b & 0x7F) << bits;
+      bits += 7;
+      if (b < 0x80) break;
+      if (bits == 28) return false;
+    }
+    dms = static_cast<int64_t>(dm << (64 - bits)) >> (64 - bits);  // sign-extend
+  }
+  static constexpr EventKind kinds[4] = {EventKind::method_leave, EventKind::method_leave,
+                                         EventKind::method_enter, EventKind::method_exc_leave};
+  const EventKind k = kinds[(ext >> 4) & 3];  // ext is TYPE_LEAVE (1 << 4) .. TYPE_EXC_LEAVE (3 << 4)
+  // After an enter/leave/exc_leave every scalar but time and method is already zero: only the kind
+  // changes (the three kinds are consecutive in EventKind).
+  static_assert(static_cast<int>(EventKind::method_leave) == static_cast<int>(EventKind::method_enter) + 1 &&
+                static_cast<int>(EventKind::method_exc_leave) == static_cast<int>(EventKind::method_enter) + 2);
+  if (static_cast<uint8_t>(static_cast<uint8_t>(e.kind) - static_cast<uint8_t>(EventKind::method_enter)) <= 2)
+    e.kind = k;
+  else
+    e.reset_scalars(k);
+  last_time_ += dt;
+  e.time = last_time_;
+  last_method_ = static_cast<int64_t>(static_cast<uint64_t>(last_method_) + static_cast<uint64_t>(dms));
+  e.method = static_cast<uint64_t>(last_method_);
+  p_ = q;
+  return true;
+}
+
 // Inline so that decode()'s per-event loop needs no call beyond the event body's.
 inline bool BufferDecoder::next(Event& e, std::string& problem, uint64_t& event_offset) {
   if (!problem.empty()) problem.clear();
   if (p_ >= end_) return false;
   event_offset = position();
+  if (fast_method(e)) [[likely]] return true;
   const uint8_t event_byte = *p_++;
   problem_ = nullptr;
   if (!detail_.empty()) detail_.clear();
