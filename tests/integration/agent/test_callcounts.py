@@ -7,7 +7,8 @@ threads cause: the calls made on those threads (named "Profiler ..."); the final
 objects on the finalizer thread (up to one Thread_free_internal and two runtime-invoke wrappers more in
 Mono's file per profiler thread); and the allocators' slow path (`__icall_wrapper_mono_gc_alloc_*`,
 called when a thread's allocation buffer is used up: where that happens shifts with every object the
-process allocates, Mono's profiler threads' own included), within 2% or 8 calls. This fails when the agent makes the program call anything
+process allocates and with the threads' interleaving, Mono's profiler threads' own included), within
+10% or 32 calls (502 against 517 seen on four threads). This fails when the agent makes the program call anything
 it would not call under Mono's profiler: e.g. the allocation callback installed without `alloc` (the
 allocators then call `__icall_wrapper_mono_profiler_raise_gc_allocation`), or safepoint polls
 (`__icall_wrapper_mono_threads_state_poll`) caused by the agent's own threads or signals."""
@@ -57,7 +58,7 @@ def allowed(method, ours, mono, profiler_threads):
     if "(wrapper runtime-invoke) object:runtime_invoke_virtual_void__this__" in method:
         return 0 <= mono - ours <= 2 * profiler_threads
     if "__icall_wrapper_mono_gc_alloc_" in method:
-        return abs(mono - ours) <= max(8, 0.02 * max(mono, ours))
+        return abs(mono - ours) <= max(32, 0.10 * max(mono, ours))
     return False
 
 
