@@ -12,7 +12,7 @@ namespace mlpd::hooks {
 namespace alloc_sampler {
 
 uint64_t g_mean = 0;
-thread_local int64_t tls_left = 0;
+thread_local constinit int64_t tls_left = 0;
 
 namespace {
 

@@ -16,7 +16,7 @@ extern MLPD_HOOKS_HIDDEN uint64_t g_mean;
 
 // Bytes left before this thread's next sampling point. 0 before the thread's first allocation
 // (the slow path then draws its first interval).
-extern thread_local int64_t tls_left __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern thread_local constinit int64_t tls_left __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 // The slow path: the first allocation of the thread, or a sampling point reached. True when the
 // allocation of `size` bytes (already subtracted from tls_left) is to be recorded.
