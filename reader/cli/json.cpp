@@ -4,7 +4,6 @@
 
 namespace mlpd::cli {
 
-namespace {
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
 size_t utf8_length(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
@@ -33,12 +32,22 @@ size_t utf8_length(std::string_view s, size_t i) {
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   return n;
 }
-}  // namespace
 
 void json_escape_into(std::string& out, std::string_view s) {
   out.push_back('"');
+  json_escape_body(out, s);
+  out.push_back('"');
+}
+
+void json_escape_body(std::string& out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {  // the common case first
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; ++i; continue;
       case '\\': out += "\\\\"; ++i; continue;
@@ -47,10 +56,10 @@ void json_escape_into(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; ++i; continue;
       default: break;
     }
-    if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
+    if (c < 0x20 || c == 0x7F) {
+      out += "\\u00";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
       ++i;
       continue;
     }
@@ -63,7 +72,6 @@ void json_escape_into(std::string& out, std::string_view s) {
       i += n;
     }
   }
-  out.push_back('"');
 }
 
 }  // namespace mlpd::cli
