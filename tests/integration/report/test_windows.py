@@ -2,7 +2,8 @@
 """Time windows and several files (issue 16.2): `mlpd report --from/--to` counts exactly the sample
 hits whose times are in the window, as `mlpd dump` prints them (+SECONDS from the first buffer), and
 as wall-clock HH:MM:SS from the header's start; `mlpd export --from/--to` exports the same hits;
-several FILEs are read as one profile; bad times are usage errors."""
+several FILEs are read as one profile, among them the files of one rotated run (rotate=1s), where the
+windows cross file boundaries; bad times are usage errors."""
 import json
 import os
 import sys
@@ -21,6 +22,49 @@ def record(workdir, name):
     p = t.run([t.MONO, t.program("spike")], env=env, timeout=120)
     t.check(p.returncode == 0 and p.stdout.strip() == "done", f"spike failed: {p.stderr[-300:]}")
     return out
+
+
+def buffers_and_samples(path):
+    """([buffer time_base], [sample hit time]) of one file, in file order, from mlpd dump --json."""
+    p = t.run([t.MLPD, "dump", "--json", path])
+    bases, hits = [], []
+    for line in p.stdout.splitlines():
+        ev = json.loads(line)
+        if isinstance(ev.get("buffer"), dict):
+            bases.append(ev["buffer"]["time_base"])
+        elif ev.get("kind") == "sample_hit":
+            hits.append(ev["time"])
+    return bases, hits
+
+
+def rotated(workdir):
+    """One run rotated every second into numbered files: report --from/--to over all of them, in
+    order, counts exactly the hits of every file whose time is in the window, the window measured from
+    the first file's first buffer (as `mlpd dump` of the first file prints +SECONDS)."""
+    pattern = os.path.join(workdir, "rot-%n.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"sample=200,rotate=1s,flush=200,output={pattern}")
+    p = t.run([t.MONO, t.program("spike")], env=env, timeout=120)
+    t.check(p.returncode == 0 and p.stdout.strip() == "done", f"spike (rotated) failed: {p.stderr[-300:]}")
+    files = sorted((f for f in os.listdir(workdir) if f.startswith("rot-")),
+                   key=lambda f: int(f[len("rot-"):-len(".mlpd")]))
+    files = [os.path.join(workdir, f) for f in files]
+    if not t.check(len(files) >= 3, f"rotate=1s over a ~3 s run: only {len(files)} files"):
+        return
+    per_file = [buffers_and_samples(f) for f in files]
+    base = per_file[0][0][0]
+    hits = [h - base for _, hs in per_file for h in hs]
+    t.check(sum(1 for _, hs in per_file if hs) >= 3, f"samples in fewer than 3 of {len(files)} files")
+    whole, _ = report_total(files)
+    t.check(whole == len(hits), f"rotated, no window: {whole} != {len(hits)}")
+    for lo, hi in ((0.5, 1.5), (0.9, 2.1), (1.7, None), (None, 1.2), (0.0, 10.0)):
+        args = (["--from", str(lo)] if lo is not None else []) + (["--to", str(hi)] if hi is not None else [])
+        want = sum(1 for h in hits if (lo is None or h >= lo * 1e9) and (hi is None or h < hi * 1e9))
+        got, _ = report_total(args + files)
+        t.check(got == want, f"rotated window {lo}..{hi}: report {got}, dump {want}")
+        print(f"ok  rotated ({len(files)} files) window {lo}..{hi}: {got} samples", flush=True)
+    # Files out of order are still one profile (the window is then measured from the first given file).
+    whole_rev, _ = report_total(list(reversed(files)))
+    t.check(whole_rev == len(hits), f"rotated files reversed: {whole_rev} != {len(hits)}")
 
 
 def samples_of(path):
@@ -83,6 +127,7 @@ def main():
         _, hits_b = samples_of(b)
         both, _ = report_total([a, b])
         t.check(both == len(hits) + len(hits_b), f"two files: {both} != {len(hits)} + {len(hits_b)}")
+        rotated(workdir)
         # Bad times.
         for bad in ("x", "1:2", "25:00:00", "-1", "12:00:61"):
             p = t.run([t.MLPD, "report", "--from", bad, a])
