@@ -3,7 +3,9 @@
 // Usage: node speedscope_view.mjs VIEWER_DIR (PROFILE.speedscope.json EXPECT_TEXT SCREENSHOT.png)...
 // One browser, one fresh page per profile. The viewer and the profile are served by a tiny HTTP
 // server on 127.0.0.1 (the viewer fetches #profileURL=..., which file:// pages may not). Prints one
-// JSON line per profile: {"profile": "...", "loaded": bool, "title": "...", "errors": [...], "found": bool}
+// JSON line per profile: {"profile": "...", "loaded": bool, "title": "...", "errors": [...], "found": bool,
+// "importer": "Importing as ..."} (the importer is the viewer's own console line naming the format it
+// recognised, e.g. "Importing as collapsed stack format" for FlameGraph's folded stacks).
 // Exit status 0 when every profile loaded, showed EXPECT_TEXT and logged no console or page error.
 import http from 'node:http';
 import fs from 'node:fs';
@@ -48,9 +50,12 @@ try {
   for (const job of jobs) {
     profilePath = job.profile;
     const errors = [];
-    const result = { profile: job.profile, loaded: false, title: '', errors, found: false };
+    const result = { profile: job.profile, loaded: false, title: '', errors, found: false, importer: '' };
     const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-    page.on('console', m => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+    page.on('console', m => {
+      if (m.type() === 'error') errors.push('console: ' + m.text());
+      else if (m.text().startsWith('Importing ')) result.importer = m.text();
+    });
     page.on('pageerror', e => errors.push('pageerror: ' + e.message));
     page.on('requestfailed', r => errors.push('requestfailed: ' + r.url()));
     try {

@@ -240,6 +240,10 @@ def view_in_speedscope(jobs):
     for r in results:
         t.check(r.get("loaded") and r.get("found") and not r.get("errors"),
                 f"speedscope viewer on {os.path.basename(r.get('profile', '?'))}: {json.dumps(r)[:800]}")
+        # Our collapsed (folded) stacks must be taken for what they are, not for another text format.
+        if r.get("profile", "").endswith(".collapsed"):
+            t.check(r.get("importer") == "Importing as collapsed stack format",
+                    f"speedscope read {os.path.basename(r['profile'])} as {r.get('importer')!r}")
 
 
 def check_speedscope(files, work):
@@ -294,6 +298,12 @@ def check_speedscope(files, work):
                 expect = viewed.get((who, prog, what))
                 if expect and not threads and viewer_ok:
                     jobs.append((out, expect, os.path.join(shots, f"speedscope-{prog}-{who}-{what}.png")))
+                    # The collapsed export of the same profile, read by speedscope's importer of
+                    # FlameGraph's folded-stack format (the format flamegraph.pl and inferno read):
+                    # it must be recognised as such and show the same hot frame.
+                    folded = os.path.join(work, f"{prog}-{who}-{what}.collapsed")
+                    if export(path, "collapsed", what, folded):
+                        jobs.append((folded, expect, os.path.join(shots, f"collapsed-{prog}-{who}-{what}.png")))
     view_in_speedscope(jobs)
 
 
