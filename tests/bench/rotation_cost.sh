@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 16's measurement: the CPU and disk cost of rotation on a service-like program. Runs
 # tests/programs/service.cs (two worker threads serving "requests" for SECONDS seconds) with no
-# profiler, with `sample` (100 Hz) into one file, and with `sample,rotate=ROTATE` into numbered files,
-# alternating, ROUNDS times. The workers run for a fixed time, not a fixed amount of work, so the cost
+# profiler, with `nodefaults,sample` (100 Hz) into one file, and with `nodefaults,sample,rotate=ROTATE`
+# into numbered files, alternating, ROUNDS times. The workers run for a fixed time, not a fixed amount of work, so the cost
 # is CPU seconds (user+sys) per million requests; disk is bytes written per hour of run time.
 # Usage: tests/bench/rotation_cost.sh [BUILD_DIR] [ROUNDS] [SECONDS] [ROTATE]
 set -euo pipefail
@@ -24,8 +24,8 @@ measure() {
   local opts=""
   case $1 in
     plain)  ;;
-    sample) opts="sample,output=$work/out/one.mlpd" ;;
-    rotate) opts="sample,rotate=$rotate,output=$work/out/svc-%n.mlpd" ;;
+    sample) opts="nodefaults,sample,output=$work/out/one.mlpd" ;;
+    rotate) opts="nodefaults,sample,rotate=$rotate,output=$work/out/svc-%n.mlpd" ;;
   esac
   if [ -z "$opts" ]; then
     /usr/bin/time -f "%U %S" -o "$work/t" env -u LD_PRELOAD mono "$work/service.exe" "$seconds" >"$work/stdout"
@@ -35,7 +35,7 @@ measure() {
   fi
   local req bytes files
   req=$(awk '/^done/ {print $2}' "$work/stdout")
-  bytes=$(cat "$work/out"/* 2>/dev/null | wc -c)
+  bytes=$(find "$work/out" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
   files=$(find "$work/out" -type f | wc -l)
   if [ "$1" != plain ]; then
     for f in "$work/out"/*; do "$mlpd" verify --strict "$f" >/dev/null || { echo "rotation_cost: $f fails verify" >&2; exit 1; }; done
