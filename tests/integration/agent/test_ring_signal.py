@@ -45,7 +45,7 @@ def signal_dumps(workdir):
     opts = f"nodefaults,calls,alloc,ring=4m,dumpsignal=USR2,output={workdir}/sig-%n.mlpd"
     env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=opts)
     with open(errf, "w") as err:
-        proc = subprocess.Popen([t.MONO, t.program("service"), "5"], stdout=subprocess.PIPE, stderr=err, env=env,
+        proc = subprocess.Popen([t.MONO, t.program("service"), "8"], stdout=subprocess.PIPE, stderr=err, env=env,
                                 text=True)
     ready = proc.stdout.readline().strip()
     t.check(ready == "ready", f"program said {ready!r}")
