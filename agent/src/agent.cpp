@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +49,14 @@ void say(const std::string& line) {
   l += '\n';
   (void)!::write(STDERR_FILENO, l.data(), l.size());  // no stdio locks: this may run in odd places
 }
+
+// Dumps asked for outside the helper thread: by the dump signal (dumpsignal=, counted in its handler)
+// and by LogProfiler.TriggerHeapshot() in ring mode. The helper performs them (service_requests()).
+std::atomic<uint64_t> g_signal_requests{0};
+std::atomic<uint64_t> g_trigger_requests{0};
+std::atomic<uint64_t> g_triggers_done{0};  // TriggerHeapshot dumps served (their callers wait for them)
+int g_dump_signal = 0;  // the signal whose handler is ours (0: none)
+void on_dump_signal(int);
 
 // The agent: its start (output, command port, header, hooks), the output sink, shutdown and fork.
 // The helper thread (helper_thread.h) does the rounds.
@@ -181,6 +191,9 @@ class Agent final : private HelperOutput {
   }
 
   bool start_helper() { return helper_.start(); }
+  // Async-signal-safe: a write(2) to the helper's eventfd.
+  void wake_helper() { helper_.wake(); }
+  bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
   // Final flush and close; the first caller does it. A caller that comes while it is under way (another
   // thread exiting at the same time) waits for it, bounded, so that it does not exit the process
@@ -289,6 +302,44 @@ class Agent final : private HelperOutput {
     return true;
   }
 
+  // The helper loop: dumps (ring) or flush rounds (file) that the dump signal or TriggerHeapshot asked for.
+  // Requests that came while one was under way are served by one more. The dump signal's handler is
+  // looked at once a second: if the program (or Mono, e.g. `mono --trace` takes SIGUSR2) installed
+  // its own since, one line says that the signal no longer dumps.
+  void service_requests() override {
+    const uint64_t sig = g_signal_requests.load(std::memory_order_acquire);
+    if (sig != signals_served_) {
+      signals_served_ = sig;
+      const std::string who = options_.dump_signal_name.empty() ? "dump signal" : options_.dump_signal_name;
+      if (ring_) {
+        say("mlpd: " + who + ": " + dump({}, true));
+      } else if (!failed_) {
+        helper_.round_now();  // a live round: everything committed is written and flushed
+        if (options_.verbose) say("mlpd: " + who + ": flushed");
+      }
+    }
+    const uint64_t trig = g_trigger_requests.load(std::memory_order_acquire);
+    if (trig != triggers_served_) {
+      triggers_served_ = trig;
+      const std::string answer = dump({}, true);
+      if (options_.verbose || answer.rfind("ERR", 0) == 0) say("mlpd: LogProfiler.TriggerHeapshot: " + answer);
+      g_triggers_done.store(trig, std::memory_order_release);
+    }
+    if (g_dump_signal && !signal_lost_) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - signal_checked_ >= std::chrono::seconds(1)) {
+        signal_checked_ = now;
+        struct sigaction cur{};
+        if (sigaction(g_dump_signal, nullptr, &cur) == 0 &&
+            ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != &on_dump_signal)) {
+          signal_lost_ = true;
+          say("mlpd: " + options_.dump_signal_name + " was taken over by the program (or the runtime); it no longer "
+              "triggers " + (ring_ ? "dumps" : "flushes"));
+        }
+      }
+    }
+  }
+
   // HelperOutput: the sink as the helper writes to it.
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
   bool flush() override { return sink_->flush(); }
@@ -313,6 +364,11 @@ class Agent final : private HelperOutput {
   std::vector<uint8_t> header_bytes_;
   RingSink* ring_ = nullptr;  // flight recorder: the sink, when ring= is given
   uint64_t dump_seq_ = 0;
+  // service_requests(): requests served so far; the dump signal's handler check.
+  uint64_t signals_served_ = 0;
+  uint64_t triggers_served_ = 0;
+  std::chrono::steady_clock::time_point signal_checked_{};
+  bool signal_lost_ = false;
   // Rotation: when the current file was opened, its sequence number (%n), the files written (oldest
   // first, for rotate-keep) and the error of a next file that could not be opened.
   std::chrono::steady_clock::time_point file_started_;
@@ -337,8 +393,63 @@ void at_exit() {
   if (g_agent) g_agent->shutdown();
 }
 void fork_child() {
+  // The child's signal gets its default action back: nothing here would dump (no helper thread).
+  if (g_dump_signal) {
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(g_dump_signal, &dfl, nullptr);
+    g_dump_signal = 0;
+  }
   hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
+}
+
+// dumpsignal=NAME: the handler only counts and wakes the helper (an atomic add and a write(2) to an
+// eventfd, both async-signal-safe); the helper does the dump. errno is kept for the interrupted code.
+void on_dump_signal(int) {
+  const int saved = errno;
+  g_signal_requests.fetch_add(1, std::memory_order_release);
+  if (g_agent) g_agent->wake_helper();
+  errno = saved;
+}
+
+// Taken only when nobody has it: a signal with a handler (or ignored) at our start is the program's
+// (or its parent's choice), and stays so. SA_RESTART: system calls it interrupts are restarted (those
+// that never restart, like poll or nanosleep, return EINTR as for any other signal).
+void install_dump_signal(const Options& o) {
+  struct sigaction old{};
+  if (sigaction(o.dump_signal, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
+    say("mlpd: dumpsignal: " + o.dump_signal_name + " is already " +
+        (old.sa_handler == SIG_IGN ? "ignored" : "handled") + " in this process; going on without a dump signal");
+    return;
+  }
+  struct sigaction sa{};
+  sa.sa_handler = on_dump_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(o.dump_signal, &sa, nullptr) != 0) {
+    say("mlpd: dumpsignal: cannot install a handler for " + o.dump_signal_name + ": " + std::strerror(errno) +
+        "; going on without a dump signal");
+    return;
+  }
+  g_dump_signal = o.dump_signal;
+}
+
+// LogProfiler.TriggerHeapshot() in ring mode: the heapshot is in the buffers; the helper dumps, and the
+// caller (a managed thread) waits for that dump, bounded, so that when TriggerHeapshot returns the
+// heapshot and the events before it are in a file -- also when the program goes on to die at once
+// (Environment.FailFast runs no exit handlers, so no exit dump would save them).
+constexpr int kTriggerWaitMs = 10000;
+void after_trigger_heapshot() {
+  if (!g_agent || g_agent->shutting_down()) return;
+  const uint64_t ticket = g_trigger_requests.fetch_add(1, std::memory_order_acq_rel) + 1;
+  g_agent->wake_helper();
+  for (int i = 0; i < kTriggerWaitMs && g_triggers_done.load(std::memory_order_acquire) < ticket; ++i) {
+    if (g_agent->shutting_down()) return;
+    const timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
 }
 
 // `nochildren`: exec'd children must not inherit the agent. Our LD_PRELOAD entry, MLPD_OPTIONS and a
@@ -501,6 +612,8 @@ void start(std::string_view text) {
   }
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
+  if (o.dump_signal) install_dump_signal(o);
+  if (o.ring_bytes) hooks::set_after_trigger_heapshot(after_trigger_heapshot);
   agent->announce_server();
   if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
 }

@@ -96,6 +96,7 @@ void HelperThread::main_loop() {
     if (stop_.load(std::memory_order_acquire)) break;
     now = Clock::now();
     if (server) server->service(fds.data() + 1, fds.size() - 1, ms_of(now));
+    parts_.output->service_requests();  // a dump signal's dump, say (it runs its own round)
     const bool flush_asked = server && server->flush_wanted();
     if (!woken && !flush_asked && now < next_round) continue;
     const bool live = flush_asked || now - last_live >= flush_every;

@@ -37,6 +37,9 @@ class HelperOutput {
   // replay) to it. False when the switch failed (then report_failure()).
   virtual bool rotation_due() { return false; }
   virtual bool next_file(const std::vector<uint8_t>& /*metadata*/) { return true; }
+  // Requests made outside the helper (dumpsignal=, LogProfiler.TriggerHeapshot in ring mode) that it
+  // performs: called on every wake-up of the helper loop; cheap when there is nothing to do.
+  virtual void service_requests() {}
 
  protected:
   ~HelperOutput() = default;

@@ -1,7 +1,8 @@
 // mlpd top FILE | mlpd top -
 // A live view of a file that a running agent is writing (profile with flush=MS): every interval the
-// profile model is built again over what has been written so far (the last, partly written buffer
-// left out) and shown as a short report -- CPU samples by method, calls by inclusive time,
+// buffers written since the last one are decoded into the same model (IncrementalBuilder; only the
+// last, partly written buffer is held back, so memory and work do not grow with the file) and a
+// snapshot of it is shown as a short report -- CPU samples by method, calls by inclusive time,
 // allocations by type, GC pauses, per thread -- with the events per second since the last view.
 // When the writer (the pid in the header) has exited, the final figures are shown and top ends; a
 // file the gone writer left cut inside a buffer ends with a message and exit status 1.
@@ -22,6 +23,7 @@
 
 #include "commands.h"
 #include "mlpd/input.h"
+#include "mlpd/live.h"
 #include "mlpd/profile.h"
 #include "mlpd/views.h"
 
@@ -30,7 +32,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd top [--interval SECONDS] [--top N] FILE|-\n"
+    "usage: mlpd top [--interval SECONDS] [--top N] [--stats] FILE|-\n"
     "\n"
     "Follows FILE while a running program's agent writes it (profile with flush=MS, e.g. flush=500) and\n"
     "shows, every interval (1 s by default): CPU samples by method, calls by inclusive time,\n"
@@ -39,6 +41,8 @@ const char kHelp[] =
     "'== mlpd top: +SECONDS s, EVENTS events, RATE events/s =='. A partly written buffer at the end is\n"
     "waited for while the writer (the pid in FILE's header) lives; once it has exited, the final\n"
     "figures are printed and top ends. '-' reads standard input (a pipe) until it closes.\n"
+    "Each interval decodes only what was written since the last one; --stats prints at the end (on\n"
+    "stderr) the bytes read, the bytes decoded and the most bytes held back for a partly written buffer.\n"
     "Exit status: 0 when the program's file was complete, 1 when the writer left it cut or it cannot be\n"
     "read, 2 bad usage.\n";
 
@@ -60,13 +64,14 @@ bool pid_alive(int pid) {
   return true;
 }
 
-// Appends what has been written since the last call (the file grows; a pipe delivers).
-bool read_more(int fd, std::vector<uint8_t>& bytes, bool& eof) {
-  uint8_t buf[1 << 16];
+// Hands what has been written since the last call to `live` (the file grows; a pipe delivers).
+bool read_more(int fd, profile::LiveFile& live, bool& eof, uint64_t& raw) {
+  static uint8_t buf[1 << 16];
   for (;;) {
     const ssize_t r = ::read(fd, buf, sizeof buf);
     if (r > 0) {
-      bytes.insert(bytes.end(), buf, buf + r);
+      raw += static_cast<uint64_t>(r);
+      live.add(buf, static_cast<size_t>(r));  // corrupt compressed data: live.error(), shown at the end
       continue;
     }
     if (r == 0) {
@@ -85,11 +90,14 @@ int cmd_top(int argc, char** argv) {
   std::string file;
   double interval = 1.0;
   size_t top = 5;
+  bool stats = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kHelp, stdout);
       return 0;
+    } else if (a == "--stats") {
+      stats = true;
     } else if (a == "--interval" || a == "--top") {
       if (i + 1 >= argc) return usage_error(a + " needs a value");
       char* end = nullptr;
@@ -114,7 +122,9 @@ int cmd_top(int argc, char** argv) {
     return 1;
   }
   const bool tty = isatty(1);
-  std::vector<uint8_t> bytes;
+  profile::LiveFile live;
+  profile::IncrementalBuilder builder;
+  uint64_t raw = 0, held_max = 0;
   uint64_t last_events = 0;
   const auto t_start = std::chrono::steady_clock::now();
   auto t_last = t_start;
@@ -123,20 +133,21 @@ int cmd_top(int argc, char** argv) {
   ro.input_name = file;
   for (;;) {
     bool eof = false;
-    if (!read_more(fd, bytes, eof)) {
+    if (!read_more(fd, live, eof, raw)) {
       std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
       return 1;
     }
-    int pid = 0;
-    if (bytes.size() >= 36) pid = static_cast<int>(bytes[32] | bytes[33] << 8 | bytes[34] << 16 | static_cast<unsigned>(bytes[35]) << 24);
+    held_max = std::max(held_max, live.held());
+    live.feed(builder);  // the header and every buffer now complete; the last may be partly written
+    const int pid = live.writer_pid();
     // The writer is done: a pipe closed, or (a file) the pid is gone -- then one more read catches
     // its last bytes.
     bool done = pipe_in ? eof : (pid && !pid_alive(pid));
-    if (done && !pipe_in) read_more(fd, bytes, eof);
-    // The model over what is there; the last buffer may be partly written (not an error yet).
-    std::unique_ptr<Input> in = Input::from_memory(bytes.data(), bytes.size());
+    if (done && !pipe_in) read_more(fd, live, eof, raw);
+    if (done) live.finish(builder);  // a buffer still cut now is a problem
     profile::Profile p;
-    const bool clean = profile::build_profile(*in, p);
+    builder.snapshot(p);
+    const bool clean = p.problem_count() == 0 && live.error().empty();
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - t_last).count();
     const uint64_t events = p.summary().events;
@@ -155,6 +166,11 @@ int cmd_top(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (done) {
+      if (stats)
+        std::fprintf(stderr, "mlpd top: read %llu bytes, decoded %llu bytes, held at most %llu bytes\n",
+                     static_cast<unsigned long long>(raw), static_cast<unsigned long long>(live.fed()),
+                     static_cast<unsigned long long>(held_max));
+      if (!live.error().empty()) std::fprintf(stderr, "%s: %s\n", file.c_str(), live.error().c_str());
       if (!clean) {
         for (const Problem& pr : p.problems())
           std::fprintf(stderr, "%s: offset %llu: %s\n", file.c_str(), static_cast<unsigned long long>(pr.offset),
@@ -165,7 +181,7 @@ int cmd_top(int argc, char** argv) {
       }
       return 0;
     }
-    if (!pid && !pipe_in && std::chrono::duration<double>(now - t_start).count() > 30 && bytes.size() < 36) {
+    if (!pid && !pipe_in && std::chrono::duration<double>(now - t_start).count() > 30 && !live.header_seen()) {
       std::fprintf(stderr, "mlpd top: %s: no file header after 30 s\n", file.c_str());
       return 1;
     }

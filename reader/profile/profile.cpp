@@ -135,6 +135,8 @@ Profile::Profile() = default;
 Profile::~Profile() = default;
 Profile::Profile(Profile&&) noexcept = default;
 Profile& Profile::operator=(Profile&&) noexcept = default;
+Profile::Profile(const Profile&) = default;
+Profile& Profile::operator=(const Profile&) = default;
 
 void Profile::stack(NodeId node, std::vector<FrameId>& root_first) const {
   root_first.clear();
@@ -217,6 +219,28 @@ class Builder final : public Visitor {
   // Every event but enter/leave: out of line, so that on_event's hot path has a short prologue.
   [[gnu::noinline]] void other_event(const Event& e, ThreadIndex t);
   void finish(const DecodeSummary& summary, const Input& input);
+
+  // IncrementalBuilder: finish() into `out`, keeping what finish() changes (the profile, the open
+  // calls, the pause marks, the current buffer's times) as it was, for the bytes that come next.
+  void snapshot_into(Profile& out, const DecodeSummary& summary, const Input& input) {
+    Profile kept = p_;
+    std::vector<ThreadState> states = states_;
+    std::vector<uint64_t> marks = pause_marks_;
+    const uint64_t min = buf_min_, max = buf_max_;
+    finish(summary, input);
+    out = std::move(p_);
+    p_ = std::move(kept);
+    states_ = std::move(states);
+    pause_marks_ = std::move(marks);
+    buf_min_ = min;
+    buf_max_ = max;
+  }
+  // IncrementalBuilder: problems from problem `from` on name buffers counted from `first_buffer`.
+  size_t problems_kept() const { return p_.problems_.size(); }
+  void rebase_problems(size_t from, uint64_t first_buffer) {
+    for (size_t i = from; i < p_.problems_.size(); ++i)
+      if (p_.problems_[i].buffer >= 0) p_.problems_[i].buffer += static_cast<int64_t>(first_buffer);
+  }
 
  private:
   // --from/--to: the window in the file's clock, from the first buffer's time base and the header.
@@ -987,5 +1011,26 @@ bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildO
   b.finish(all, *inputs.back());
   return out.problem_count() == 0;
 }
+
+IncrementalBuilder::IncrementalBuilder(const BuildOptions& options)
+    : options_(options), builder_(std::make_unique<Builder>(live_, options_)), no_input_(Input::from_memory("", 0)) {}
+
+IncrementalBuilder::~IncrementalBuilder() = default;
+
+void IncrementalBuilder::feed(Input& part, uint64_t first_buffer) {
+  const size_t kept = builder_->problems_kept();
+  const DecodeSummary s = decode(part, *builder_, budgeted());
+  builder_->rebase_problems(kept, first_buffer);
+  all_.header_ok = all_.header_ok || s.header_ok;
+  all_.buffers += s.buffers;
+  all_.events += s.events;
+  all_.bytes = std::max(all_.bytes, s.bytes);
+  all_.problems += s.problems;
+  all_.truncated = all_.truncated || s.truncated;
+}
+
+void IncrementalBuilder::snapshot(Profile& out) { builder_->snapshot_into(out, all_, *no_input_); }
+
+uint64_t IncrementalBuilder::problem_count() const { return live_.problem_count(); }
 
 }  // namespace mlpd::profile

@@ -36,6 +36,8 @@
 // * The heapshot settings are handed to the heapshot engine (heapshot.h) at once. TriggerHeapshot takes
 //   the heapshot before it returns (a forced collection on the calling thread); Mono's only requests
 //   one, taken later by a collection its finalizer thread forces. Two calls are two heapshots.
+//   In the flight recorder's ring mode the agent then dumps the ring (set_after_trigger_heapshot) and
+//   the call returns once the dump is written (docs/flight-recorder.md, "LogProfiler").
 // * SetSampleMode changes Mono's sampler when sampling was set up at start (`sample`/`sample-real`)
 //   and returns true then, as Mono does when its profiler owns sampling; otherwise it stores the
 //   values and returns false ("not applied").
@@ -51,6 +53,7 @@
 #include <mono/utils/mono-publib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -153,8 +156,13 @@ void SetHeapshotCollectionsFrequency(int32_t value) {
   state().settings.heapshot_gc = non_negative(value);
   apply_heapshot_settings(state().settings);
 }
-// A heapshot now, on this (managed, hence attached) thread: see the decisions above.
-void TriggerHeapshot() { heapshot_now(); }
+// A heapshot now, on this (managed, hence attached) thread: see the decisions above. In ring mode the
+// agent then asks for a dump (set_after_trigger_heapshot).
+std::atomic<void (*)()> g_after_trigger{nullptr};
+void TriggerHeapshot() {
+  const uint64_t ticket = heapshot_now();
+  if (auto fn = g_after_trigger.load(std::memory_order_acquire); fn && ticket && heapshots_done() >= ticket) fn();
+}
 
 // -- sampling (applied to Mono's sampler when sampling was on at start; stored and read back always)
 
@@ -249,6 +257,8 @@ LogProfilerSettings log_profiler_settings() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().settings;
 }
+
+void set_after_trigger_heapshot(void (*fn)()) { g_after_trigger.store(fn, std::memory_order_release); }
 
 void register_log_profiler_icalls() {
   // Resolved here rather than in the required API list: the agent works without it, only

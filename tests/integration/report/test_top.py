@@ -3,6 +3,7 @@
 snapshots while the program runs show its hot method, the last one is the final figures after it
 exited (exit 0); a file cut inside a buffer by a writer that is gone ends with a clear message."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,8 @@ def main():
             time.sleep(0.05)
         snap_path = os.path.join(workdir, "top.txt")
         with open(snap_path, "w") as snaps:
-            top = subprocess.Popen([t.MLPD, "top", "--interval", "0.5", out], stdout=snaps, stderr=subprocess.PIPE)
+            top = subprocess.Popen([t.MLPD, "top", "--stats", "--interval", "0.5", out], stdout=snaps,
+                                   stderr=subprocess.PIPE)
             prog.communicate(timeout=60)
             try:
                 _, err = top.communicate(timeout=30)
@@ -44,7 +46,12 @@ def main():
             after = t.run([t.MLPD, "report", "--top", "5", out]).stdout
             hits = [l for l in after.splitlines() if l.startswith("== CPU samples")]
             t.check(hits and hits[0] in final[0], f"final snapshot differs from the report: {hits}")
-        print(f"ok  {len(live)} live snapshots, then the final one", flush=True)
+        # Incremental: every byte decoded once, and only a partly written buffer held back at a time.
+        m = re.search(r"mlpd top: read (\d+) bytes, decoded (\d+) bytes, held at most (\d+) bytes", err.decode())
+        size = os.path.getsize(out)
+        t.check(m is not None and int(m.group(1)) == size and int(m.group(2)) == size and int(m.group(3)) < size,
+                f"top --stats: {m and m.group(0)!r} for a file of {size} bytes")
+        print(f"ok  {len(live)} live snapshots, then the final one; {m and m.group(0)}", flush=True)
         data = open(out, "rb").read()
         cut = os.path.join(workdir, "cut.mlpd")
         with open(cut, "wb") as f:

@@ -2,6 +2,7 @@
 // places where we refuse what Mono 6.8 silently misreads, and robustness against arbitrary input.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -617,4 +618,24 @@ TEST_CASE("options: alloc-sample and start-paused", "[options]") {
   CHECK(parse_ok("start-paused").start_paused);
   CHECK(wants_command_server(parse_ok("start-paused")));  // `resume` comes through the port
   CHECK(parse_err("start-paused=1") == "mlpd: bad value in 'start-paused=1': 'start-paused' takes no value");
+}
+
+TEST_CASE("options: dumpsignal takes USR1, USR2 or HUP only", "[options]") {
+  CHECK(parse_ok("").dump_signal == 0);
+  const Options a = parse_ok("ring=4m,dumpsignal=USR2");
+  CHECK(a.dump_signal == SIGUSR2);
+  CHECK(a.dump_signal_name == "SIGUSR2");
+  CHECK(parse_ok("dumpsignal=sigusr1").dump_signal == SIGUSR1);  // file mode: a flush round
+  CHECK(parse_ok("dumpsignal=hup").dump_signal_name == "SIGHUP");
+  CHECK(parse_err("dumpsignal").find("expected dumpsignal=NAME") != std::string::npos);
+  CHECK(parse_err("dumpsignal=PWR").find("SIGPWR is Mono's (GC thread suspend); use USR1, USR2 or HUP") !=
+        std::string::npos);
+  CHECK(parse_err("dumpsignal=SIGSEGV").find("SIGSEGV is Mono's") != std::string::npos);
+  CHECK(parse_err("dumpsignal=KILL").find("cannot be caught") != std::string::npos);
+  CHECK(parse_err("dumpsignal=PROF").find("the sampler's") != std::string::npos);
+  CHECK(parse_err("dumpsignal=TERM").find("termination") != std::string::npos);
+  CHECK(parse_err("dumpsignal=RTMIN+3").find("real-time signals are Mono's") != std::string::npos);
+  CHECK(parse_err("dumpsignal=12").find("not a signal name") != std::string::npos);
+  CHECK(parse_err("dumpsignal=FOO").find("not a signal name") != std::string::npos);
+  CHECK(help_text().find("dumpsignal=NAME") != std::string_view::npos);
 }

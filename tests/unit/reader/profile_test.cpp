@@ -3,12 +3,16 @@
 // merged leaf to root; backtrace order; weights and the collapsed export.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "event_gen.h"
 #include "mlpd/input.h"
+#include "mlpd/live.h"
 #include "mlpd/profile.h"
 #include "mlpd/views.h"
 
@@ -197,4 +201,128 @@ TEST_CASE("allocation backtraces are outermost first; --what weights sum to the 
   CHECK(stacks[1].stack == "N:A ();N:C ()");
   CHECK(stacks[1].weight == 2);
   CHECK(stat_of(p, "N:C ()").alloc_bytes == 48);
+}
+
+namespace {
+
+// The report of a profile as text (views::write_report), to compare two models whole.
+std::string report_text(const Profile& p) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  views::ReportOptions ro;
+  std::string error;
+  views::write_report(p, ro, f, error);
+  std::fclose(f);
+  std::string s(buf, len);
+  std::free(buf);
+  return s;
+}
+
+// A file of several buffers on two threads, with calls open across buffers and names described late.
+std::vector<uint8_t> growing_file(int calls_per_buffer = 50) {
+  std::vector<ThreadBuffer> bufs;
+  uint64_t t = 100;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<Event> ev;
+    if (i == 0) ev = {jit(kA, 0x10000, 0x100, "N:A ()", 1)};
+    if (i == 7) ev = {jit(kB, 0x20000, 0x100, "N:B ()", t), jit(kC, 0x30000, 0x100, "N:C ()", t)};
+    for (int k = 0; k < calls_per_buffer; ++k) {
+      ev.push_back(enter(kA, t += 3));
+      ev.push_back(enter(kB, t += 5));
+      if (k % 7 == 0) ev.push_back(enter(kC, t += 1));
+      if (k % 7 == 0) ev.push_back(leave(kC, t += 11));
+      ev.push_back(leave(kB, t += 2));
+      ev.push_back(leave(kA, t += 1));
+    }
+    if (i % 3 == 1) ev.push_back(enter(kA, t += 1));  // open at the buffer's end, closed in the next
+    if (i % 3 == 2) ev.push_back(leave(kA, t += 40));
+    bufs.push_back({i % 2 ? 0x77u : 0x88u, 0, ev});
+  }
+  return build_file(bufs);
+}
+
+Profile incremental(const std::vector<uint8_t>& file, size_t chunk, size_t cut = SIZE_MAX, bool* stayed_small = nullptr) {
+  const size_t end = std::min(cut, file.size());
+  LiveFile live;
+  IncrementalBuilder b;
+  Profile snap;
+  uint64_t held = 0;
+  for (size_t pos = 0; pos < end; pos += chunk) {
+    live.add(file.data() + pos, std::min(chunk, end - pos));
+    live.feed(b);
+    held = std::max(held, live.held());
+    b.snapshot(snap);  // a snapshot in between must not change what comes after
+  }
+  live.finish(b);
+  b.snapshot(snap);
+  if (stayed_small) *stayed_small = held < 64 * 1024 + chunk;
+  return snap;
+}
+
+}  // namespace
+
+TEST_CASE("incremental: any chunking gives the model build_profile gives", "[profile][live]") {
+  const std::vector<uint8_t> file = growing_file();
+  auto input = Input::from_memory(file.data(), file.size());
+  Profile whole;
+  build_profile(*input, whole);
+  REQUIRE(whole.problems().empty());
+  REQUIRE(whole.call_count() > 1000);
+  const std::string expected = report_text(whole);
+  for (const size_t chunk : {size_t{1}, size_t{7}, size_t{48}, size_t{1000}, size_t{1} << 20}) {
+    INFO("chunk " << chunk);
+    bool small = false;
+    const Profile p = incremental(file, chunk, SIZE_MAX, &small);
+    CHECK(p.problems().empty());
+    CHECK(p.summary().events == whole.summary().events);
+    CHECK(p.summary().buffers == whole.summary().buffers);
+    CHECK(p.call_count() == whole.call_count());
+    CHECK(p.unclosed_calls() == whole.unclosed_calls());
+    CHECK(stat_of(p, "N:C ()").total_ns == stat_of(whole, "N:C ()").total_ns);
+    CHECK(report_text(p) == expected);
+    CHECK(small);
+  }
+  // gzip, one member per few buffers (the agent's zip writes one per flush round), fed in pieces.
+  std::vector<uint8_t> gz;
+  const size_t third = file.size() / 3;
+  for (size_t from = 0; from < file.size(); from += third) {
+    const std::vector<uint8_t> part(file.begin() + static_cast<ptrdiff_t>(from),
+                                    file.begin() + static_cast<ptrdiff_t>(std::min(file.size(), from + third)));
+    const std::vector<uint8_t> member = gzip(part);
+    gz.insert(gz.end(), member.begin(), member.end());
+  }
+  const Profile zp = incremental(gz, 333);
+  CHECK(zp.problems().empty());
+  CHECK(report_text(zp) == expected);
+  // A member that inflates to far more than one output chunk, given at once.
+  const std::vector<uint8_t> big = growing_file(20000);
+  REQUIRE(big.size() > 1000000);
+  auto big_in = Input::from_memory(big.data(), big.size());
+  Profile big_whole;
+  build_profile(*big_in, big_whole);
+  const Profile bz = incremental(gzip(big), big.size());
+  CHECK(bz.problems().empty());
+  CHECK(bz.summary().events == big_whole.summary().events);
+  CHECK(report_text(bz) == report_text(big_whole));
+}
+
+TEST_CASE("incremental: a file cut inside a buffer ends with the problem build_profile reports", "[profile][live]") {
+  const std::vector<uint8_t> file = growing_file();
+  const size_t cut = file.size() - 10;
+  auto input = Input::from_memory(file.data(), cut);
+  Profile whole;
+  build_profile(*input, whole);
+  REQUIRE(whole.problems().size() == 1);
+  const Profile p = incremental(file, 500, cut);
+  REQUIRE(p.problems().size() == 1);
+  CHECK(p.problems()[0].offset == whole.problems()[0].offset);
+  CHECK(p.problems()[0].buffer == whole.problems()[0].buffer);
+  CHECK(p.problems()[0].message == whole.problems()[0].message);
+  CHECK(p.call_count() == whole.call_count());
+  // Not an mlpd file: the header problem, and nothing more is read.
+  std::vector<uint8_t> junk(200, 'x');
+  const Profile j = incremental(junk, 50);
+  REQUIRE(j.problem_count() == 1);
+  CHECK(j.problems()[0].message.rfind("not an mlpd file", 0) == 0);
 }

@@ -113,6 +113,10 @@ struct Options {
   uint32_t rotate_keep = 0;
   // Flight recorder: thread buffers kept in a ring of this many bytes instead of written (0: off).
   uint64_t ring_bytes = 0;
+  // `dumpsignal=NAME`: the signal (USR1, USR2 or HUP) that asks for a dump in ring mode, a flush round in
+  // file mode; 0: off. dump_signal_name is "SIGUSR2" etc.
+  int dump_signal = 0;
+  std::string dump_signal_name;
   // `alloc-sample=BYTES`: allocation events are samples, one on average per BYTES allocated by a
   // thread (exponential intervals); 0: every allocation (plain gcalloc). Enables gcalloc.
   uint64_t alloc_sample = 0;
@@ -132,6 +136,11 @@ bool parse_options(std::string_view text, Options& out, std::string& error) noex
 
 // The usage text (several lines, ending in a newline) for MLPD_OPTIONS=help / --profile=mlpd:help.
 std::string_view help_text() noexcept;
+
+// `dumpsignal=NAME`: NAME (USR2, SIGUSR2, usr2) as a signal the agent may take, or 0 with `why` saying
+// why not (not a signal name; a signal Mono, the program or the terminal owns; one that cannot be
+// caught). `canonical`, if given, gets "SIGUSR2" etc.
+int dump_signal_from_name(std::string_view name, std::string& why, std::string* canonical = nullptr);
 
 // The option part of a Mono profiler description: "mlpd:calls,zip" -> "calls,zip", "mlpd" -> "".
 std::string_view options_from_profiler_desc(std::string_view desc) noexcept;

@@ -216,6 +216,8 @@ class Profile {
   ~Profile();
   Profile(Profile&&) noexcept;
   Profile& operator=(Profile&&) noexcept;
+  Profile(const Profile&);  // a copy (IncrementalBuilder's snapshots)
+  Profile& operator=(const Profile&);
 
   const FileHeader& header() const { return header_; }
   // The program: the first image loaded whose file name ends in ".exe" ("" when none).
@@ -325,6 +327,39 @@ bool build_profile(Input& input, Profile& out, const BuildOptions& options = {})
 // The same over several inputs read in order as one profile (the files of one rotated run): the
 // header is the first file's; calls open at the end of one file go on in the next.
 bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildOptions& options = {});
+
+class Builder;
+
+// The model of a file that grows (mlpd top): feed() decodes the next part of the file into the same
+// model, snapshot() gives the model of everything fed so far -- what build_profile() gives over those
+// bytes -- and leaves the builder ready for the next part. A snapshot costs what the model holds
+// (distinct methods, stacks, threads), not what was read: nothing is decoded twice. LiveFile
+// (mlpd/live.h) cuts a growing file into such parts.
+class IncrementalBuilder {
+ public:
+  explicit IncrementalBuilder(const BuildOptions& options = {});
+  ~IncrementalBuilder();
+  IncrementalBuilder(const IncrementalBuilder&) = delete;
+  IncrementalBuilder& operator=(const IncrementalBuilder&) = delete;
+
+  // Decodes `part`: the file header (read again each time; the first one stands), then the next
+  // buffers of the file, whose first is the file's buffer number `first_buffer` (problems name it).
+  // Offsets are `part`'s (an Input whose offsets are the file's).
+  void feed(Input& part, uint64_t first_buffer);
+  // The model so far, as build_profile() would give it over the bytes fed (calls still open are
+  // closed in the snapshot only).
+  void snapshot(Profile& out);
+  uint64_t events() const { return all_.events; }
+  uint64_t buffers() const { return all_.buffers; }
+  uint64_t problem_count() const;
+
+ private:
+  BuildOptions options_;
+  Profile live_;
+  std::unique_ptr<Builder> builder_;
+  DecodeSummary all_;
+  std::unique_ptr<Input> no_input_;  // what finish() is told about the input (nothing)
+};
 
 // Per-method numbers (indexed by FrameId) over the threads whose `thread_mask` entry is true (all
 // threads when thread_mask is null): what Profile::methods() holds for all threads.

@@ -33,4 +33,9 @@ LogProfilerSettings log_profiler_settings();
 // mono_add_internal_call cannot be found.
 void register_log_profiler_icalls();
 
+// Called (on the calling managed thread) after LogProfiler.TriggerHeapshot() has taken its heapshot;
+// nullptr: nothing. The flight recorder sets it so that the heapshot a program asks for reaches a
+// file (docs/flight-recorder.md). The function must not block.
+void set_after_trigger_heapshot(void (*fn)());
+
 }  // namespace mlpd::hooks
