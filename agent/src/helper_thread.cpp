@@ -23,6 +23,9 @@ namespace {
 // is one the pool need not map and fault in), rarely when nothing is happening.
 constexpr auto kBusyTick = std::chrono::milliseconds(10);
 constexpr auto kIdleTick = std::chrono::milliseconds(100);
+// A round with more than this waiting is behind: the output favours speed (`zip` stores instead of
+// compressing) so that the buffers go back to the pool before the threads need more of them.
+constexpr size_t kBehindBytes = 4 * 1024 * 1024;
 }  // namespace
 
 HelperThread::HelperThread(const HelperParts& parts)
@@ -145,6 +148,9 @@ bool HelperThread::round(bool live) {
   const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   bool ok = true;
   if (!out.failed()) {
+    size_t total = 0;
+    for (const Flusher::Piece& p : pieces) total += p.size;
+    out.hurry(total > kBehindBytes);
     for (const Flusher::Piece& p : pieces) {
       if (!(ok = out.write(p.data, p.size))) break;
     }
