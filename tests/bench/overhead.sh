@@ -102,7 +102,7 @@ for c in "${cases[@]}"; do
   bpe() { "$mlpd" verify --json "$1" | python3 -c 'import json,sys,os; v=json.loads(sys.stdin.readline()); n=sum(v["counts"].values()); print("%.2f" % (os.path.getsize(sys.argv[1]) / max(n,1)))' "$1"; }
   pc=$(cut -d' ' -f1 "$work/plain" | median); mc=$(cut -d' ' -f1 "$work/mono" | median); oc=$(cut -d' ' -f1 "$work/mlpd" | median)
   pw=$(cut -d' ' -f2 "$work/plain" | median); mw=$(cut -d' ' -f2 "$work/mono" | median); ow=$(cut -d' ' -f2 "$work/mlpd" | median)
-  rss=$(for k in plain mono mlpd; do cut -d' ' -f3 "$work/$k" | median; done | awk '{printf "%s%.0f", NR > 1 ? "/" : "", $1 / 1024}')
+  rss=$(for k in plain mono mlpd; do cut -d' ' -f3 "$work/$k" | median; done | awk '{printf "%s%.0f", (NR > 1 ? "/" : ""), $1 / 1024}')
   [ "$mode" = callgrind ] && rss="-"
   if [ "$mode" = callgrind ]; then
     ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d <= 0) print "n/a"; else printf "%.3f", (o - p) / d }')
