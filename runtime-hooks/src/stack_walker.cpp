@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -462,6 +463,7 @@ struct TrampolineFrame {
 constexpr size_t kTrampolineScan = 512;
 
 // Copies [addr, addr + n) if it is mapped and readable (a fault is an error, not a crash).
+// errno tells a fault (EFAULT) from a refused call (EPERM, ENOSYS: a seccomp sandbox).
 bool read_memory(uint64_t addr, uint8_t* out, size_t n) {
   iovec local{out, n};
   iovec remote{reinterpret_cast<void*>(addr), n};
@@ -470,14 +472,21 @@ bool read_memory(uint64_t addr, uint8_t* out, size_t n) {
 
 bool read_trampoline(uint64_t ret, TrampolineFrame& f) {
   uint8_t code[kTrampolineScan];
-  const size_t page = 4096;
-  uint64_t from = ret - kTrampolineScan;
-  if (!read_memory(from, code, kTrampolineScan)) {
-    // The code may start on the return address's page: read from there only.
-    from = ret & ~uint64_t{page - 1};
-    if (ret - from < 16 || !read_memory(from, code, ret - from)) return false;
+  constexpr uint64_t kPage = 4096;
+  if (ret <= kTrampolineScan) return false;
+  // Copied with process_vm_readv, so that an unmapped address is an error, not a fault. The bytes before
+  // `ret` on the page of ret - 1 (the call instruction's last byte) are code that just ran: where a
+  // sandbox refuses the call, they are read directly; the page before is then left out.
+  const uint64_t lo = ret - kTrampolineScan;
+  const uint64_t page_start = (ret - 1) & ~(kPage - 1);
+  const uint64_t same_page = std::max(lo, page_start);
+  size_t len = 0;
+  if (lo < page_start && read_memory(lo, code, page_start - lo)) len = page_start - lo;
+  if (!read_memory(same_page, code + len, ret - same_page)) {
+    if (errno == EFAULT) return false;
+    std::memcpy(code + len, reinterpret_cast<const void*>(same_page), ret - same_page);
   }
-  const size_t len = ret - from;
+  len += ret - same_page;
   // The call that returns to `ret`: `call *%r11` (41 ff d3) or `call *%rax`.. (ff d0..d7), or rel32 (e8).
   size_t end;
   if (len >= 3 && code[len - 3] == 0x41 && code[len - 2] == 0xff && (code[len - 1] & 0xf8) == 0xd0) {
