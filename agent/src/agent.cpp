@@ -343,6 +343,7 @@ class Agent final : private HelperOutput {
   // HelperOutput: the sink as the helper writes to it.
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
   bool flush() override { return sink_->flush(); }
+  void hurry(bool behind) override { sink_->set_hurry(behind); }
   bool failed() const override { return failed_; }
   void report_failure() override {
     if (failed_) return;

@@ -23,6 +23,12 @@ namespace {
 // is one the pool need not map and fault in), rarely when nothing is happening.
 constexpr auto kBusyTick = std::chrono::milliseconds(10);
 constexpr auto kIdleTick = std::chrono::milliseconds(100);
+// A round with more than this waiting is far behind: the output favours speed (`zip` stores instead
+// of compressing) so that the buffers go back to the pool before the threads need more of them. A
+// safety valve against a helper starved of CPU for good, not the usual case: at 4 MiB most rounds of
+// four busy threads on two cores stored (files 6-8x larger for ~12 MiB less peak RSS), so a user who
+// asked for `zip` got mostly uncompressed files (measured in docs/performance.md).
+constexpr size_t kBehindBytes = 32 * 1024 * 1024;
 }  // namespace
 
 HelperThread::HelperThread(const HelperParts& parts)
@@ -146,6 +152,9 @@ bool HelperThread::round(bool live) {
   const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   bool ok = true;
   if (!out.failed()) {
+    size_t total = 0;
+    for (const Flusher::Piece& p : pieces) total += p.size;
+    out.hurry(total > kBehindBytes);
     for (const Flusher::Piece& p : pieces) {
       if (!(ok = out.write(p.data, p.size))) break;
     }

@@ -28,6 +28,8 @@ class HelperOutput {
  public:
   virtual bool write(const uint8_t* data, size_t size) = 0;
   virtual bool flush() = 0;
+  // The helper is behind (OutputSink::set_hurry): favour speed over size for this round.
+  virtual void hurry(bool /*behind*/) {}
   // The output failed (now or earlier): nothing more is written.
   virtual bool failed() const = 0;
   // A write or flush failed: one message, profiling stops, the program goes on.

@@ -7,10 +7,12 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -226,6 +228,15 @@ bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is comp
 // inflated method (class and method instantiations), NULL for any other.
 using GetContext = void* (*)(MonoMethod*);
 GetContext g_method_context = nullptr;
+// The wrapper type of a method (0: none, as MONO_WRAPPER_NONE). Mono 6.8 exports no reader for it.
+// Its layout (metadata/class-internals.h): struct _MonoMethod {guint16 flags, iflags; guint32 token;
+// MonoClass *klass; MonoMethodSignature *signature; const char *name; unsigned inline_info:1,
+// inline_failure:1, wrapper_type:5, ...}: bits 2..6 of the 32-bit word at offset 32.
+unsigned wrapper_type(const MonoMethod* m) {
+  uint32_t bits;
+  std::memcpy(&bits, reinterpret_cast<const char*>(m) + 32, sizeof bits);
+  return (bits >> 2) & 31;
+}
 
 // True when the instantiation of an inflated method is open, i.e. holds generic parameters: Mono 6.8's
 // shared generic code is compiled as such a method (`Select<TSource_REF, TResult_REF>`: the parameters
@@ -438,6 +449,96 @@ bool in_loaded_object(uint64_t ret) {
   return dladdr(pc, &info) != 0 && info.dli_fbase != nullptr;
 }
 
+// Mono's throw trampolines (mini/exceptions-amd64.c, get_throw_trampoline) are JIT-made code without
+// CFI or jit_done: managed code calls one, it allocates a fixed frame (`sub $N,%rsp`), stores the
+// registers into a MonoContext inside it (rbp with `mov %rbp,d(%rsp)`) and calls into the runtime,
+// which raises the throw event. Read from the code before the return address: the last `sub $N,%rsp`
+// within kTrampolineScan bytes and the first store of rbp after it; the call that returns to `ret` must
+// be the only rsp change after the sub (no push, no second sub), as the trampolines are emitted. The
+// caller's return address is then at [sp + N]. Learning checks the whole walk against Mono's.
+struct TrampolineFrame {
+  uint32_t size = 0;
+  int32_t rbp_save = -1;
+};
+constexpr size_t kTrampolineScan = 512;
+
+// Copies [addr, addr + n) if it is mapped and readable (a fault is an error, not a crash).
+// errno tells a fault (EFAULT) from a refused call (EPERM, ENOSYS: a seccomp sandbox).
+bool read_memory(uint64_t addr, uint8_t* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(addr), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+bool read_trampoline(uint64_t ret, TrampolineFrame& f) {
+  uint8_t code[kTrampolineScan];
+  constexpr uint64_t kPage = 4096;
+  if (ret <= kTrampolineScan) return false;
+  // Copied with process_vm_readv, so that an unmapped address is an error, not a fault. The bytes before
+  // `ret` on the page of ret - 1 (the call instruction's last byte) are code that just ran: where a
+  // sandbox refuses the call, they are read directly; the page before is then left out.
+  const uint64_t lo = ret - kTrampolineScan;
+  const uint64_t page_start = (ret - 1) & ~(kPage - 1);
+  const uint64_t same_page = std::max(lo, page_start);
+  size_t len = 0;
+  if (lo < page_start && read_memory(lo, code, page_start - lo)) len = page_start - lo;
+  if (!read_memory(same_page, code + len, ret - same_page)) {
+    if (errno == EFAULT) return false;
+    std::memcpy(code + len, reinterpret_cast<const void*>(same_page), ret - same_page);
+  }
+  len += ret - same_page;
+  // The call that returns to `ret`: `call *%r11` (41 ff d3) or `call *%rax`.. (ff d0..d7), or rel32 (e8).
+  size_t end;
+  if (len >= 3 && code[len - 3] == 0x41 && code[len - 2] == 0xff && (code[len - 1] & 0xf8) == 0xd0) {
+    end = len - 3;
+  } else if (len >= 2 && code[len - 2] == 0xff && (code[len - 1] & 0xf8) == 0xd0) {
+    end = len - 2;
+  } else if (len >= 5 && code[len - 5] == 0xe8) {
+    end = len - 5;
+  } else {
+    return false;
+  }
+  // The last `sub $imm32,%rsp` (48 81 ec) or `sub $imm8,%rsp` (48 83 ec) before the call.
+  size_t at = SIZE_MAX;
+  for (size_t i = end; i-- > 0;) {
+    if (i + 3 <= end && code[i] == 0x48 && (code[i + 1] == 0x81 || code[i + 1] == 0x83) && code[i + 2] == 0xec) {
+      at = i;
+      break;
+    }
+  }
+  if (at == SIZE_MAX) return false;
+  uint32_t n;
+  size_t i;
+  if (code[at + 1] == 0x81) {
+    if (at + 7 > end) return false;
+    std::memcpy(&n, code + at + 3, 4);
+    i = at + 7;
+  } else {
+    if (at + 4 > end) return false;
+    n = code[at + 3];
+    i = at + 4;
+  }
+  if (n == 0 || n >= 0x1000 || n % 8 != 0) return false;
+  // No push/pop (50..5f, 41 50..41 5f) between the sub and the call would be sure only with a full
+  // decoder; the learned chain is kept only if the walk it gives equals Mono's (learn()).
+  for (; i + 5 <= end; ++i) {
+    // mov %rbp,disp8(%rsp): 48 89 6c 24 d8; mov %rbp,disp32(%rsp): 48 89 ac 24 d32
+    if (code[i] == 0x48 && code[i + 1] == 0x89 && code[i + 3] == 0x24 && (code[i + 2] == 0x6c || code[i + 2] == 0xac)) {
+      int32_t d;
+      if (code[i + 2] == 0x6c) {
+        d = static_cast<int8_t>(code[i + 4]);
+      } else {
+        if (i + 8 > end) break;
+        std::memcpy(&d, code + i + 4, 4);
+      }
+      if (d >= 0 && static_cast<uint32_t>(d) + 8 <= n) f.rbp_save = d;
+      break;
+    }
+  }
+  f.size = n;
+  return true;
+}
+
 // The native chain from `anchor` (collect()'s frame) up to the first managed frame.
 __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Signature& s) {
   unw_context_t uc;
@@ -461,6 +562,31 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
       s.rbp_loc = static_cast<int64_t>(loc.u.addr - anchor);
       set_bounds(s);
       return s.n > 0;
+    }
+    if (s.n < kMaxPairs && !in_loaded_object(ip) && e->kind == kNative) {
+      // JIT-made code that is no method's (no jit_done) and has no CFI: Mono's throw trampolines.
+      TrampolineFrame f;
+      if (read_trampoline(ip, f)) {
+        const uint64_t ret_slot = sp + f.size;
+        if (ret_slot < sp || ret_slot < anchor || ret_slot + 8 > t.hi) return false;
+        const CodeEntry* m = lookup(t, load(ret_slot));
+        if (m->kind == kNative || m->kind == kUnsure) return false;
+        int64_t rbp_loc;
+        if (f.rbp_save >= 0) {
+          rbp_loc = static_cast<int64_t>(sp + static_cast<uint32_t>(f.rbp_save) - anchor);
+        } else {
+          unw_save_loc_t loc;
+          if (g_unw.get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return false;
+          rbp_loc = static_cast<int64_t>(loc.u.addr - anchor);
+        }
+        s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
+        s.val[s.n] = ip;
+        ++s.n;
+        s.managed_slot = static_cast<int64_t>(ret_slot - anchor);
+        s.rbp_loc = rbp_loc;
+        set_bounds(s);
+        return true;
+      }
     }
     if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
     s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
@@ -605,6 +731,14 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint6
   e->method = m;
   e->domain = domain;
   classify(reinterpret_cast<const uint8_t*>(start), size, *e);
+  // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
+  // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
+  // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
+  // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
+  // generic code below: a wrapper is no open instantiation.
+  if (jit_method && jit_method != m && wrapper_type(jit_method) != 0 && wrapper_type(m) == 0) {
+    e->method = m = jit_method;
+  }
   // Shared generic code: jit_done names the instantiation asked for (m) while the code, and its JIT
   // info, belong to the shared method (jit_method), and Mono's walk names the instantiation it reads
   // from each frame's generic context, which a code range cannot tell: left to Mono. A generic

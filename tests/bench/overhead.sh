@@ -35,6 +35,7 @@ mcs_exe=$(awk '/mcs.exe/ {for (i = 1; i <= NF; i++) if ($i ~ /mcs\.exe$/) print 
 cases=(
   "calls|bench_calls|5|calls"
   "calls, 4 threads|bench_threads|2|calls"
+  "calls,zip, 4 threads|bench_threads|2|calls,zip"
   "alloc, no backtraces|bench_alloc|5|nodefaults,gcalloc,maxframes=0"
   "alloc, backtraces|bench_alloc|2|nodefaults,gcalloc"
   "no events (attach only)|bench_calls|1|nodefaults"
@@ -51,8 +52,8 @@ prog_cmd() {
   if [ "$1" = mcs ]; then echo "$mcs_exe -target:exe -out:$work/gen.exe $work/gen.cs"; else echo "$work/$1.exe $2"; fi
 }
 
-# measure KIND PROGRAM ARGS OPTIONS -> prints "cpu wall"
-# (MODE=callgrind: "instructions instructions")
+# measure KIND PROGRAM ARGS OPTIONS -> prints "cpu wall rss_kib"
+# (MODE=callgrind: "instructions instructions 0")
 measure() {
   local kind=$1 prog=$2 args=$3 opts=$4 out="$work/out.mlpd" cmd
   cmd=$(prog_cmd "$prog" "$args")
@@ -66,25 +67,25 @@ measure() {
     esac
     local n
     n=$(grep -o "Collected : [0-9]*" "$work/vg" | awk '{print $3}')
-    echo "$n $n"
+    echo "$n $n 0"
     return
   fi
   case $kind in
-    plain) /usr/bin/time -f "%U %S %e" -o "$work/t" env -u LD_PRELOAD mono $cmd >/dev/null ;;
-    mono)  /usr/bin/time -f "%U %S %e" -o "$work/t" mono --profile=log:$opts,output="$out" $cmd >/dev/null ;;
-    mlpd)  /usr/bin/time -f "%U %S %e" -o "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" \
+    plain) /usr/bin/time -f "%U %S %e %M" -o "$work/t" env -u LD_PRELOAD mono $cmd >/dev/null ;;
+    mono)  /usr/bin/time -f "%U %S %e %M" -o "$work/t" mono --profile=log:$opts,output="$out" $cmd >/dev/null ;;
+    mlpd)  /usr/bin/time -f "%U %S %e %M" -o "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" \
              mono $cmd >/dev/null ;;
   esac
-  awk '{printf "%.3f %.3f\n", $1 + $2, $3}' "$work/t"
+  awk '{printf "%.3f %.3f %d\n", $1 + $2, $3, $4}' "$work/t"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 unit="cpu s"; [ "$mode" = callgrind ] && unit="Minstr"
 [ "$mode" = callgrind ] && rounds=1
-printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "benchmark" "plain" "mono-log" "mlpd" \
-  "wall" "wall" "wall" "ovh" "B/event" "ours"
-printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "" "$unit" "$unit" "$unit" "plain" "mono" "mlpd" \
-  "ratio" "mono/us" "walker"
+printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "benchmark" "plain" "mono-log" "mlpd" \
+  "wall" "wall" "wall" "ovh" "B/event" "ours" "peak RSS MiB"
+printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "" "$unit" "$unit" "$unit" "plain" "mono" "mlpd" \
+  "ratio" "mono/us" "walker" "plain/mono/us"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prog args opts <<<"$c"
   [[ "$name" =~ $only ]] || continue
@@ -101,6 +102,8 @@ for c in "${cases[@]}"; do
   bpe() { "$mlpd" verify --json "$1" | python3 -c 'import json,sys,os; v=json.loads(sys.stdin.readline()); n=sum(v["counts"].values()); print("%.2f" % (os.path.getsize(sys.argv[1]) / max(n,1)))' "$1"; }
   pc=$(cut -d' ' -f1 "$work/plain" | median); mc=$(cut -d' ' -f1 "$work/mono" | median); oc=$(cut -d' ' -f1 "$work/mlpd" | median)
   pw=$(cut -d' ' -f2 "$work/plain" | median); mw=$(cut -d' ' -f2 "$work/mono" | median); ow=$(cut -d' ' -f2 "$work/mlpd" | median)
+  rss=$(for k in plain mono mlpd; do cut -d' ' -f3 "$work/$k" | median; done | awk '{printf "%s%.0f", (NR > 1 ? "/" : ""), $1 / 1024}')
+  [ "$mode" = callgrind ] && rss="-"
   if [ "$mode" = callgrind ]; then
     ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d <= 0) print "n/a"; else printf "%.3f", (o - p) / d }')
     ovh=$(awk -v p="$pc" -v o="$oc" 'BEGIN { printf "%+.2f%%", 100 * (o - p) / p }')
@@ -109,10 +112,11 @@ for c in "${cases[@]}"; do
   else
     ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d < 0.05) print "n/a"; else printf "%.3f", (o - p) / d }')
   fi
-  printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
-    "$(bpe "$work/m.mlpd")/$(bpe "$work/o.mlpd")" "$walker"
+  printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
+    "$(bpe "$work/m.mlpd")/$(bpe "$work/o.mlpd")" "$walker" "$rss"
 done
 echo "ovh ratio = (mlpd cpu - plain cpu) / (mono-log cpu - plain cpu): our CPU overhead as a fraction of Mono's"
 echo "(n/a where Mono's CPU overhead is below 0.05 s, i.e. within noise: compare the wall columns there)."
 echo "MODE=callgrind: columns are millions of instructions; the mlpd 'wall' column is then our instruction"
 echo "overhead over the plain run. walker: share of backtraces made by our stack walker (verbose counts)."
+echo "peak RSS: medians of /usr/bin/time's maximum resident set size (MiB), CPU mode only."

@@ -250,32 +250,41 @@ class DescriptorSink final : public OutputSink {
 // member is compressed (libdeflate, whole-buffer, several times faster than zlib at the same ratio) and
 // written when the stage is full and on every flush(). So whatever has been flushed is a complete gzip
 // file: a process killed at any moment leaves a file that reads up to its last flush round, plus at most
-// one member cut short, which readers report as truncation. Memory: the stage and its compressed bound,
-// fixed (about 2 MiB), whatever the output rate.
+// one member cut short, which readers report as truncation. Memory: the stage and its compressed bound
+// (about 2 MiB) and at most kMaxHeldBytes of members held for the round, whatever the output rate.
+// Speed: level 1 by default (~330 MB/s of event data on this machine); while the writer is behind
+// (set_hurry: a round found more than a few MiB of buffers waiting, e.g. a helper starved of CPU by the
+// host's threads) members are stored, not compressed (GB/s): the file grows, the buffer pool does not.
 class GzipSink final : public OutputSink {
  public:
   static constexpr size_t kStageSize = 1024 * 1024;
-  static constexpr size_t kMaxHeldStages = 32;  // members held until the round's flush, at most (32 MiB of input)
+  static constexpr int kDefaultLevel = 1;  // see SinkOptions::gzip_level
+  static constexpr size_t kMaxHeldBytes = 4 * 1024 * 1024;  // members held until the round's flush, at most
 
   explicit GzipSink(std::unique_ptr<OutputSink> inner) : inner_(std::move(inner)) {}
   ~GzipSink() override {
     close();
     if (compressor_) libdeflate_free_compressor(compressor_);
+    if (store_) libdeflate_free_compressor(store_);
   }
 
   // Returns false (and sets `error`) if the compressor cannot be set up.
   bool init(int level, std::string& error) {
-    // zlib's levels (-1 = default 6, 0..9) map to libdeflate's 0..12 one to one below 10.
+    // zlib's levels (0..9) map to libdeflate's 0..12 one to one below 10; -1 is our default (sink.h).
     if (level < -1 || level > 9) {
       error = "mlpd: cannot compress output to '" + one_line(inner_->describe()) + "': bad compression level " +
               std::to_string(level);
       return false;
     }
-    compressor_ = libdeflate_alloc_compressor(level < 0 ? 6 : level);
+    compressor_ = libdeflate_alloc_compressor(level < 0 ? kDefaultLevel : level);
+    store_ = libdeflate_alloc_compressor(0);  // "no compression": stored blocks
     stage_.reset(new (std::nothrow) uint8_t[kStageSize]);
-    out_size_ = libdeflate_gzip_compress_bound(compressor_, kStageSize);
-    if (compressor_) out_.reset(new (std::nothrow) uint8_t[out_size_]);
-    if (!compressor_ || !stage_ || !out_) {
+    if (compressor_ && store_) {
+      out_size_ = std::max(libdeflate_gzip_compress_bound(compressor_, kStageSize),
+                           libdeflate_gzip_compress_bound(store_, kStageSize));
+      out_.reset(new (std::nothrow) uint8_t[out_size_]);
+    }
+    if (!compressor_ || !store_ || !stage_ || !out_) {
       error = "mlpd: cannot compress output to '" + one_line(inner_->describe()) + "': out of memory";
       return false;
     }
@@ -319,7 +328,7 @@ class GzipSink final : public OutputSink {
   void abandon() override {
     if (closed_) return;
     closed_ = failed_ = true;
-    compressor_ = nullptr;
+    compressor_ = store_ = nullptr;
     (void)stage_.release();
     (void)out_.release();
     inner_->abandon();
@@ -328,11 +337,13 @@ class GzipSink final : public OutputSink {
   std::string error() const override { return error_; }
   std::string describe() const override { return inner_->describe(); }
   uint64_t written() const override { return inner_->written(); }
+  void set_hurry(bool hurry) override { hurry_ = hurry; }
 
  private:
   bool emit_member(bool even_empty = false) {
     if (staged_ == 0 && !even_empty) return true;
-    const size_t n = libdeflate_gzip_compress(compressor_, stage_.get(), staged_, out_.get(), out_size_);
+    const size_t n =
+        libdeflate_gzip_compress(hurry_ ? store_ : compressor_, stage_.get(), staged_, out_.get(), out_size_);
     staged_ = 0;
     if (n == 0) {  // cannot happen with the bound's room; treat as a failure, never as success
       failed_ = true;
@@ -342,11 +353,15 @@ class GzipSink final : public OutputSink {
     ++members_;
     // Held until the round's flush: a member that filled the stage ends in the middle of an mlpd
     // buffer, and a file whose last complete member ended there would not read to its last round
-    // after a kill. What is held is compressed (a round's worth, a tenth of its size or less).
-    // A round larger than kMaxHeldStages stages is written through as it goes (memory stays bounded;
-    // a kill inside such a round leaves its last buffer cut, which the reader reports).
+    // after a kill. What is held is compressed (a round's worth, a tenth of its size or less; stored
+    // while hurrying). A round whose members exceed kMaxHeldBytes is written through as it goes
+    // (memory stays bounded; a kill inside such a round leaves its last buffer cut, which the reader
+    // reports).
+    // Room for the bound at once and kept: growing by doubling and shrinking back every round made
+    // fresh pages to fault in each time (several ms a round in this VM, with the helper behind).
+    if (held_.capacity() < held_.size() + n) held_.reserve(std::max(held_.size() + n, kMaxHeldBytes + out_size_));
     held_.insert(held_.end(), out_.get(), out_.get() + n);
-    if (++held_stages_ >= kMaxHeldStages) return write_held();
+    if (held_.size() >= kMaxHeldBytes) return write_held();
     return true;
   }
 
@@ -354,8 +369,6 @@ class GzipSink final : public OutputSink {
     if (held_.empty()) return true;
     const bool ok = inner_->write(held_.data(), held_.size());
     held_.clear();
-    held_stages_ = 0;
-    if (held_.capacity() > 4 * kStageSize) held_.shrink_to_fit();
     return ok || fail_from_inner();
   }
 
@@ -370,12 +383,13 @@ class GzipSink final : public OutputSink {
 
   std::unique_ptr<OutputSink> inner_;
   libdeflate_compressor* compressor_ = nullptr;
+  libdeflate_compressor* store_ = nullptr;  // level 0, while hurrying
   std::unique_ptr<uint8_t[]> stage_;
   std::unique_ptr<uint8_t[]> out_;
   size_t out_size_ = 0;
   size_t staged_ = 0;
   std::vector<uint8_t> held_;  // complete members not yet written (written at flush and close)
-  size_t held_stages_ = 0;
+  bool hurry_ = false;
   uint64_t members_ = 0;
   std::string error_;
   bool failed_ = false;

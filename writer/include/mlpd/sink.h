@@ -46,6 +46,9 @@ class OutputSink {
   virtual std::string describe() const = 0;
   // Bytes handed to the target so far (after compression): what `rotate-size=` compares.
   virtual uint64_t written() const = 0;
+  // The writer is behind (buffers are waiting for it): until told otherwise, favour speed over size.
+  // gzip then writes stored (uncompressed) deflate blocks, still valid gzip members; others ignore it.
+  virtual void set_hurry(bool /*hurry*/) {}
 };
 
 enum class OutputKind {
@@ -55,7 +58,9 @@ enum class OutputKind {
 };
 
 struct SinkOptions {
-  // Compression level for `zip`, 0..9 as zlib's; -1 is the default, 6 (what Mono's gzdopen(..., "wb") uses).
+  // Compression level for `zip`, 0..9 as zlib's; -1 is the default, 1: libdeflate's fastest level, which
+  // keeps up with several threads' `calls` events on one helper (level 6, what Mono's gzdopen(..., "wb")
+  // uses, compresses ~5x slower for files ~1.5x smaller; the buffers waiting meanwhile grew the pool).
   int gzip_level = -1;
   // How long close() waits for a pipe's command to exit after our end is closed. A command that never
   // exits (or whose stdin another fork of the host still holds) is then left running and reported.
