@@ -161,7 +161,7 @@ void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::st
   report({offset, static_cast<int64_t>(index), message});
 }
 
-bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity) {
+bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow) {
   const uint64_t index = ++info_.index;
   uint8_t raw[kBufferHeaderSize];
   info_.offset = in_.offset();
@@ -196,14 +196,18 @@ bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& ca
                 std::to_string(opt_.max_buffer_length) + " bytes"});
     return false;
   }
-  if (h.length > capacity) {
-    capacity = std::max<size_t>(h.length, 2 * capacity);
-    data.reset(new uint8_t[capacity]);
-  }
-  Problem problem;
-  if (!read_exact(in_, data.get(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
-    report(problem);
-    return false;
+  data_ptr_ = borrow ? in_.borrow(h.length) : nullptr;
+  if (!data_ptr_) {
+    if (h.length > capacity) {
+      capacity = std::max<size_t>(h.length, 2 * capacity);
+      data.reset(new uint8_t[capacity]);
+    }
+    Problem problem;
+    if (!read_exact(in_, data.get(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
+      report(problem);
+      return false;
+    }
+    data_ptr_ = data.get();
   }
   ++s_.buffers;
   return !over_budget(info_.offset);

@@ -27,11 +27,12 @@ class DecodeDriver {
   bool start();
   // Reads the next buffer's header and data: true with info() and data() set, false at the end of the
   // input, on a problem that ends decoding (reported), or when the memory budget is exceeded.
-  bool next_buffer() { return next_buffer_into(data_, data_capacity_); }
+  // The data is where the input can lend it without a copy (Input::borrow), else in a buffer of the driver.
+  bool next_buffer() { return next_buffer_into(data_, data_capacity_, true); }
   // The same into a buffer of the caller's (grown as needed): decode_counting() reads ahead.
-  bool next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity);
+  bool next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow = false);
   const BufferInfo& info() const { return info_; }
-  const uint8_t* data() const { return data_.get(); }
+  const uint8_t* data() const { return data_ptr_; }
   // True (and one problem reported) when the memory budget is exceeded.
   bool over_budget(uint64_t offset) {
     return opt_.budget && over_budget_slow(offset);
@@ -69,6 +70,7 @@ class DecodeDriver {
   // Grown, never shrunk, never zero-filled: every byte is overwritten by the read before use.
   std::unique_ptr<uint8_t[]> data_;
   size_t data_capacity_ = 0;
+  const uint8_t* data_ptr_ = nullptr;  // the current buffer's data (borrowed or data_)
   bool deferring_ = false;
   uint64_t end_ = UINT64_MAX;
   std::vector<std::pair<bool, Problem>> deferred_;  // (is a warning, what)
