@@ -275,8 +275,13 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
   d.set_deferring(true);  // reported after the buffers before them
 
   // Jobs in a ring: the reader fills slot `read % K`, workers take them in order, the reader delivers
-  // slot `delivered % K` once done. At most K buffers (each <= max_buffer_length) are held.
+  // slot `delivered % K` once done. At most K buffers are held, and reading ahead stops at kAhead bytes:
+  // the memory held is at most kAhead plus one buffer (<= max_buffer_length, as decode() holds), and a
+  // slot that held a big buffer gives its memory back once delivered.
   const size_t K = 4 * static_cast<size_t>(threads);
+  constexpr uint64_t kAhead = 8u << 20;
+  constexpr size_t kKeep = 1u << 20;
+  uint64_t ahead = 0;  // bytes of the buffers read and not yet delivered
   std::vector<CountJob> jobs(K);
   std::mutex m;
   std::condition_variable work_cv, done_cv;
@@ -318,11 +323,16 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
       d.set_deferring(true);
     }
     v.on_buffer_end(j.info);
+    ahead -= j.info.header.length;
+    if (j.capacity > kKeep) {
+      j.data.reset();
+      j.capacity = 0;
+    }
     ++delivered;
     if (failed && opt.stop_at_first_problem) stop = true;
   };
   while (!stop) {
-    if (read - delivered == K) {
+    if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
       deliver();
       continue;
     }
@@ -330,6 +340,7 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
     const bool more = d.next_buffer_into(j.data, j.capacity);
     if (!more || d.has_deferred()) break;
     j.info = d.info();
+    ahead += j.info.header.length;
     {
       std::lock_guard<std::mutex> lock(m);
       ++read;

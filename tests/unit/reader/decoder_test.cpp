@@ -796,3 +796,15 @@ TEST_CASE("decode_counting: the same as decode() on valid and corrupted files", 
     }
   }
 }
+
+TEST_CASE("decode_counting: big buffers (read-ahead bounded by bytes, slots released)", "[decoder][parallel]") {
+  EventGen gen(78);
+  std::vector<ThreadBuffer> bufs;
+  for (int i = 0; i < 10; ++i)
+    bufs.push_back({static_cast<uint64_t>(0x200 + i % 3), 5000u + i, gen.events(EventKind::method_enter, 120000)});
+  Bytes file = build_file(bufs);
+  REQUIRE(file.size() > 10u * (1u << 20));  // buffers above the 1 MiB a slot keeps, over the 8 MiB read-ahead
+  expect_same_as_decode(file, 2);
+  file[file.size() / 2] ^= 0x5A;  // and a problem in the middle
+  expect_same_as_decode(file, 2);
+}
