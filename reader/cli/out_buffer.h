@@ -99,6 +99,14 @@ class OutBuffer {
     if (quoted) put('"');
     size_t run = 0;  // start of the pending run of bytes that need no escape
     for (size_t i = 0; i < s.size(); ++i) {
+      if (s.size() - i >= 8) {  // eight bytes at a time while none needs an escape (names are long)
+        uint64_t x;
+        std::memcpy(&x, s.data() + i, 8);
+        if (!escape_in(x, quoted)) {
+          i += 7;
+          continue;
+        }
+      }
       const auto c = static_cast<unsigned char>(s[i]);
       if (c >= 0x20 && c != 0x7f && !(quoted && (c == '"' || c == '\\'))) continue;
       put(s.substr(run, i - run));
@@ -135,6 +143,16 @@ class OutBuffer {
 
  private:
   static constexpr size_t kSize = 1u << 20;
+
+  // True when one of the eight bytes of `x` is below 0x20 or 0x7f, or, `quoted`, '"' or '\\' (the
+  // bytes text() escapes). Exact as a yes/no: "has a zero byte" and "has a byte below n" (n <= 0x80).
+  static bool escape_in(uint64_t x, bool quoted) {
+    constexpr uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    auto has_zero = [](uint64_t v) { return (v - ones) & ~v & highs; };
+    uint64_t t = ((x - ones * 0x20) & ~x & highs) | has_zero(x ^ (ones * 0x7f));
+    if (quoted) t |= has_zero(x ^ (ones * '"')) | has_zero(x ^ (ones * '\\'));
+    return t != 0;
+  }
 
   // Space for `n` more bytes (n is small), flushing first when the block is full.
   char* room(size_t n) {

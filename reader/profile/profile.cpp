@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <unordered_map>
 
 #include "mlpd/budget.h"
+#include "mlpd/decode_loop.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
 
@@ -201,7 +203,8 @@ class Builder final : public Visitor {
   // Folds the time range of the enter/leave events of the current buffer into its thread's and the
   // file's first/last times.
   void flush_buffer_times() {
-    if (buf_min_ > buf_max_) return;
+    if (buf_min_ == UINT64_MAX) return;
+    if (buf_min_ > buf_max_) std::swap(buf_min_, buf_max_);  // a time that wrapped around (hostile input)
     if (buf_min_ != 0) touch(cur_thread_, buf_min_);
     touch(cur_thread_, buf_max_);
     if (buf_min_ && (p_.first_time_ == 0 || buf_min_ < p_.first_time_)) p_.first_time_ = buf_min_;
@@ -281,10 +284,47 @@ class Builder final : public Visitor {
     uint64_t enter;
     uint64_t child_ns;
   };
+  // A thread's open calls: a vector whose push is inline (std::vector's push_back was an out-of-line
+  // call of ~25 instructions per enter); grows by doubling, up to max_depth entries.
+  class CallStack {
+   public:
+    CallStack() = default;
+    CallStack(CallStack&&) noexcept = default;
+    CallStack& operator=(CallStack&&) noexcept = default;
+    // Copies (IncrementalBuilder's snapshots keep a copy of the open calls) copy only what is used.
+    CallStack(const CallStack& o) { *this = o; }
+    CallStack& operator=(const CallStack& o) {
+      if (this == &o) return *this;
+      data_.reset(o.size_ ? new CallEntry[o.size_] : nullptr);
+      std::copy(o.data_.get(), o.data_.get() + o.size_, data_.get());
+      size_ = capacity_ = o.size_;
+      return *this;
+    }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    CallEntry& back() { return data_[size_ - 1]; }
+    CallEntry& operator[](size_t i) { return data_[i]; }
+    void pop_back() { --size_; }
+    [[gnu::always_inline]] void push_back(const CallEntry& c) {
+      if (size_ == capacity_) [[unlikely]] grow();
+      data_[size_++] = c;
+    }
+
+   private:
+    [[gnu::noinline]] void grow() {
+      const size_t cap = capacity_ ? 2 * capacity_ : 64;
+      std::unique_ptr<CallEntry[]> d(new CallEntry[cap]);
+      std::copy(data_.get(), data_.get() + size_, d.get());
+      data_ = std::move(d);
+      capacity_ = cap;
+    }
+    std::unique_ptr<CallEntry[]> data_;
+    size_t size_ = 0, capacity_ = 0;
+  };
   struct ThreadState {
     NodeId root = 0;
     NodeId overflow = 0;  // the "[too many stacks]" node, made on first need
-    std::vector<CallEntry> calls;
+    CallStack calls;
     uint64_t deep = 0;    // enters beyond max_depth still open
     uint64_t monitor_obj = 0, monitor_time = 0;
     bool monitor_waiting = false;
@@ -419,7 +459,7 @@ class Builder final : public Visitor {
   // The listener test inline at every call site; the event itself is built out of line.
   [[gnu::always_inline]] void emit(TimelineKind k, ThreadIndex t, uint64_t time, FrameId frame = kNoFrame,
                                    NodeId node = 0, uint8_t code = 0, uint64_t value = 0) {
-    if (o_.listener) [[unlikely]] emit_to_listener(k, t, time, frame, node, code, value);
+    if (listener_) [[unlikely]] emit_to_listener(k, t, time, frame, node, code, value);
   }
 
   [[gnu::noinline]] void emit_to_listener(TimelineKind k, ThreadIndex t, uint64_t time, FrameId frame,
@@ -465,7 +505,7 @@ class Builder final : public Visitor {
   }
 
   [[gnu::always_inline]] void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
-    std::vector<CallEntry>& calls = states_[t].calls;
+    CallStack& calls = states_[t].calls;
     const CallEntry& c = calls.back();
     const uint64_t dur = time > c.enter ? time - c.enter : 0;
     const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
@@ -615,16 +655,21 @@ class Builder final : public Visitor {
   GcPause gc_{};
   uint64_t buffers_ = 0, events_ = 0;
   uint64_t buf_min_ = UINT64_MAX, buf_max_ = 0;  // times of the current buffer's enter/leave events
+  Listener* const listener_ = o_.listener;  // o_.listener, one load nearer on the hot path
 };
 
-void Builder::on_event(const Event& e, const EventInfo&) {
+// Inlined into decode_as<Builder>'s event loop (build_profile): no call, no prologue per event.
+[[gnu::always_inline]] inline void Builder::on_event(const Event& e, const EventInfo&) {
   ++events_;
   const ThreadIndex t = cur_thread_;
   // The hot path: enter/leave need neither Names nor per-event time bookkeeping (the buffer's times
   // are folded in at its end).
   if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
-    if (e.time < buf_min_) buf_min_ = e.time;
-    if (e.time > buf_max_) buf_max_ = e.time;
+    // Times never decrease within a buffer (unsigned deltas from its time base): its first and last
+    // enter/leave times are their minimum and maximum.
+    if (buf_min_ == UINT64_MAX) [[unlikely]]
+      buf_min_ = e.time;
+    buf_max_ = e.time;
     if (e.kind == EventKind::method_enter)
       enter(e, t);
     else
@@ -990,7 +1035,7 @@ static DecodeOptions budgeted() {
 bool build_profile(Input& input, Profile& out, const BuildOptions& options) {
   out = Profile();
   Builder b(out, options);
-  b.finish(decode(input, b, budgeted()), input);
+  b.finish(decode_as(input, b, budgeted()), input);
   return out.problem_count() == 0;
 }
 
@@ -1000,7 +1045,7 @@ bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildO
   Builder b(out, options);
   DecodeSummary all;
   for (Input* in : inputs) {
-    const DecodeSummary s = decode(*in, b, budgeted());
+    const DecodeSummary s = decode_as(*in, b, budgeted());
     all.header_ok = all.header_ok || s.header_ok;
     all.buffers += s.buffers;
     all.events += s.events;

@@ -1,11 +1,15 @@
 // decode(): a whole file through an Input, header and buffer by buffer (see decoder.h); the events
 // of each buffer are decoded by the codec's BufferDecoder.
 #include "mlpd/decoder.h"
+#include "mlpd/decode_loop.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
@@ -96,121 +100,267 @@ bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
   return true;
 }
 
-DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
-  DecodeSummary s;
+namespace detail {
+
+void DecodeDriver::report(const Problem& p) {
+  // A gzip input cut inside its last member (a writer killed mid-round) ends the file where the cut
+  // is: a warning, not a problem; what came before has been decoded.
+  const bool warning = in_.cut_member();
+  Problem w;
+  if (warning) {
+    w = {p.offset, p.buffer,
+         "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
+             std::to_string(in_.cut_member_start()) + " (the writer was stopped); read up to offset " +
+             std::to_string(in_.offset()) + ", the last complete member ends at offset " +
+             std::to_string(in_.complete_offset())};
+  }
+  if (deferring_) {
+    deferred_.emplace_back(warning, warning ? std::move(w) : p);
+    return;
+  }
+  deliver(warning, warning ? w : p);
+}
+
+void DecodeDriver::deliver(bool warning, const Problem& p) {
+  if (warning) {
+    s_.truncated = true;
+    v_.on_warning(p);
+  } else {
+    ++s_.problems;
+    v_.on_problem(p);
+  }
+}
+
+void DecodeDriver::report_deferred() {
+  for (const auto& [warning, p] : deferred_) deliver(warning, p);
+  deferred_.clear();
+}
+
+bool DecodeDriver::start() {
   Problem problem;
   FileHeader header;
-  auto report = [&](const Problem& p) {
-    // A gzip input cut inside its last member (a writer killed mid-round) ends the file where the cut
-    // is: a warning, not a problem; what came before has been decoded.
-    if (in.cut_member()) {
-      s.truncated = true;
-      v.on_warning({p.offset, p.buffer,
-                    "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
-                        std::to_string(in.cut_member_start()) + " (the writer was stopped); read up to offset " +
-                        std::to_string(in.offset()) + ", the last complete member ends at offset " +
-                        std::to_string(in.complete_offset())});
-      return;
-    }
-    ++s.problems;
-    v.on_problem(p);
-  };
-  if (!parse_file_header(in, header, problem)) {
-    ++s.problems;  // no header, no file: an error even when the cut is a killed writer's
-    v.on_problem(problem);
-    s.bytes = in.offset();
-    return s;
+  if (!parse_file_header(in_, header, problem)) {
+    ++s_.problems;  // no header, no file: an error even when the cut is a killed writer's
+    v_.on_problem(problem);
+    return false;
   }
-  s.header_ok = true;
-  v.on_header(header);
+  s_.header_ok = true;
+  v_.on_header(header);
+  info_.index = UINT64_MAX;  // next_buffer() makes it 0
+  return true;
+}
 
-  // The memory budget (mlpd/budget.h): past it, one problem and the end of decoding.
-  auto over_budget = [&](uint64_t offset, uint64_t index) {
-    if (!opt.budget || !opt.budget->exceeded()) return false;
-    report({offset, static_cast<int64_t>(index), opt.budget->message()});
-    return true;
-  };
-  // Grown, never shrunk, never zero-filled: every byte is overwritten by the read before use.
-  std::unique_ptr<uint8_t[]> data;
-  size_t data_capacity = 0;
-  Event event;
-  std::string message;
-  BufferInfo info;
-  for (uint64_t index = 0;; ++index) {
-    uint8_t raw[kBufferHeaderSize];
-    info.index = index;
-    info.offset = in.offset();
-    const size_t got = in.read(raw, sizeof raw);
-    if (got == 0) {
-      if (!in.error().empty()) {
-        report({in.offset(), static_cast<int64_t>(index), "read error: " + in.error()});
-      }
-      break;  // clean end of file
+// The memory budget (mlpd/budget.h): past it, one problem and the end of decoding.
+bool DecodeDriver::over_budget_slow(uint64_t offset) {
+  if (!opt_.budget->exceeded()) return false;
+  report({offset, static_cast<int64_t>(info_.index), opt_.budget->message()});
+  return true;
+}
+
+void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::string& message) {
+  report({offset, static_cast<int64_t>(index), message});
+}
+
+bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow) {
+  const uint64_t index = ++info_.index;
+  uint8_t raw[kBufferHeaderSize];
+  info_.offset = in_.offset();
+  const size_t got = in_.read(raw, sizeof raw);
+  if (got == 0) {
+    if (!in_.error().empty()) {
+      report({in_.offset(), static_cast<int64_t>(index), "read error: " + in_.error()});
     }
-    if (got < sizeof raw) {
-      std::string msg = "truncated buffer header: needs 48 bytes, " + std::to_string(got) + " present";
-      if (!in.error().empty()) msg += " (" + in.error() + ")";
-      report({in.offset(), static_cast<int64_t>(index), msg});
-      break;
-    }
-    const uint32_t id = static_cast<uint32_t>(load_le(raw, 4));
-    if (id != kBufferId) {
-      report({info.offset, static_cast<int64_t>(index),
-              "bad buffer id " + hex(id) + ", expected " + hex(kBufferId)});
-      break;  // no way to find the next buffer
-    }
-    BufferHeader& h = info.header;
-    h.length = static_cast<uint32_t>(load_le(raw + 4, 4));
-    h.time_base = load_le(raw + 8, 8);
-    h.ptr_base = static_cast<int64_t>(load_le(raw + 16, 8));
-    h.obj_base = static_cast<int64_t>(load_le(raw + 24, 8));
-    h.thread_id = load_le(raw + 32, 8);
-    h.method_base = static_cast<int64_t>(load_le(raw + 40, 8));
-    if (h.length > opt.max_buffer_length) {
-      report({info.offset + 4, static_cast<int64_t>(index),
-              "buffer length " + std::to_string(h.length) + " exceeds the limit of " +
-                  std::to_string(opt.max_buffer_length) + " bytes"});
-      break;
-    }
-    if (h.length > data_capacity) {
-      data_capacity = std::max<size_t>(h.length, 2 * data_capacity);
-      data.reset(new uint8_t[data_capacity]);
-    }
-    if (!read_exact(in, data.get(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
-      report(problem);
-      break;
-    }
-    ++s.buffers;
-    if (over_budget(info.offset, index)) break;
-    v.on_buffer(info);
-    const uint64_t data_offset = info.offset + kBufferHeaderSize;
-    BufferDecoder dec(h, data.get(), data_offset);
-    EventInfo ei;
-    ei.buffer = &info;
-    bool failed = false;
-    bool stopped = false;
-    while (dec.next(event, message, ei.offset)) {
-      ++s.events;
-      v.on_event(event, ei);
-      if ((s.events & 4095) == 0 && over_budget(ei.offset, index)) {
-        message.clear();
-        stopped = true;
-        break;
-      }
-    }
-    if (stopped) {
-      v.on_buffer_end(info);
-      break;
-    }
-    if (!message.empty()) {
-      failed = true;
-      report({dec.problem_offset(), static_cast<int64_t>(index), message});
-    }
-    v.on_buffer_end(info);
-    if (failed && opt.stop_at_first_problem) break;
+    return false;  // clean end of file
   }
-  s.bytes = in.offset();
-  return s;
+  if (got < sizeof raw) {
+    std::string msg = "truncated buffer header: needs 48 bytes, " + std::to_string(got) + " present";
+    if (!in_.error().empty()) msg += " (" + in_.error() + ")";
+    report({in_.offset(), static_cast<int64_t>(index), msg});
+    return false;
+  }
+  const uint32_t id = static_cast<uint32_t>(load_le(raw, 4));
+  if (id != kBufferId) {
+    report({info_.offset, static_cast<int64_t>(index), "bad buffer id " + hex(id) + ", expected " + hex(kBufferId)});
+    return false;  // no way to find the next buffer
+  }
+  BufferHeader& h = info_.header;
+  h.length = static_cast<uint32_t>(load_le(raw + 4, 4));
+  h.time_base = load_le(raw + 8, 8);
+  h.ptr_base = static_cast<int64_t>(load_le(raw + 16, 8));
+  h.obj_base = static_cast<int64_t>(load_le(raw + 24, 8));
+  h.thread_id = load_le(raw + 32, 8);
+  h.method_base = static_cast<int64_t>(load_le(raw + 40, 8));
+  if (h.length > opt_.max_buffer_length) {
+    report({info_.offset + 4, static_cast<int64_t>(index),
+            "buffer length " + std::to_string(h.length) + " exceeds the limit of " +
+                std::to_string(opt_.max_buffer_length) + " bytes"});
+    return false;
+  }
+  data_ptr_ = borrow ? in_.borrow(h.length) : nullptr;
+  if (!data_ptr_) {
+    if (h.length > capacity) {
+      capacity = std::max<size_t>(h.length, 2 * capacity);
+      data.reset(new uint8_t[capacity]);
+    }
+    Problem problem;
+    if (!read_exact(in_, data.get(), h.length, "buffer data", static_cast<int64_t>(index), problem)) {
+      report(problem);
+      return false;
+    }
+    data_ptr_ = data.get();
+  }
+  ++s_.buffers;
+  return !over_budget(info_.offset);
+}
+
+}  // namespace detail
+
+DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) { return decode_as<Visitor>(in, v, opt); }
+
+namespace {
+
+// The sequential decode_counting(): counts the events, forwards the rest.
+class CountingVisitor final : public Visitor {
+ public:
+  CountingVisitor(Visitor& v, EventCounts& counts) : v_(v), counts_(counts) {}
+  void on_header(const FileHeader& h) override { v_.on_header(h); }
+  void on_buffer(const BufferInfo& b) override { v_.on_buffer(b); }
+  void on_event(const Event& e, const EventInfo&) override { ++counts_[static_cast<size_t>(e.kind)]; }
+  void on_buffer_end(const BufferInfo& b) override { v_.on_buffer_end(b); }
+  void on_problem(const Problem& p) override { v_.on_problem(p); }
+  void on_warning(const Problem& p) override { v_.on_warning(p); }
+
+ private:
+  Visitor& v_;
+  EventCounts& counts_;
+};
+
+// One buffer read ahead: its bytes, then what a worker found in them.
+struct CountJob {
+  std::unique_ptr<uint8_t[]> data;
+  size_t capacity = 0;
+  BufferInfo info;
+  EventCounts counts{};
+  uint64_t events = 0;
+  std::string message;  // the problem that ended the buffer's events, if any
+  uint64_t problem_offset = 0;
+  bool done = false;
+};
+
+void count_buffer(CountJob& j) {
+  j.counts.fill(0);
+  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + kBufferHeaderSize);
+  Event event;
+  uint64_t offset = 0;
+  uint64_t n = 0;
+  while (dec.next(event, j.message, offset)) {
+    ++j.counts[static_cast<size_t>(event.kind)];
+    ++n;
+  }
+  j.events = n;
+  j.problem_offset = dec.problem_offset();
+}
+
+}  // namespace
+
+DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
+                              unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 2 || in.compressed()) {
+    CountingVisitor cv(v, counts);
+    return decode_as(in, cv, opt);
+  }
+  detail::DecodeDriver d(in, v, opt);
+  if (!d.start()) return d.finish();
+  d.set_deferring(true);  // reported after the buffers before them
+
+  // Jobs in a ring: the reader fills slot `read % K`, workers take them in order, the reader delivers
+  // slot `delivered % K` once done. At most K buffers are held, and reading ahead stops at kAhead bytes:
+  // the memory held is at most kAhead plus one buffer (<= max_buffer_length, as decode() holds), and a
+  // slot that held a big buffer gives its memory back once delivered.
+  const size_t K = 4 * static_cast<size_t>(threads);
+  constexpr uint64_t kAhead = 8u << 20;
+  constexpr size_t kKeep = 1u << 20;
+  uint64_t ahead = 0;  // bytes of the buffers read and not yet delivered
+  std::vector<CountJob> jobs(K);
+  std::mutex m;
+  std::condition_variable work_cv, done_cv;
+  uint64_t read = 0, taken = 0, delivered = 0;
+  bool quit = false;
+  auto worker = [&] {
+    std::unique_lock<std::mutex> lock(m);
+    for (;;) {
+      work_cv.wait(lock, [&] { return quit || taken < read; });
+      if (quit) return;
+      CountJob& j = jobs[taken++ % K];
+      lock.unlock();
+      count_buffer(j);
+      lock.lock();
+      j.done = true;
+      done_cv.notify_one();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
+
+  bool stop = false;
+  // Delivers the oldest job (waiting for it), in file order.
+  auto deliver = [&] {
+    CountJob& j = jobs[delivered % K];
+    {
+      std::unique_lock<std::mutex> lock(m);
+      done_cv.wait(lock, [&] { return j.done; });
+      j.done = false;
+    }
+    v.on_buffer(j.info);
+    for (size_t k = 0; k < counts.size(); ++k) counts[k] += j.counts[k];
+    d.add_events(j.events);
+    const bool failed = !j.message.empty();
+    if (failed) {
+      d.set_deferring(false);  // its place in the file is now
+      d.buffer_problem(j.problem_offset, j.info.index, j.message);
+      d.set_deferring(true);
+    }
+    v.on_buffer_end(j.info);
+    ahead -= j.info.header.length;
+    if (j.capacity > kKeep) {
+      j.data.reset();
+      j.capacity = 0;
+    }
+    ++delivered;
+    if (failed && opt.stop_at_first_problem) stop = true;
+  };
+  while (!stop) {
+    if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
+      deliver();
+      continue;
+    }
+    CountJob& j = jobs[read % K];
+    const bool more = d.next_buffer_into(j.data, j.capacity);
+    if (!more || d.has_deferred()) break;
+    j.info = d.info();
+    ahead += j.info.header.length;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      ++read;
+    }
+    work_cv.notify_one();
+  }
+  // Buffers not yet delivered (all of them unless a problem stopped delivering), then what ended reading.
+  while (!stop && delivered < read) deliver();
+  {
+    std::lock_guard<std::mutex> lock(m);
+    quit = true;
+  }
+  work_cv.notify_all();
+  for (std::thread& t : pool) t.join();
+  if (!stop) d.report_deferred();
+  if (stop) {  // read ahead, not decoded: as if never read
+    const BufferInfo& last = jobs[(delivered - 1) % K].info;
+    d.unread_buffers(read - delivered, last.offset + kBufferHeaderSize + last.header.length);
+  }
+  return d.finish();
 }
 
 }  // namespace mlpd

@@ -123,6 +123,26 @@ class StreamInput final : public Input {
     offset_ += done;
     return done;
   }
+  // Plain input: the bytes in the raw read buffer, topped up (what is left moved to its start) when
+  // fewer are there; the decoder then decodes a buffer where read() put it, without a second copy.
+  const uint8_t* borrow(size_t n) override {
+    if (gzip_ || done_ || n > in_size_) return nullptr;
+    if (avail_ < n) {
+      if (pos_ && avail_) std::memmove(in_.get(), in_.get() + pos_, avail_);
+      pos_ = 0;
+      while (avail_ < n) {
+        const ssize_t r = src_->read(in_.get() + avail_, in_size_ - avail_);
+        if (r <= 0) break;  // the end or an error: read() copies what is left and says which
+        avail_ += static_cast<size_t>(r);
+      }
+      if (avail_ < n) return nullptr;
+    }
+    const uint8_t* p = in_.get() + pos_;
+    pos_ += n;
+    avail_ -= n;
+    offset_ += n;
+    return p;
+  }
   std::string error() const override { return error_; }
   bool compressed() const override { return gzip_; }
   bool cut_member() const override { return cut_; }

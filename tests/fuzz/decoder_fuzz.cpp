@@ -7,6 +7,7 @@
 // And each decoded event must survive a round trip through writer/'s BufferEncoder and a fresh
 // BufferDecoder unchanged: this catches fields left over from an earlier event (the decoder reuses
 // one Event) and any value the decoder accepts but the format cannot express.
+// And decode_counting() (verify's parallel decoding) reports exactly what decode() does.
 // Any violation aborts, which libFuzzer reports as a crash.
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "mlpd/checks.h"
+#include "mlpd/decode_loop.h"
 #include "mlpd/decoder.h"
 #include "mlpd/encoder.h"
 #include "mlpd/input.h"
@@ -203,7 +205,33 @@ volatile uint64_t g_sink;
 
 }  // namespace
 
+// decode_counting() (verify's parallel path) must report what decode() reports, in the same order.
+class CallLog final : public mlpd::Visitor {
+ public:
+  std::string log;
+  mlpd::EventCounts counts{};
+  void on_buffer(const mlpd::BufferInfo& b) override { log += "b" + std::to_string(b.offset) + ";"; }
+  void on_event(const mlpd::Event& e, const mlpd::EventInfo&) override { ++counts[static_cast<size_t>(e.kind)]; }
+  void on_buffer_end(const mlpd::BufferInfo& b) override { log += "e" + std::to_string(b.index) + ";"; }
+  void on_problem(const mlpd::Problem& p) override { log += "p" + std::to_string(p.offset) + p.message + ";"; }
+  void on_warning(const mlpd::Problem& p) override { log += "w" + std::to_string(p.offset) + p.message + ";"; }
+};
+
+void check_counting(const uint8_t* data, size_t size) {
+  CallLog seq, par;
+  mlpd::EventCounts counts{};
+  std::unique_ptr<mlpd::Input> a = mlpd::Input::from_memory(data, size);
+  const mlpd::DecodeSummary s1 = mlpd::decode(*a, seq);
+  std::unique_ptr<mlpd::Input> b = mlpd::Input::from_memory(data, size);
+  const mlpd::DecodeSummary s2 = mlpd::decode_counting(*b, par, {}, counts, 2);
+  if (seq.log != par.log) violated("decode_counting reported other calls than decode");
+  if (counts != seq.counts) violated("decode_counting counted other events than decode");
+  if (s1.buffers != s2.buffers || s1.events != s2.events || s1.bytes != s2.bytes || s1.problems != s2.problems)
+    violated("decode_counting's summary differs from decode's");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check_counting(data, size);
   std::unique_ptr<mlpd::Input> in = mlpd::Input::from_memory(data, size);
   TouchingVisitor visitor(*in);
   const mlpd::DecodeSummary s = mlpd::decode(*in, visitor);

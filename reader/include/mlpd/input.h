@@ -24,6 +24,13 @@ class Input {
   virtual std::string error() const = 0;
   // True when the input was gzip-compressed.
   virtual bool compressed() const = 0;
+  // The next `n` bytes without a copy, consumed, when the input can lend them (plain input: its own read
+  // buffer); nullptr, with nothing consumed, otherwise (then read() them). Valid until the next read or
+  // borrow.
+  virtual const uint8_t* borrow(size_t n) {
+    (void)n;
+    return nullptr;
+  }
   // True when a gzip input ended inside a member (no trailer): what a writer killed while writing leaves
   // behind (the agent ends a member every flush round). The bytes inflated before the cut have been read.
   virtual bool cut_member() const { return false; }

@@ -1,0 +1,129 @@
+// decode_as<V>(): decode() (mlpd/decoder.h) for a visitor whose type is known, so that its per-buffer
+// and per-event calls are direct (and inlined when V is final and its members are visible): the
+// profile model's Builder uses it on the hot path of `mlpd report` and `mlpd export`. decode() itself
+// is decode_as<Visitor>. Everything but the per-event loop (the file header, buffer headers and data,
+// problems and warnings, the memory budget) is the non-template DecodeDriver in decode.cpp; the rare
+// calls (on_header, on_problem, on_warning) stay virtual.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlpd/decoder.h"
+#include "mlpd/format.h"
+
+namespace mlpd {
+
+namespace detail {
+
+class DecodeDriver {
+ public:
+  DecodeDriver(Input& in, Visitor& v, const DecodeOptions& opt) : in_(in), v_(v), opt_(opt) {}
+  // Reads the file header and calls on_header; false (the problem reported) when there is none.
+  bool start();
+  // Reads the next buffer's header and data: true with info() and data() set, false at the end of the
+  // input, on a problem that ends decoding (reported), or when the memory budget is exceeded.
+  // The data is where the input can lend it without a copy (Input::borrow), else in a buffer of the driver.
+  bool next_buffer() { return next_buffer_into(data_, data_capacity_, true); }
+  // The same into a buffer of the caller's (grown as needed): decode_counting() reads ahead.
+  bool next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow = false);
+  const BufferInfo& info() const { return info_; }
+  const uint8_t* data() const { return data_ptr_; }
+  // True (and one problem reported) when the memory budget is exceeded.
+  bool over_budget(uint64_t offset) {
+    return opt_.budget && over_budget_slow(offset);
+  }
+  // The problem that ended the current buffer's events.
+  void buffer_problem(uint64_t offset, const std::string& message) { buffer_problem(offset, info_.index, message); }
+  void buffer_problem(uint64_t offset, uint64_t index, const std::string& message);
+  // While deferring, problems and warnings are kept instead of reported (decode_counting() reports
+  // them after the buffers read before them); report_deferred() reports them in order.
+  void set_deferring(bool on) { deferring_ = on; }
+  bool has_deferred() const { return !deferred_.empty(); }
+  void report_deferred();
+  void add_events(uint64_t n) { s_.events += n; }
+  // decode_counting() stopped delivering at a problem (stop_at_first_problem): the buffers read ahead
+  // count as never read, and reading ended at `end`.
+  void unread_buffers(uint64_t n, uint64_t end) {
+    s_.buffers -= n;
+    end_ = end;
+  }
+  DecodeSummary finish() {
+    s_.bytes = end_ != UINT64_MAX ? end_ : in_.offset();
+    return s_;
+  }
+
+ private:
+  bool over_budget_slow(uint64_t offset);
+  void report(const Problem& p);
+  void deliver(bool warning, const Problem& p);
+
+  Input& in_;
+  Visitor& v_;
+  const DecodeOptions& opt_;
+  DecodeSummary s_;
+  BufferInfo info_;
+  // Grown, never shrunk, never zero-filled: every byte is overwritten by the read before use.
+  std::unique_ptr<uint8_t[]> data_;
+  size_t data_capacity_ = 0;
+  const uint8_t* data_ptr_ = nullptr;  // the current buffer's data (borrowed or data_)
+  bool deferring_ = false;
+  uint64_t end_ = UINT64_MAX;
+  std::vector<std::pair<bool, Problem>> deferred_;  // (is a warning, what)
+};
+
+}  // namespace detail
+
+// decode() for a caller that needs, of the events, only how many there are of each kind (`mlpd verify`):
+// the buffers are read in order on the calling thread and their events decoded and validated on
+// `threads` worker threads (0: one per core). The visitor gets on_header, then per buffer, in file
+// order, on_buffer, its problem if any and on_buffer_end, and every problem and warning at the point
+// of the file where sequential decoding reports it -- the same calls as decode() but on_event. The
+// memory budget is checked at every buffer (the workers allocate nothing per event). A gzip input, or
+// one thread, decodes sequentially (the same results).
+using EventCounts = std::array<uint64_t, kEventKindCount>;
+DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
+                              unsigned threads = 0);
+
+template <class V>
+DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
+  detail::DecodeDriver d(in, v, opt);
+  if (!d.start()) return d.finish();
+  Event event;
+  std::string message;
+  EventInfo ei;
+  while (d.next_buffer()) {
+    const BufferInfo& info = d.info();
+    ei.buffer = &info;
+    v.on_buffer(info);
+    BufferDecoder dec(info.header, d.data(), info.offset + format::kBufferHeaderSize);
+    // The budget is checked at every buffer (next_buffer) and every 4096 events of a buffer; the event
+    // count is kept here, added to the summary once per buffer.
+    uint64_t n = 0;
+    bool stopped = false;
+    while (dec.next(event, message, ei.offset)) {
+      v.on_event(event, ei);
+      if ((++n & 4095) == 0 && d.over_budget(ei.offset)) [[unlikely]] {
+        stopped = true;
+        break;
+      }
+    }
+    d.add_events(n);
+    if (stopped) {
+      v.on_buffer_end(info);
+      break;
+    }
+    const bool failed = !message.empty();
+    if (failed) [[unlikely]]
+      d.buffer_problem(dec.problem_offset(), message);
+    v.on_buffer_end(info);
+    if (failed && opt.stop_at_first_problem) break;
+  }
+  return d.finish();
+}
+
+}  // namespace mlpd
