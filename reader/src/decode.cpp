@@ -101,15 +101,12 @@ DecodeSummary decode(Input& in, Visitor& v, const DecodeOptions& opt) {
   Problem problem;
   FileHeader header;
   auto report = [&](const Problem& p) {
-    // A gzip input cut inside its last member (a writer killed mid-round) ends the file where the cut
-    // is: a warning, not a problem; what came before has been decoded.
-    if (in.cut_member()) {
+    // A gzip input cut inside its last member, or ending inside its last buffer (a writer killed
+    // mid-round) ends the file where the cut is: a warning, not a problem; what came before has been
+    // decoded.
+    if (std::string cut = in.truncation_warning(); !cut.empty()) {
       s.truncated = true;
-      v.on_warning({p.offset, p.buffer,
-                    "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
-                        std::to_string(in.cut_member_start()) + " (the writer was stopped); read up to offset " +
-                        std::to_string(in.offset()) + ", the last complete member ends at offset " +
-                        std::to_string(in.complete_offset())});
+      v.on_warning({p.offset, p.buffer, std::move(cut)});
       return;
     }
     ++s.problems;
