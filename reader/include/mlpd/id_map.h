@@ -23,6 +23,7 @@
 #include <iterator>
 #include <map>
 #include <new>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,8 +31,18 @@
 
 namespace mlpd {
 
-// Spreads the bits of an id (pointers share their low and high bits): the finaliser of MurmurHash3.
+// A per-process random seed for the hashes below, so that a hostile file cannot choose ids that all
+// land in one run of slots (which would make every insertion a long probe).
+inline uint64_t make_id_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ reinterpret_cast<uintptr_t>(&rd);
+}
+inline const uint64_t id_hash_seed = make_id_seed();
+
+// Spreads the bits of an id (pointers share their low and high bits): the seed, then the finaliser
+// of MurmurHash3.
 inline uint64_t mix_id(uint64_t x) {
+  x ^= id_hash_seed;
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
