@@ -37,9 +37,9 @@ for cfg in "g++ Release" "clang++ Release" "clang++ RelWithDebInfo"; do
   cmake --build "$dir" -j "$jobs"
 done
 
-# Sanitizers (ASan+UBSan: unit tests, agent runs; TSan: the writer's lock-free tests). Opt-in until a
-# full run has been seen green in CI: MLPD_SANITIZE=1 scripts/test.sh.
-if [ "${MLPD_SANITIZE:-0}" = 1 ]; then
+# Sanitizers (scripts/sanitize.sh, in build-asan/ and build-tsan/): ASan+UBSan on the unit tests and a few
+# agent runs in real Mono, TSan on the writer's lock-free tests. On by default; MLPD_SANITIZE=0 skips them.
+if [ "${MLPD_SANITIZE:-1}" != 0 ]; then
   echo "== sanitizers (scripts/sanitize.sh) =="
   scripts/sanitize.sh
 fi

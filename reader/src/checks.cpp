@@ -6,8 +6,8 @@ namespace mlpd {
 
 // Reports an unknown pointer once: after the first report it counts as known, so one missing
 // description gives one problem line, not one per use.
-std::string ReferenceChecker::need(std::unordered_set<uint64_t>& known, uint64_t ptr, const char* what) {
-  if (!known.insert(ptr).second) return {};
+std::string ReferenceChecker::need(IdSet& known, uint64_t ptr, const char* what) {
+  if (!known.insert(ptr)) return {};
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s 0x%llx is used before it is described", what,
                 static_cast<unsigned long long>(ptr));
@@ -62,17 +62,17 @@ std::string ReferenceChecker::check(const Event& e) {
       break;
     case EventKind::counter_samples:
       for (const CounterValue& v : e.counter_values) {
-        const auto it = counters_.find(v.index);
-        if (it != counters_.end() && it->second == v.type) continue;
+        const uint64_t* type = counters_.find(v.index);
+        if (type && *type == v.type) continue;
         char buf[128];
-        if (it == counters_.end()) {
+        if (!type) {
           std::snprintf(buf, sizeof buf, "counter %llu is sampled before it is described",
                         static_cast<unsigned long long>(v.index));
           counters_[v.index] = v.type;  // reported once
         } else {
           std::snprintf(buf, sizeof buf, "counter %llu is sampled as type %llu but described as type %llu",
                         static_cast<unsigned long long>(v.index), static_cast<unsigned long long>(v.type),
-                        static_cast<unsigned long long>(it->second));
+                        static_cast<unsigned long long>(*type));
         }
         r = buf;
         break;

@@ -103,17 +103,13 @@ bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
 namespace detail {
 
 void DecodeDriver::report(const Problem& p) {
-  // A gzip input cut inside its last member (a writer killed mid-round) ends the file where the cut
-  // is: a warning, not a problem; what came before has been decoded.
-  const bool warning = in_.cut_member();
+  // A gzip input cut inside its last member, or ending inside its last buffer (a writer killed
+  // mid-round) ends the file where the cut is: a warning, not a problem; what came before has been
+  // decoded.
+  std::string cut = in_.truncation_warning();
+  const bool warning = !cut.empty();
   Problem w;
-  if (warning) {
-    w = {p.offset, p.buffer,
-         "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
-             std::to_string(in_.cut_member_start()) + " (the writer was stopped); read up to offset " +
-             std::to_string(in_.offset()) + ", the last complete member ends at offset " +
-             std::to_string(in_.complete_offset())};
-  }
+  if (warning) w = {p.offset, p.buffer, std::move(cut)};
   if (deferring_) {
     deferred_.emplace_back(warning, warning ? std::move(w) : p);
     return;

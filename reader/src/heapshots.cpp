@@ -26,6 +26,21 @@ void HeapshotCollector::on_buffer(const BufferInfo& b) {
   }
 }
 
+void HeapshotCollector::close(uint32_t slot) {
+  Open& o = open_[slot];
+  std::vector<HeapshotClass>& raw = shots_[o.shot].classes;
+  raw.reserve(o.counts.size());
+  o.counts.for_each([&raw](uint64_t vtable, const Count& c) {
+    HeapshotClass k;
+    k.vtable = vtable;
+    k.objects = c.objects;
+    k.bytes = c.bytes;
+    raw.push_back(std::move(k));
+  });
+  o.counts = {};
+  free_.push_back(slot);
+}
+
 void HeapshotCollector::on_event(const Event& e, const EventInfo& info) {
   names_.observe(e);
   const uint64_t thread = info.buffer ? info.buffer->header.thread_id : 0;
@@ -33,42 +48,52 @@ void HeapshotCollector::on_event(const Event& e, const EventInfo& info) {
     case EventKind::heap_start: {
       // A second HEAP_START on the same thread replaces the open heapshot (which stays incomplete),
       // as mprof-report's thread->current_heap_shot does.
+      uint32_t& slot = open_by_thread_[thread];
+      if (slot != 0) close(slot - 1);
       HeapshotSummary s;
       s.index = shots_.size();
       s.thread = thread;
       s.start_time = e.time;
       s.time_ns = static_cast<int64_t>(e.time - start_);
-      open_[thread] = shots_.size();
+      if (free_.empty()) {
+        free_.push_back(static_cast<uint32_t>(open_.size()));
+        open_.emplace_back();
+      }
+      slot = free_.back() + 1;
+      free_.pop_back();
+      open_[slot - 1].shot = shots_.size();
       shots_.push_back(std::move(s));
-      by_vtable_.emplace_back();
       break;
     }
     case EventKind::heap_object: {
       if (e.size == 0) break;  // a continuation chunk of an object already counted
-      const auto it = open_.find(thread);
-      if (it == open_.end()) {
+      const uint32_t* slot = open_by_thread_.find(thread);
+      if (!slot || *slot == 0) {
         ++stray_objects_;
         break;
       }
-      HeapshotSummary& s = shots_[it->second];
+      Open& o = open_[*slot - 1];
+      HeapshotSummary& s = shots_[o.shot];
       ++s.objects;
       s.bytes += e.size;
-      Count& c = by_vtable_[it->second][e.ptr];
+      Count& c = o.counts[e.ptr];
       ++c.objects;
       c.bytes += e.size;
       break;
     }
     case EventKind::heap_root: {
-      const auto it = open_.find(thread);
-      if (it != open_.end()) shots_[it->second].roots += e.roots.size();
+      const uint32_t* slot = open_by_thread_.find(thread);
+      if (slot && *slot != 0) shots_[open_[*slot - 1].shot].roots += e.roots.size();
       break;
     }
     case EventKind::heap_end: {
-      const auto it = open_.find(thread);
-      if (it == open_.end()) break;
-      shots_[it->second].complete = true;
-      shots_[it->second].end_time = e.time;
-      open_.erase(it);
+      uint32_t* slot = open_by_thread_.find(thread);
+      if (!slot || *slot == 0) break;
+      HeapshotSummary& s = shots_[open_[*slot - 1].shot];
+      s.complete = true;
+      s.end_time = e.time;
+      close(*slot - 1);
+      *slot = 0;
       break;
     }
     default:
@@ -79,11 +104,18 @@ void HeapshotCollector::on_event(const Event& e, const EventInfo& info) {
 void HeapshotCollector::finish() {
   if (finished_) return;
   finished_ = true;
-  for (size_t i = 0; i < shots_.size(); ++i) {
+  open_by_thread_.for_each([this](uint64_t, uint32_t slot) {
+    if (slot != 0) close(slot - 1);
+  });
+  open_by_thread_.clear();
+  open_ = {};
+  free_ = {};
+  for (HeapshotSummary& shot : shots_) {
     // Several vtables (one per domain) can share a class: merge them, keyed by class pointer, or
     // by vtable when the vtable was never described.
     std::map<std::pair<uint64_t, uint64_t>, HeapshotClass> merged;
-    for (const auto& [vtable, count] : by_vtable_[i]) {
+    for (const HeapshotClass& count : shot.classes) {
+      const uint64_t vtable = count.vtable;
       uint64_t klass = 0;
       const bool known = names_.vtable_class(vtable, klass);
       HeapshotClass& c = merged[known ? std::pair{klass, uint64_t{0}} : std::pair{uint64_t{0}, vtable}];
@@ -101,7 +133,7 @@ void HeapshotCollector::finish() {
       c.objects += count.objects;
       c.bytes += count.bytes;
     }
-    std::vector<HeapshotClass>& out = shots_[i].classes;
+    std::vector<HeapshotClass> out;
     out.reserve(merged.size());
     for (auto& [key, c] : merged) out.push_back(std::move(c));
     std::sort(out.begin(), out.end(), [](const HeapshotClass& a, const HeapshotClass& b) {
@@ -110,7 +142,7 @@ void HeapshotCollector::finish() {
       if (a.name != b.name) return a.name < b.name;
       return std::pair{a.klass, a.vtable} < std::pair{b.klass, b.vtable};
     });
-    by_vtable_[i] = {};
+    shot.classes = std::move(out);
   }
 }
 

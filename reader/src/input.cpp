@@ -58,7 +58,8 @@ class MemorySource final : public RawSource {
 // Plain bytes pass through; gzip (detected by its magic) is inflated, several members in a row
 // included. A gzip stream that ends before its last member's trailer sets error() ("unexpected end
 // of compressed data"), so a truncated compressed file is never taken for a complete one, and
-// cut_member(): the decoder reports that as a truncation warning, keeping what was read.
+// cut_member(): the decoder reports that as a truncation warning, keeping what was read. So does it when
+// a complete stream ends inside an mlpd buffer (truncation_warning()).
 class StreamInput final : public Input {
  public:
   // The raw buffer is not zero-filled (every byte is read into before use); a memory source gets one
@@ -148,6 +149,20 @@ class StreamInput final : public Input {
   bool cut_member() const override { return cut_; }
   uint64_t complete_offset() const override { return complete_offset_; }
   uint64_t cut_member_start() const override { return member_start_; }
+  std::string truncation_warning() const override {
+    if (cut_) {
+      return "truncated: the compressed data ends inside a gzip member that starts at compressed byte " +
+             std::to_string(member_start_) + " (the writer was stopped); read up to offset " +
+             std::to_string(offset_) + ", the last complete member ends at offset " + std::to_string(complete_offset_);
+    }
+    // The stream is complete (every member has its trailer) but ended before what was asked for.
+    if (gzip_ && done_ && error_.empty()) {
+      return "truncated: the compressed data ends after a complete gzip member (compressed byte " +
+             std::to_string(raw_used_) + ") inside an mlpd buffer (the writer was stopped inside a flush round " +
+             "of more than 32 MiB); read up to offset " + std::to_string(offset_);
+    }
+    return {};
+  }
 
  private:
   // Refills the raw buffer when it is empty; false at the end of input or on a read error.

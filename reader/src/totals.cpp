@@ -35,18 +35,20 @@ void Totals::add(const Event& e, const BufferInfo& buffer) {
       break;
     case EventKind::heap_start:
       // Like mprof-report, a heapshot belongs to the thread that started it.
-      open_heapshot_[thread] = heapshots.size();
+      open_heapshot_[thread] = heapshots.size() + 1;
       heapshots.push_back({0, 0, thread});
       break;
     case EventKind::heap_object: {
-      auto it = open_heapshot_.find(thread);
-      if (it != open_heapshot_.end() && e.size > 0) {
-        ++heapshots[it->second].objects;
-        heapshots[it->second].bytes += e.size;
+      const uint64_t* open = open_heapshot_.find(thread);
+      if (open && *open != 0 && e.size > 0) {
+        ++heapshots[*open - 1].objects;
+        heapshots[*open - 1].bytes += e.size;
       }
       break;
     }
-    case EventKind::heap_end: open_heapshot_.erase(thread); break;
+    case EventKind::heap_end:
+      if (uint64_t* open = open_heapshot_.find(thread)) *open = 0;
+      break;
     default: break;
   }
 }

@@ -9,10 +9,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "mlpd/decoder.h"
+#include "mlpd/id_map.h"
 
 namespace mlpd {
 
@@ -23,18 +22,19 @@ class ReferenceChecker {
   std::string check(const Event& event);
 
  private:
-  std::string need(std::unordered_set<uint64_t>& known, uint64_t ptr, const char* what);
+  std::string need(IdSet& known, uint64_t ptr, const char* what);
 
-  std::unordered_set<uint64_t> methods_;
-  std::unordered_set<uint64_t> classes_;
-  std::unordered_set<uint64_t> vtables_;
-  std::unordered_set<uint64_t> images_;
-  std::unordered_map<uint64_t, uint64_t> counters_;  // described counter index -> type
+  // Compact (mlpd/id_map.h): a small file can describe millions of distinct ids.
+  IdSet methods_;
+  IdSet classes_;
+  IdSet vtables_;
+  IdSet images_;
+  IdMap<uint64_t> counters_;  // described counter index -> type
 };
 
 struct FileStats {
   std::array<uint64_t, kEventKindCount> counts{};
-  std::unordered_set<uint64_t> threads;  // distinct buffer thread ids
+  IdSet threads;  // distinct buffer thread ids
   uint64_t buffers = 0;
 
   void add_buffer(const BufferInfo& b) {

@@ -66,7 +66,7 @@ struct DecodeSummary {
   uint64_t events = 0;
   uint64_t bytes = 0;  // uncompressed bytes consumed
   uint64_t problems = 0;
-  bool truncated = false;  // the input ended inside a gzip member (on_warning was called)
+  bool truncated = false;  // a gzip input cut by a killed writer (Input::truncation_warning; on_warning was called)
 };
 
 // Decodes the whole input, calling the visitor for the header, each buffer, each event and each

@@ -11,10 +11,10 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "mlpd/decoder.h"
+#include "mlpd/id_map.h"
 #include "mlpd/names.h"
 
 namespace mlpd {
@@ -66,11 +66,20 @@ class HeapshotCollector final : public Visitor {
     uint64_t objects = 0;
     uint64_t bytes = 0;
   };
+  // A heapshot being read: its objects counted by vtable. When it ends (HEAP_END, another HEAP_START of
+  // its thread, the end of the file) the counts move into its `classes` (vtable only, no name yet), so
+  // a heapshot costs nothing beyond its HeapshotSummary once closed (docs/fuzzing.md, "Limits").
+  struct Open {
+    size_t shot = 0;
+    IdMap<Count> counts;
+  };
+  void close(uint32_t slot);
 
   Names names_;
   std::vector<HeapshotSummary> shots_;
-  std::vector<std::unordered_map<uint64_t, Count>> by_vtable_;  // per heapshot: vtable → counts
-  std::unordered_map<uint64_t, size_t> open_;                   // thread → open heapshot
+  IdMap<uint32_t> open_by_thread_;  // thread → 1 + its slot in open_; 0 = none open
+  std::vector<Open> open_;          // slots of open heapshots, reused through free_
+  std::vector<uint32_t> free_;
   std::vector<Problem> problems_;
   bool have_start_ = false;
   uint64_t start_ = 0;

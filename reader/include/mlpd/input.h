@@ -38,6 +38,11 @@ class Input {
   // member starts in the compressed file.
   virtual uint64_t complete_offset() const { return 0; }
   virtual uint64_t cut_member_start() const { return 0; }
+  // Empty, or, when a gzip input has ended short of what a read asked for, the one-line description of
+  // that cut as a killed writer leaves it: inside a member (cut_member()), or after a complete member
+  // (the agent writes a flush round of more than 32 MiB through member by member, so a kill inside one
+  // leaves a complete gzip stream whose last mlpd buffer is cut). The decoder reports it as a warning.
+  virtual std::string truncation_warning() const { return {}; }
   uint64_t offset() const { return offset_; }
 
  protected:

@@ -8,14 +8,16 @@
 // halves are known: a vtable_load that names a class whose class_load comes later gets its class
 // name as soon as that class_load has been observed. Something not yet described simply has no
 // name (the lookups return nullptr); Mono files do contain forward references (see docs/format.md).
+//
+// Kept compactly (mlpd/id_map.h): a file can describe millions of things in little gzip, so there is no
+// node allocation per pointer; names are interned (each distinct string once). A pointer a lookup
+// returns stays valid until the next observe().
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "mlpd/id_map.h"
 #include "mlpd/event.h"
 
 namespace mlpd {
@@ -23,9 +25,9 @@ namespace mlpd {
 class Names {
  public:
   struct Method {
-    std::string name;
     uint64_t code = 0;  // start of the native code; 0 when Mono did not know it
     uint64_t size = 0;  // size of the native code; 0 when unknown
+    uint32_t name = 0;  // the name, interned (method_name() gives it)
   };
 
   // Records what `e` describes: method_jit, class_load, image_load/unload, assembly_load/unload,
@@ -62,22 +64,33 @@ class Names {
   size_t vtable_count() const { return vtables_.size(); }
 
  private:
-  std::unordered_map<uint64_t, Method> methods_;
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> code_;  // code start → (end, method)
-  std::unordered_map<uint64_t, std::string> classes_;
-  std::unordered_map<uint64_t, uint64_t> vtables_;  // vtable → class
-  std::unordered_map<uint64_t, std::string> images_;
-  std::unordered_map<uint64_t, std::string> assemblies_;
-  std::unordered_map<uint64_t, std::string> domains_;
-  std::unordered_map<uint64_t, uint64_t> contexts_;  // context id → domain id
-  std::unordered_map<uint64_t, std::string> threads_;
-  std::unordered_set<uint64_t> ended_threads_;  // ended; a new start of the same id drops the old name
-  struct Symbol {
-    std::string name;
+  struct Thread {
+    uint32_t name = kNoName;
+    bool ended = false;  // a new start of the same id drops the old name
+  };
+  struct Symbol {  // no member initialisers: a nested class's are not usable before Names is complete
+    uint32_t name;
     uint64_t size;  // 0 in Mono's files (probe addresses); the real size in mlpd's
   };
-  std::map<uint64_t, Symbol> symbols_;
-  std::unordered_map<uint64_t, CounterDesc> counters_;
+  static constexpr uint32_t kNoName = UINT32_MAX;
+
+  const std::string* name_of(const IdMap<uint32_t>& map, uint64_t key) const {
+    const uint32_t* n = map.find(key);
+    return n ? &strings_.at(*n) : nullptr;
+  }
+
+  StringTable strings_;
+  IdMap<Method> methods_;
+  SortedIdMap<std::pair<uint64_t, uint64_t>> code_;  // code start → (end, method)
+  IdMap<uint32_t> classes_;
+  IdMap<uint64_t> vtables_;  // vtable → class
+  IdMap<uint32_t> images_;
+  IdMap<uint32_t> assemblies_;
+  IdMap<uint32_t> domains_;
+  IdMap<uint64_t> contexts_;  // context id → domain id
+  IdMap<Thread> threads_;
+  SortedIdMap<Symbol> symbols_;
+  IdMap<CounterDesc> counters_;
 };
 
 }  // namespace mlpd

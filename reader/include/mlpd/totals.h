@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "mlpd/decoder.h"
+#include "mlpd/id_map.h"
 
 namespace mlpd {
 
@@ -38,7 +38,7 @@ class Totals {
   std::vector<Heapshot> heapshots;
 
  private:
-  std::unordered_map<uint64_t, size_t> open_heapshot_;  // thread -> index into heapshots
+  IdMap<uint64_t> open_heapshot_;  // thread -> 1 + index into heapshots; 0 = none open
 };
 
 }  // namespace mlpd

@@ -7,6 +7,8 @@ Real files come from Mono 6.8's own log profiler (plain, `zip`, and a heapshot r
       `mlpd verify` must exit 1 and print `FILE: offset N (header|buffer K): ...` with N <= the
       truncated length (for the gzip file: N <= the uncompressed size). A cut exactly at a buffer
       boundary leaves a valid shorter file (the format has no end marker): exit 0 is expected there.
+      A gzip file cut inside a member (a killed `zip` run), and the zip file's data cut inside a buffer
+      and gzipped again (a kill inside a flush round of more than 32 MiB): exit 0 with one warning line.
   (b) ~500 random single- and multi-byte changes of the plain file (plus 100 of the heapshot file),
       fixed seed: exit 0 or 1 only (no signal, no other code), within a per-run timeout, nothing on
       stderr, and with exit 1 every line has the offset form with an offset inside the file.
@@ -92,7 +94,9 @@ def layout(data):
 
 class Case:
     """One file to verify. expect: "error" (exit 1 with offset lines), "ok" (exit 0),
-    "any" (exit 0 or 1; lines checked either way). max_offset bounds the reported offsets."""
+    "any" (exit 0 or 1; lines checked either way), "truncated" (a cut gzip file: exit 0 with one warning line,
+    or exit 1 when the cut leaves no file header), "warned" (exit 0 with one warning line). max_offset bounds
+    the reported offsets."""
 
     def __init__(self, group, name, data, expect, max_offset):
         self.group, self.name, self.data = group, name, data
@@ -124,7 +128,7 @@ def run_case(index, case):
         problem = f"exit code {rc}"
     elif err:
         problem = f"wrote to stderr: {err[:500]}"
-    elif rc == 0 and case.expect == "truncated":
+    elif rc == 0 and case.expect in ("truncated", "warned"):
         # A gzip file cut inside a member (a killed `zip` run): valid up to the cut, one warning line
         # naming the offset, then the ok line.
         warn = re.compile(r"^" + re.escape(path) + r": warning: offset (\d+) \((?:buffer \d+|header)\): truncated: ")
@@ -139,8 +143,8 @@ def run_case(index, case):
         elif len(out) != 1 or not out[0].startswith(path + ": ok: "):
             problem = f"exit 0 without the ok line: {out[:3]}"
     else:
-        if case.expect == "ok":
-            problem = f"a valid file was rejected: {out[:3]}"
+        if case.expect in ("ok", "warned"):
+            problem = f"a valid file (or one cut as a killed writer leaves it) was rejected: {out[:3]}"
         elif not out:
             problem = "exit 1 without a problem line"
         else:
@@ -205,6 +209,23 @@ def gzip_truncations(group, compressed, uncompressed_size, rng, spread):
     # Cut inside the gzip data: a truncation warning with exit 0 (the data before the cut is read), or an
     # error when the cut leaves no complete file header.
     return [Case(group, f"truncated-at-{n}", compressed[:n], "truncated", uncompressed_size) for n in sorted(offsets)]
+
+
+def regzipped_cuts(group, uncompressed, rng, count):
+    """A `zip` run killed inside a flush round of more than 32 MiB: the agent writes such a round through
+    member by member (each member ends where its 1 MiB stage filled, mid-buffer), so the file is a complete
+    gzip stream whose last mlpd buffer is cut. The data of the zip file, cut inside a buffer and gzipped
+    again as one member and as two (the first ending mid-buffer): exit 0 with one truncation warning."""
+    header_end, buffers = layout(uncompressed)
+    cases = []
+    for off, n in rng.sample(buffers, min(count, len(buffers))):
+        cut = off + rng.randrange(1, BUFFER_HEADER + n)  # inside the buffer's header or data
+        split = rng.randrange(header_end, cut)
+        one = gzip.compress(uncompressed[:cut])
+        two = gzip.compress(uncompressed[:split]) + gzip.compress(uncompressed[split:cut])
+        cases.append(Case(group, f"one-member-cut-at-{cut}", one, "warned", cut))
+        cases.append(Case(group, f"two-members-cut-at-{cut}", two, "warned", cut))
+    return cases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,7 +391,8 @@ def main():
         heap_data = f.read()
     if zip_data[:2] != b"\x1f\x8b":
         sys.exit("the zip run did not write a gzip file")
-    zip_size = len(gzip.decompress(zip_data))
+    zip_plain = gzip.decompress(zip_data)
+    zip_size = len(zip_plain)
     header_end, plain_buffers = layout(plain_data)
     print(f"plain: {len(plain_data)} bytes, {len(plain_buffers)} buffers; zip: {len(zip_data)} bytes "
           f"({zip_size} uncompressed); heapshot: {len(heap_data)} bytes", flush=True)
@@ -379,6 +401,7 @@ def main():
     cases = []
     cases += truncations("truncate-plain", plain_data, rng, 200)
     cases += gzip_truncations("truncate-zip", zip_data, zip_size, rng, 80)
+    cases += regzipped_cuts("cut-buffer-regzip", zip_plain, rng, 8)
     cases += truncations("truncate-heapshot", heap_data, rng, 50, around_buffers=(-1, 1, 8, 47, 49),
                          max_buffers=6)
     cases += flips("flip-plain", plain_data, rng, 500)

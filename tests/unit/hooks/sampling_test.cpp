@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -178,7 +179,11 @@ __attribute__((noinline)) void capture(Record& r) {
   pthread_attr_destroy(&attr);
   const uint64_t hi = reinterpret_cast<uint64_t>(lo) + size;
   r.stack_len = static_cast<uint32_t>(std::min<uint64_t>(kStackCopyBytes, hi - r.stack_addr));
-  std::memcpy(r.stack, reinterpret_cast<const void*>(r.stack_addr), r.stack_len);
+  // As the handler copies it (sampler.cpp's copy_stack): with process_vm_readv, not memcpy, which under
+  // ASan would trip over the redzones of this thread's other frames.
+  iovec local{r.stack, r.stack_len};
+  iovec remote{reinterpret_cast<void*>(r.stack_addr), r.stack_len};
+  REQUIRE(process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(r.stack_len));
   r.nframes = 0;
   r.leaf_offset = -1;
   r.tid = static_cast<uint64_t>(pthread_self());

@@ -186,6 +186,33 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
     CHECK_THAT(d.warnings[0].message, Catch::Contains("starts at compressed byte " + std::to_string(first_member)));
     CHECK_THAT(d.warnings[0].message, Catch::Contains("last complete member ends at offset " + std::to_string(half)));
   }
+  SECTION("a complete gzip stream whose last buffer is cut (a kill inside a round of more than 32 MiB)") {
+    // The agent writes such a round through member by member, each member ending wherever its stage
+    // filled: the file is complete gzip, but its last mlpd buffer is cut. One member, and two members
+    // the first of which ends mid-buffer.
+    for (size_t cut : {s.plain.size() / 2, s.plain.size() / 3, s.plain.size() - 1}) {
+      INFO("cut at " << cut << " of " << s.plain.size());
+      const Bytes data(s.plain.begin(), s.plain.begin() + static_cast<ptrdiff_t>(cut));
+      Bytes two = gzip(Bytes(data.begin(), data.begin() + static_cast<ptrdiff_t>(cut / 2)));
+      const Bytes rest = gzip(Bytes(data.begin() + static_cast<ptrdiff_t>(cut / 2), data.end()));
+      two.insert(two.end(), rest.begin(), rest.end());
+      for (const Bytes& bytes : {gzip(data), two}) {
+        for (const DecodedFile& d : {decode_bytes(bytes), decode_path(dir.write("whole.gz", bytes))}) {
+          INFO(d.problems_text());
+          CHECK(d.problems.empty());
+          REQUIRE(d.warnings.size() == 1);
+          CHECK_THAT(d.warnings[0].message, Catch::Contains("truncated: the compressed data ends after a complete "
+                                                            "gzip member (compressed byte " +
+                                                            std::to_string(bytes.size()) + ") inside an mlpd buffer"));
+          CHECK_THAT(d.warnings[0].message, Catch::Contains("read up to offset " + std::to_string(cut)));
+          CHECK(d.warnings[0].offset == cut);
+          const std::vector<Event> got = d.event_list();
+          REQUIRE(got.size() < s.events.size());
+          CHECK(got == std::vector<Event>(s.events.begin(), s.events.begin() + static_cast<ptrdiff_t>(got.size())));
+        }
+      }
+    }
+  }
   SECTION("a plain file truncated in the middle too") {
     const Bytes part(s.plain.begin(), s.plain.begin() + static_cast<ptrdiff_t>(s.plain.size() / 2));
     const DecodedFile d = decode_path(dir.write("cut.mlpd", part));
