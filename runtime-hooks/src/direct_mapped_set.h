@@ -18,6 +18,7 @@ template <unsigned Slots, unsigned Shift>
 struct DirectMappedSet {
   static_assert(Slots != 0 && (Slots & (Slots - 1)) == 0, "Slots must be a power of two");
 
+  static constexpr unsigned kSlots = Slots, kShift = Shift;
   uint64_t slots[Slots];
 
   static constexpr unsigned index(uint64_t p) { return static_cast<unsigned>((p >> Shift) % Slots); }

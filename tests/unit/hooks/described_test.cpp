@@ -123,7 +123,8 @@ TEST_CASE("described: methods once by ensure_method, every time by describe_meth
 TEST_CASE("described: the per-thread cache answers without the sets, and misses go to them", "[hooks][described]") {
   Fixture f;
   auto* m = fake<MonoMethod>(0x5000);
-  auto* same_slot = fake<MonoMethod>(0x5000 + 256 * 16);
+  using MethodSet = decltype(described::DescribedCache::methods);
+  auto* same_slot = fake<MonoMethod>(0x5000 + (uint64_t{MethodSet::kSlots} << MethodSet::kShift));
   CHECK_FALSE(described::tls_cache->methods.contains(0x5000));
   described::ensure_method_cached(m);
   CHECK(f.count(EventKind::method_jit) == 1);
