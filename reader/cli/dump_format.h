@@ -1,58 +1,131 @@
-// The output formats of `mlpd dump`. The event walk (Dumper, cmd_dump.cpp) is shared; a Format
-// spells lines and fields: dump_text.cpp one line per record, dump_json.cpp JSON Lines. Field kinds:
+// The output formats of `mlpd dump`. The event walk (Walk<F>, dump_walk.h) is shared; a format F
+// spells lines and fields: TextFormat (dump_text.cpp) one line per record, JsonFormat (dump_json.cpp)
+// JSON Lines. Field kinds:
 //   num   an integer                      text: key=N            json: "key":N
 //   word  an enum value's name            text: key=word         json: "key":"word"
 //   str   free text from the file         text: key="text"       json: "key":"text"
 //   ref   a pointer/object/method/id,     text: key=0x1f NAME    json: "key":"0x1f","NAME_KEY":"NAME"
 //         with its name when known
 //   extra a pointer only JSON carries (e.g. the class behind a vtable)
+// The formats are plain classes (no virtual call per field): the walk is a template over them, and
+// what the command driver (cmd_dump.cpp) sees is a BufferFormatter, one virtual call per buffer.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "mlpd/decode_loop.h"
 #include "mlpd/decoder.h"
+#include "mlpd/enum_names.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
 #include "out_buffer.h"
 
 namespace mlpd::cli {
 
-class Format {
- public:
-  Format(OutBuffer& out, const Names& names) : out_(out), names_(names) {}
-  virtual ~Format() = default;
+// Kinds whose formatting reads or changes state beyond the names known before the buffer: the
+// descriptions Names::observe records, counter samples (running totals) and sample hits (an ip
+// lookup that is not safe to share between threads). A worker formatting a buffer ahead of the
+// reader stops before the first of these; the driver formats the rest in file order.
+inline bool needs_file_order(EventKind k) {
+  switch (k) {
+    case EventKind::method_jit:
+    case EventKind::class_load:
+    case EventKind::vtable_load:
+    case EventKind::image_load:
+    case EventKind::image_unload:
+    case EventKind::assembly_load:
+    case EventKind::assembly_unload:
+    case EventKind::domain_name:
+    case EventKind::context_load:
+    case EventKind::thread_start:
+    case EventKind::thread_end:
+    case EventKind::thread_name:
+    case EventKind::sample_usym:
+    case EventKind::counter_descriptors:
+    case EventKind::counter_samples:
+    case EventKind::sample_hit:
+      return true;
+    default:
+      return false;
+  }
+}
 
+// How one buffer's events are to be formatted (BufferFormatter::events).
+struct RunOptions {
+  uint64_t skip = 0;  // decode the first `skip` events without writing them (done by a worker)
+  // In file order (the driver): names are observed (the formatter's Names is mutable), and the memory
+  // budget is checked every 4096 events of the buffer (as decode() does) through `driver`.
+  detail::DecodeDriver* driver = nullptr;
+  // Ahead of the reader (a worker; driver == nullptr): stop before the first event that needs_file_order,
+  // or when the output passes its limit (OutBuffer overflowed: that event is not written).
+  uint64_t names_version = 0;  // changes whenever the names have changed since an earlier run
+};
+
+struct RunResult {
+  enum Stop { kEnd, kFileOrder, kFull, kBudget };
+  Stop stop = kEnd;
+  uint64_t events = 0;          // events decoded (and written past `skip`) before the stop
+  std::string message;          // kEnd: the problem that ended the buffer's events, if any
+  uint64_t problem_offset = 0;  // and its offset
+  bool observed = false;        // in file order: the names changed
+};
+
+// Text of up to 64 bytes kept in a block of 64 (OutBuffer::put64 copies it with no call); longer in `big`.
+struct ShortText {
+  char data[64] = {};
+  size_t len = 0;
+  std::string big;
+  void assign(std::string_view s) {
+    len = s.size();
+    if (len <= sizeof data) {
+      std::memcpy(data, s.data(), len);
+      big.clear();
+    } else {
+      big.assign(s);
+    }
+  }
+  void put_to(OutBuffer& o) const {
+    if (len <= sizeof data) {
+      o.put64(data, len);
+    } else {
+      o.put(big);
+    }
+  }
+};
+
+// One formatter per thread: the driver's writes the output stream, each worker's a memory block.
+class BufferFormatter {
+ public:
+  virtual ~BufferFormatter() = default;
   virtual void header(const FileHeader& h) = 0;
   virtual void buffer(const BufferInfo& b, int64_t rel_ns) = 0;
   virtual void problem(const Problem& p) = 0;
-  virtual void begin(const Event& e, const EventInfo& info, int64_t rel_ns) = 0;
-  virtual void end(const EventInfo& info) = 0;
+  virtual void events(const BufferInfo& b, const uint8_t* data, uint64_t start_ns, const RunOptions& o,
+                      RunResult& r) = 0;
+};
 
-  virtual void num(std::string_view key, uint64_t v) = 0;
-  virtual void word(std::string_view key, std::string_view v) = 0;
-  virtual void str(std::string_view key, std::string_view v) = 0;
-  virtual void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view name_key) = 0;
-  virtual void extra(std::string_view key, uint64_t v) = 0;
+// `names` is observed (changed) only by a formatter used in file order.
+std::unique_ptr<BufferFormatter> make_text_formatter(OutBuffer& out, Names& names);
+std::unique_ptr<BufferFormatter> make_json_formatter(OutBuffer& out, Names& names);
 
-  virtual void methods(std::string_view key, const std::vector<uint64_t>& ms) = 0;
-  virtual void ips(const std::vector<uint64_t>& ips) = 0;
-  virtual void moves(const std::vector<uint64_t>& objs) = 0;
-  virtual void heap_refs(const std::vector<HeapRef>& refs) = 0;
-  virtual void roots(const std::vector<RootRef>& roots) = 0;
-  virtual void counter_descs(const std::vector<CounterDesc>& ds) = 0;
-  virtual void counter_values(const std::vector<CounterValue>& vs) = 0;
+// What the formats share: the output, the names, the counters' running totals and small caches of
+// the text a format writes for a method or a thread (valid until the names change: names_changed()).
+class FormatBase {
+ public:
+  FormatBase(OutBuffer& out, const Names& names) : out_(out), names_(names) {}
 
-  // An enum field: its name, or the number when the value has no name.
-  void enum_field(std::string_view key, std::string_view name, uint64_t v) {
-    if (name.empty()) {
-      num(key, v);
-    } else {
-      word(key, name);
+  void names_changed() {
+    if (++gen_ == 0) {  // wrapped: forget everything
+      for (Cached& c : methods_) c.gen = 0;
+      thread_gen_ = 0;
+      gen_ = 1;
     }
   }
 
@@ -75,12 +148,69 @@ class Format {
     return true;
   }
 
+  // A method's name as format F spells it (F::spell_name: escaped text or a JSON string), cached by
+  // method; nullptr when the method has no name F writes. Names longer than kMaxCached bytes are
+  // spelled into scratch_ every time (a hostile file's long names do not stay in the cache).
+  template <class F>
+  const ShortText* method_text(uint64_t m) {
+    Cached& c = methods_[((m >> 3) ^ (m >> 17)) & (kMethodSlots - 1)];
+    if (c.key == m && c.gen == gen_) [[likely]]
+      return c.known ? &c.text : nullptr;
+    const std::string* n = names_.method_name(m);
+    const bool known = n && F::writes_name(*n);
+    if (known && n->size() > kMaxCached) {
+      scratch_out_.clear();
+      F::spell_name(scratch_out_, *n);
+      scratch_.assign(scratch_out_.view());
+      return &scratch_;
+    }
+    c.key = m;
+    c.gen = gen_;
+    c.known = known;
+    if (known) {
+      scratch_out_.clear();
+      F::spell_name(scratch_out_, *n);
+      c.text.assign(scratch_out_.view());
+    }
+    return known ? &c.text : nullptr;
+  }
+  // An event kind's name, padded for put64.
+  static const ShortText& kind_text(EventKind k) {
+    static const std::array<ShortText, kEventKindCount> names = [] {
+      std::array<ShortText, kEventKindCount> a;
+      for (size_t i = 0; i < kEventKindCount; ++i) a[i].assign(event_kind_name(static_cast<EventKind>(i)));
+      return a;
+    }();
+    return names[static_cast<size_t>(k)];
+  }
+  // True when `tid` is the thread whose text thread_text_ holds (set it with thread_cached()).
+  bool thread_cached(uint64_t tid) const { return thread_tid_ == tid && thread_gen_ == gen_; }
+  void set_thread_cached(uint64_t tid) {
+    thread_tid_ = tid;
+    thread_gen_ = gen_;
+  }
+
+  static constexpr size_t kMethodSlots = 4096;
+  static constexpr size_t kMaxCached = 512;
+
   OutBuffer& out_;
   const Names& names_;
   std::unordered_map<uint64_t, uint64_t> counter_totals_;
-};
+  ShortText thread_text_;  // what the format writes for thread thread_tid_
 
-std::unique_ptr<Format> make_text_format(OutBuffer& out, const Names& names);
-std::unique_ptr<Format> make_json_format(OutBuffer& out, const Names& names);
+ private:
+  struct Cached {
+    uint64_t key = 0;
+    uint32_t gen = 0;  // 0: empty
+    bool known = false;
+    ShortText text;
+  };
+  std::vector<Cached> methods_ = std::vector<Cached>(kMethodSlots);
+  uint32_t gen_ = 1;
+  uint64_t thread_tid_ = 0;
+  uint32_t thread_gen_ = 0;
+  OutBuffer scratch_out_{SIZE_MAX};
+  ShortText scratch_;
+};
 
 }  // namespace mlpd::cli

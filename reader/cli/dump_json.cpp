@@ -6,18 +6,18 @@
 #include <string_view>
 #include <vector>
 
-#include "dump_format.h"
+#include "dump_walk.h"
 #include "mlpd/enum_names.h"
 
 namespace mlpd::cli {
 
 namespace {
 
-class JsonFormat final : public Format {
+class JsonFormat final : public FormatBase {
  public:
-  using Format::Format;
+  using FormatBase::FormatBase;
 
-  void header(const FileHeader& h) override {
+  void header(const FileHeader& h) {
     out_.put("{\"header\":{\"major\":").dec(h.major).put(",\"minor\":").dec(h.minor);
     out_.put(",\"data_version\":").dec(h.data_version).put(",\"ptr_size\":").dec(h.ptr_size);
     out_.put(",\"startup_ms\":").dec(h.startup_ms).put(",\"startup\":");
@@ -33,7 +33,7 @@ class JsonFormat final : public Format {
     out_.put("}}\n");
   }
 
-  void buffer(const BufferInfo& b, int64_t rel_ns) override {
+  void buffer(const BufferInfo& b, int64_t rel_ns) {
     const BufferHeader& h = b.header;
     out_.put("{\"buffer\":{\"index\":").dec(b.index).put(",\"offset\":").dec(b.offset);
     out_.put(",\"thread\":\"").hex(h.thread_id).put('"');
@@ -45,7 +45,7 @@ class JsonFormat final : public Format {
     out_.put("\",\"length\":").dec(h.length).put("}}\n");
   }
 
-  void problem(const Problem& p) override {
+  void problem(const Problem& p) {
     out_.put("{\"error\":{\"offset\":").dec(p.offset).put(",\"buffer\":");
     if (p.buffer < 0) {
       out_.put("null");
@@ -55,38 +55,69 @@ class JsonFormat final : public Format {
     out_.put(",\"message\":").json(p.message).put("}}\n");
   }
 
-  void begin(const Event& e, const EventInfo& info, int64_t rel_ns) override {
+  void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
     const uint64_t tid = info.buffer->header.thread_id;
     out_.put("{\"time\":").dec(e.time).put(",\"seconds\":").seconds(rel_ns, false);
-    out_.put(",\"thread\":\"").hex(tid).put('"');
-    if (const std::string* n = thread_name(tid)) out_.put(",\"thread_name\":").json(*n);
-    out_.put(",\"kind\":\"").put(event_kind_name(e.kind)).put('"');
+    if (!thread_cached(tid)) [[unlikely]] {  // the thread part changes with the names only
+      OutBuffer t(SIZE_MAX);
+      t.put(",\"thread\":\"").hex(tid).put('"');
+      if (const std::string* n = thread_name(tid)) t.put(",\"thread_name\":").json(*n);
+      t.put(",\"kind\":\"");
+      thread_text_.assign(t.view());
+      set_thread_cached(tid);
+    }
+    thread_text_.put_to(out_);
+    kind_text(e.kind).put_to(out_);
+    out_.put('"');
   }
-  void end(const EventInfo& info) override {
+
+  // A method's name: a JSON string (an empty name too).
+  static bool writes_name(const std::string&) { return true; }
+  static void spell_name(OutBuffer& o, std::string_view n) { o.json(n); }
+
+  void method_ref(std::string_view key, uint64_t m, std::string_view name_key) {
+    key_(key).put('"').hex(m).put('"');
+    if (const ShortText* t = method_text<JsonFormat>(m)) t->put_to(key_(name_key));
+  }
+  void vtable(uint64_t v) {
+    uint64_t klass = 0;
+    const bool known = names_.vtable_class(v, klass);
+    ref("vtable", v, known ? names_.class_name(klass) : nullptr, "class_name");
+    if (known) extra("class", klass);
+  }
+  void enum_field(std::string_view key, std::string_view name, uint64_t v) {
+    if (name.empty()) {
+      num(key, v);
+    } else {
+      word(key, name);
+    }
+  }
+
+  void end(const EventInfo& info) {
     out_.put(",\"buffer\":").dec(info.buffer->index).put(",\"offset\":").dec(info.offset).put("}\n");
   }
 
-  void num(std::string_view key, uint64_t v) override { key_(key).dec(v); }
-  void word(std::string_view key, std::string_view v) override { key_(key).put('"').put(v).put('"'); }
-  void str(std::string_view key, std::string_view v) override { key_(key).json(v); }
-  void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view name_key) override {
+  void num(std::string_view key, uint64_t v) { key_(key).dec(v); }
+  void word(std::string_view key, std::string_view v) { key_(key).put('"').put(v).put('"'); }
+  void str(std::string_view key, std::string_view v) { key_(key).json(v); }
+  void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view name_key) {
     key_(key).put('"').hex(v).put('"');
     if (name) key_(name_key).json(*name);
   }
-  void extra(std::string_view key, uint64_t v) override { key_(key).put('"').hex(v).put('"'); }
+  void extra(std::string_view key, uint64_t v) { key_(key).put('"').hex(v).put('"'); }
 
   // "key":[{"method":"0x1f","name":"..."},...]
-  void methods(std::string_view key, const std::vector<uint64_t>& ms) override {
+  void methods(std::string_view key, const std::vector<uint64_t>& ms) {
     key_(key).put('[');
     for (size_t i = 0; i < ms.size(); ++i) {
       out_.put(i ? ",{\"method\":\"" : "{\"method\":\"").hex(ms[i]).put('"');
-      if (const std::string* n = names_.method_name(ms[i])) out_.put(",\"name\":").json(*n);
+      if (const ShortText* t = method_text<JsonFormat>(ms[i])) t->put_to(out_.put(",\"name\":"));
       out_.put('}');
     }
     out_.put(']');
   }
   // "ips":[{"ip":"0x..","method":"0x..","name":"..."} | {"ip":"0x..","symbol":"..."}]
-  void ips(const std::vector<uint64_t>& v) override {
+  void ips(const std::vector<uint64_t>& v) {
     out_.put(",\"ips\":[");
     for (size_t i = 0; i < v.size(); ++i) {
       out_.put(i ? ",{\"ip\":\"" : "{\"ip\":\"").hex(v[i]).put('"');
@@ -101,14 +132,14 @@ class JsonFormat final : public Format {
     out_.put(']');
   }
   // "moves":[["0xold","0xnew"],...]
-  void moves(const std::vector<uint64_t>& objs) override {
+  void moves(const std::vector<uint64_t>& objs) {
     out_.put(",\"moves\":[");
     for (size_t i = 0; i + 1 < objs.size(); i += 2) {
       out_.put(i ? ",[\"" : "[\"").hex(objs[i]).put("\",\"").hex(objs[i + 1]).put("\"]");
     }
     out_.put(']');
   }
-  void heap_refs(const std::vector<HeapRef>& refs) override {
+  void heap_refs(const std::vector<HeapRef>& refs) {
     out_.put(",\"refs\":[");
     for (size_t i = 0; i < refs.size(); ++i) {
       out_.put(i ? ",{\"offset\":" : "{\"offset\":").dec(refs[i].offset).put(",\"obj\":\"").hex(refs[i].obj);
@@ -116,7 +147,7 @@ class JsonFormat final : public Format {
     }
     out_.put(']');
   }
-  void roots(const std::vector<RootRef>& rs) override {
+  void roots(const std::vector<RootRef>& rs) {
     out_.put(",\"roots\":[");
     for (size_t i = 0; i < rs.size(); ++i) {
       out_.put(i ? ",{\"address\":\"" : "{\"address\":\"").hex(rs[i].address).put("\",\"obj\":\"");
@@ -125,7 +156,7 @@ class JsonFormat final : public Format {
     out_.put(']');
   }
   // Enum-like descriptor fields are names, or "0x..." strings for values without a name.
-  void counter_descs(const std::vector<CounterDesc>& ds) override {
+  void counter_descs(const std::vector<CounterDesc>& ds) {
     out_.put(",\"counters\":[");
     for (size_t i = 0; i < ds.size(); ++i) {
       const CounterDesc& d = ds[i];
@@ -142,7 +173,7 @@ class JsonFormat final : public Format {
   }
   // "values":[{"index":1,"name":"...","type":"uint","value":N}]: integers as numbers, doubles as
   // numbers (null when not finite), strings as strings or null.
-  void counter_values(const std::vector<CounterValue>& vs) override {
+  void counter_values(const std::vector<CounterValue>& vs) {
     out_.put(",\"values\":[");
     for (size_t i = 0; i < vs.size(); ++i) {
       const CounterValue& v = vs[i];
@@ -196,8 +227,8 @@ class JsonFormat final : public Format {
 
 }  // namespace
 
-std::unique_ptr<Format> make_json_format(OutBuffer& out, const Names& names) {
-  return std::make_unique<JsonFormat>(out, names);
+std::unique_ptr<BufferFormatter> make_json_formatter(OutBuffer& out, Names& names) {
+  return std::make_unique<Walk<JsonFormat>>(out, names);
 }
 
 }  // namespace mlpd::cli

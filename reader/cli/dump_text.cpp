@@ -6,18 +6,18 @@
 #include <string_view>
 #include <vector>
 
-#include "dump_format.h"
+#include "dump_walk.h"
 #include "mlpd/enum_names.h"
 
 namespace mlpd::cli {
 
 namespace {
 
-class TextFormat final : public Format {
+class TextFormat final : public FormatBase {
  public:
-  using Format::Format;
+  using FormatBase::FormatBase;
 
-  void header(const FileHeader& h) override {
+  void header(const FileHeader& h) {
     out_.put("header version=").dec(h.major).put('.').dec(h.minor).put(" data_version=").dec(h.data_version);
     out_.put(" ptr_size=").dec(h.ptr_size).put(" startup_ms=").dec(h.startup_ms);
     const std::string iso = iso8601_utc(h.startup_ms);
@@ -28,7 +28,7 @@ class TextFormat final : public Format {
     out_.put('\n');
   }
 
-  void buffer(const BufferInfo& b, int64_t rel_ns) override {
+  void buffer(const BufferInfo& b, int64_t rel_ns) {
     const BufferHeader& h = b.header;
     out_.put("buffer ").dec(b.index).put(" offset=").dec(b.offset).put(" thread=").hex(h.thread_id);
     if (const std::string* n = thread_name(h.thread_id)) out_.put(' ').text(*n, true);
@@ -39,7 +39,7 @@ class TextFormat final : public Format {
     out_.put(" length=").dec(h.length).put('\n');
   }
 
-  void problem(const Problem& p) override {
+  void problem(const Problem& p) {
     out_.put("offset ").dec(p.offset);
     if (p.buffer < 0) {
       out_.put(" (header): ");
@@ -49,25 +49,55 @@ class TextFormat final : public Format {
     out_.text(p.message, false).put('\n');
   }
 
-  void begin(const Event& e, const EventInfo& info, int64_t rel_ns) override {
+  // TIME +SECONDS THREAD ["NAME"] KIND: the thread part is cached (it changes with the names only).
+  void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
     const uint64_t tid = info.buffer->header.thread_id;
-    out_.dec(e.time).put(' ').seconds(rel_ns, true).put(' ').hex(tid);
-    if (const std::string* n = thread_name(tid)) out_.put(' ').text(*n, true);
-    out_.put(' ').put(event_kind_name(e.kind));
+    out_.dec(e.time).put(' ').seconds(rel_ns, true);
+    if (!thread_cached(tid)) [[unlikely]] {
+      OutBuffer t(SIZE_MAX);
+      t.put(' ').hex(tid);
+      if (const std::string* n = thread_name(tid)) t.put(' ').text(*n, true);
+      t.put(' ');
+      thread_text_.assign(t.view());
+      set_thread_cached(tid);
+    }
+    thread_text_.put_to(out_);
+    kind_text(e.kind).put_to(out_);
   }
-  void end(const EventInfo&) override { out_.put('\n'); }
+  void end(const EventInfo&) { out_.put('\n'); }
 
-  void num(std::string_view key, uint64_t v) override { out_.put(' ').put(key).put('=').dec(v); }
-  void word(std::string_view key, std::string_view v) override { out_.put(' ').put(key).put('=').put(v); }
-  void str(std::string_view key, std::string_view v) override { out_.put(' ').put(key).put('=').text(v, true); }
-  void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view) override {
+  // The name a method reference or a backtrace frame shows: escaped, unquoted; empty names are not shown.
+  static bool writes_name(const std::string& n) { return !n.empty(); }
+  static void spell_name(OutBuffer& o, std::string_view n) { o.text(n, false); }
+
+  void method_ref(std::string_view key, uint64_t m, std::string_view) {
+    out_.put(' ').put(key).put('=').hex(m);
+    if (const ShortText* t = method_text<TextFormat>(m)) t->put_to(out_.put(' '));
+  }
+  void vtable(uint64_t v) {
+    uint64_t klass = 0;
+    const bool known = names_.vtable_class(v, klass);
+    ref("vtable", v, known ? names_.class_name(klass) : nullptr, {});
+  }
+  void enum_field(std::string_view key, std::string_view name, uint64_t v) {
+    if (name.empty()) {
+      num(key, v);
+    } else {
+      word(key, name);
+    }
+  }
+
+  void num(std::string_view key, uint64_t v) { out_.put(' ').put(key).put('=').dec(v); }
+  void word(std::string_view key, std::string_view v) { out_.put(' ').put(key).put('=').put(v); }
+  void str(std::string_view key, std::string_view v) { out_.put(' ').put(key).put('=').text(v, true); }
+  void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view) {
     out_.put(' ').put(key).put('=').hex(v);
     if (name && !name->empty()) out_.put(' ').text(*name, false);
   }
-  void extra(std::string_view, uint64_t) override {}
+  void extra(std::string_view, uint64_t) {}
 
   // key=[NAME | 0x1f | ...]: the method's name when known, else its pointer.
-  void methods(std::string_view key, const std::vector<uint64_t>& ms) override {
+  void methods(std::string_view key, const std::vector<uint64_t>& ms) {
     out_.put(' ').put(key).put("=[");
     for (size_t i = 0; i < ms.size(); ++i) {
       if (i) out_.put(" | ");
@@ -76,7 +106,7 @@ class TextFormat final : public Format {
     out_.put(']');
   }
   // ips=[0x7f12 NAME | ...]: the JIT-compiled method or the unmanaged symbol containing the IP.
-  void ips(const std::vector<uint64_t>& v) override {
+  void ips(const std::vector<uint64_t>& v) {
     out_.put(" ips=[");
     for (size_t i = 0; i < v.size(); ++i) {
       if (i) out_.put(" | ");
@@ -89,19 +119,19 @@ class TextFormat final : public Format {
     }
     out_.put(']');
   }
-  void moves(const std::vector<uint64_t>& objs) override {
+  void moves(const std::vector<uint64_t>& objs) {
     out_.put(" moves=").dec(objs.size() / 2);
     for (size_t i = 0; i + 1 < objs.size(); i += 2) out_.put(' ').hex(objs[i]).put("->").hex(objs[i + 1]);
   }
-  void heap_refs(const std::vector<HeapRef>& refs) override {
+  void heap_refs(const std::vector<HeapRef>& refs) {
     out_.put(" refs=").dec(refs.size());
     for (const HeapRef& r : refs) out_.put(" +").dec(r.offset).put('=').hex(r.obj);
   }
-  void roots(const std::vector<RootRef>& rs) override {
+  void roots(const std::vector<RootRef>& rs) {
     out_.put(" roots=").dec(rs.size());
     for (const RootRef& r : rs) out_.put(' ').hex(r.address).put("->").hex(r.obj);
   }
-  void counter_descs(const std::vector<CounterDesc>& ds) override {
+  void counter_descs(const std::vector<CounterDesc>& ds) {
     out_.put(" counters=").dec(ds.size());
     for (const CounterDesc& d : ds) {
       out_.put(" [index=").dec(d.index);
@@ -116,7 +146,7 @@ class TextFormat final : public Format {
   }
   // values=N: INDEX (NAME) = VALUE [(total T)]; ...   (the value as the file has it: a delta for
   // integer counters, followed by the running total; absolute for double and string ones)
-  void counter_values(const std::vector<CounterValue>& vs) override {
+  void counter_values(const std::vector<CounterValue>& vs) {
     out_.put(" values=").dec(vs.size());
     for (size_t i = 0; i < vs.size(); ++i) {
       const CounterValue& v = vs[i];
@@ -161,9 +191,8 @@ class TextFormat final : public Format {
     }
   }
   void method_or_hex(uint64_t m) {
-    const std::string* n = names_.method_name(m);
-    if (n && !n->empty()) {
-      out_.text(*n, false);
+    if (const ShortText* t = method_text<TextFormat>(m)) {
+      t->put_to(out_);
     } else {
       out_.hex(m);
     }
@@ -172,8 +201,8 @@ class TextFormat final : public Format {
 
 }  // namespace
 
-std::unique_ptr<Format> make_text_format(OutBuffer& out, const Names& names) {
-  return std::make_unique<TextFormat>(out, names);
+std::unique_ptr<BufferFormatter> make_text_formatter(OutBuffer& out, Names& names) {
+  return std::make_unique<Walk<TextFormat>>(out, names);
 }
 
 }  // namespace mlpd::cli

@@ -1,0 +1,203 @@
+// `mlpd dump --json`: JSON Lines, one object per header, buffer, event and problem (see dump_format.h).
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dump_format.h"
+#include "mlpd/enum_names.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+class JsonFormat final : public Format {
+ public:
+  using Format::Format;
+
+  void header(const FileHeader& h) override {
+    out_.put("{\"header\":{\"major\":").dec(h.major).put(",\"minor\":").dec(h.minor);
+    out_.put(",\"data_version\":").dec(h.data_version).put(",\"ptr_size\":").dec(h.ptr_size);
+    out_.put(",\"startup_ms\":").dec(h.startup_ms).put(",\"startup\":");
+    const std::string iso = iso8601_utc(h.startup_ms);
+    if (iso.empty()) {
+      out_.put("null");
+    } else {
+      out_.json(iso);
+    }
+    out_.put(",\"startup_ns\":").dec(h.startup_ns).put(",\"timer_overhead\":").sdec(h.timer_overhead);
+    out_.put(",\"flags\":").sdec(h.flags).put(",\"pid\":").sdec(h.pid).put(",\"port\":").dec(h.port);
+    out_.put(",\"args\":").json(h.args).put(",\"arch\":").json(h.arch).put(",\"os\":").json(h.os);
+    out_.put("}}\n");
+  }
+
+  void buffer(const BufferInfo& b, int64_t rel_ns) override {
+    const BufferHeader& h = b.header;
+    out_.put("{\"buffer\":{\"index\":").dec(b.index).put(",\"offset\":").dec(b.offset);
+    out_.put(",\"thread\":\"").hex(h.thread_id).put('"');
+    if (const std::string* n = thread_name(h.thread_id)) out_.put(",\"thread_name\":").json(*n);
+    out_.put(",\"time_base\":").dec(h.time_base).put(",\"seconds\":").seconds(rel_ns, false);
+    out_.put(",\"ptr_base\":\"").hex(static_cast<uint64_t>(h.ptr_base));
+    out_.put("\",\"obj_base\":\"").hex(static_cast<uint64_t>(h.obj_base));
+    out_.put("\",\"method_base\":\"").hex(static_cast<uint64_t>(h.method_base));
+    out_.put("\",\"length\":").dec(h.length).put("}}\n");
+  }
+
+  void problem(const Problem& p) override {
+    out_.put("{\"error\":{\"offset\":").dec(p.offset).put(",\"buffer\":");
+    if (p.buffer < 0) {
+      out_.put("null");
+    } else {
+      out_.sdec(p.buffer);
+    }
+    out_.put(",\"message\":").json(p.message).put("}}\n");
+  }
+
+  void begin(const Event& e, const EventInfo& info, int64_t rel_ns) override {
+    const uint64_t tid = info.buffer->header.thread_id;
+    out_.put("{\"time\":").dec(e.time).put(",\"seconds\":").seconds(rel_ns, false);
+    out_.put(",\"thread\":\"").hex(tid).put('"');
+    if (const std::string* n = thread_name(tid)) out_.put(",\"thread_name\":").json(*n);
+    out_.put(",\"kind\":\"").put(event_kind_name(e.kind)).put('"');
+  }
+  void end(const EventInfo& info) override {
+    out_.put(",\"buffer\":").dec(info.buffer->index).put(",\"offset\":").dec(info.offset).put("}\n");
+  }
+
+  void num(std::string_view key, uint64_t v) override { key_(key).dec(v); }
+  void word(std::string_view key, std::string_view v) override { key_(key).put('"').put(v).put('"'); }
+  void str(std::string_view key, std::string_view v) override { key_(key).json(v); }
+  void ref(std::string_view key, uint64_t v, const std::string* name, std::string_view name_key) override {
+    key_(key).put('"').hex(v).put('"');
+    if (name) key_(name_key).json(*name);
+  }
+  void extra(std::string_view key, uint64_t v) override { key_(key).put('"').hex(v).put('"'); }
+
+  // "key":[{"method":"0x1f","name":"..."},...]
+  void methods(std::string_view key, const std::vector<uint64_t>& ms) override {
+    key_(key).put('[');
+    for (size_t i = 0; i < ms.size(); ++i) {
+      out_.put(i ? ",{\"method\":\"" : "{\"method\":\"").hex(ms[i]).put('"');
+      if (const std::string* n = names_.method_name(ms[i])) out_.put(",\"name\":").json(*n);
+      out_.put('}');
+    }
+    out_.put(']');
+  }
+  // "ips":[{"ip":"0x..","method":"0x..","name":"..."} | {"ip":"0x..","symbol":"..."}]
+  void ips(const std::vector<uint64_t>& v) override {
+    out_.put(",\"ips\":[");
+    for (size_t i = 0; i < v.size(); ++i) {
+      out_.put(i ? ",{\"ip\":\"" : "{\"ip\":\"").hex(v[i]).put('"');
+      if (const uint64_t m = names_.method_at(v[i])) {
+        out_.put(",\"method\":\"").hex(m).put('"');
+        if (const std::string* n = names_.method_name(m)) out_.put(",\"name\":").json(*n);
+      } else if (const std::string* s = names_.symbol_at(v[i])) {
+        out_.put(",\"symbol\":").json(*s);
+      }
+      out_.put('}');
+    }
+    out_.put(']');
+  }
+  // "moves":[["0xold","0xnew"],...]
+  void moves(const std::vector<uint64_t>& objs) override {
+    out_.put(",\"moves\":[");
+    for (size_t i = 0; i + 1 < objs.size(); i += 2) {
+      out_.put(i ? ",[\"" : "[\"").hex(objs[i]).put("\",\"").hex(objs[i + 1]).put("\"]");
+    }
+    out_.put(']');
+  }
+  void heap_refs(const std::vector<HeapRef>& refs) override {
+    out_.put(",\"refs\":[");
+    for (size_t i = 0; i < refs.size(); ++i) {
+      out_.put(i ? ",{\"offset\":" : "{\"offset\":").dec(refs[i].offset).put(",\"obj\":\"").hex(refs[i].obj);
+      out_.put("\"}");
+    }
+    out_.put(']');
+  }
+  void roots(const std::vector<RootRef>& rs) override {
+    out_.put(",\"roots\":[");
+    for (size_t i = 0; i < rs.size(); ++i) {
+      out_.put(i ? ",{\"address\":\"" : "{\"address\":\"").hex(rs[i].address).put("\",\"obj\":\"");
+      out_.hex(rs[i].obj).put("\"}");
+    }
+    out_.put(']');
+  }
+  // Enum-like descriptor fields are names, or "0x..." strings for values without a name.
+  void counter_descs(const std::vector<CounterDesc>& ds) override {
+    out_.put(",\"counters\":[");
+    for (size_t i = 0; i < ds.size(); ++i) {
+      const CounterDesc& d = ds[i];
+      out_.put(i ? ",{\"index\":" : "{\"index\":").dec(d.index);
+      flag_field("section", counter_section_name(d.section), d.section);
+      if (d.section == format::COUNTER_SECTION_PERFCOUNTERS) str("category", d.section_name);
+      str("name", d.name);
+      flag_field("type", counter_type_name(d.type), d.type);
+      flag_field("unit", counter_unit_name(d.unit), d.unit);
+      flag_field("variance", counter_variance_name(d.variance), d.variance);
+      out_.put('}');
+    }
+    out_.put(']');
+  }
+  // "values":[{"index":1,"name":"...","type":"uint","value":N}]: integers as numbers, doubles as
+  // numbers (null when not finite), strings as strings or null.
+  void counter_values(const std::vector<CounterValue>& vs) override {
+    out_.put(",\"values\":[");
+    for (size_t i = 0; i < vs.size(); ++i) {
+      const CounterValue& v = vs[i];
+      out_.put(i ? ",{\"index\":" : "{\"index\":").dec(v.index);
+      if (const CounterDesc* d = names_.counter(v.index)) str("name", d->name);
+      flag_field("type", counter_type_name(v.type), v.type);
+      out_.put(",\"value\":");
+      if (v.type == format::COUNTER_DOUBLE) {
+        double d;
+        std::memcpy(&d, &v.bits, sizeof d);
+        if (std::isfinite(d)) {
+          out_.dbl(d);
+        } else {
+          out_.put("null");
+        }
+      } else if (v.type == format::COUNTER_STRING) {
+        if (v.is_null) {
+          out_.put("null");
+        } else {
+          out_.json(v.str);
+        }
+      } else if (counter_type_signed(v.type)) {
+        out_.sdec(static_cast<int64_t>(v.bits));
+      } else {
+        out_.dec(v.bits);
+      }
+      if (uint64_t total; counter_total(v, total)) {
+        out_.put(",\"total\":");
+        if (counter_type_signed(v.type)) {
+          const bool narrow = v.type == format::COUNTER_INT;
+          out_.sdec(narrow ? static_cast<int64_t>(static_cast<int32_t>(total)) : static_cast<int64_t>(total));
+        } else {
+          out_.dec(total);
+        }
+      }
+      out_.put('}');
+    }
+    out_.put(']');
+  }
+
+ private:
+  OutBuffer& key_(std::string_view key) { return out_.put(",\"").put(key).put("\":"); }
+  void flag_field(std::string_view key, std::string_view name, uint64_t v) {
+    if (name.empty()) {
+      key_(key).put('"').hex(v).put('"');
+    } else {
+      word(key, name);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Format> make_json_format(OutBuffer& out, const Names& names) {
+  return std::make_unique<JsonFormat>(out, names);
+}
+
+}  // namespace mlpd::cli
