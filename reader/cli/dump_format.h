@@ -148,31 +148,50 @@ class FormatBase {
     return true;
   }
 
-  // A method's name as format F spells it (F::spell_name: escaped text or a JSON string), cached by
-  // method; nullptr when the method has no name F writes. Names longer than kMaxCached bytes are
-  // spelled into scratch_ every time (a hostile file's long names do not stay in the cache).
+  // What format F writes for a method (F::spell_name: its name, escaped text or a JSON string;
+  // F::spell_method_ref: the whole `method` field of an enter/leave, pointer and name), cached by
+  // method (`known`: the method has a name F writes). Names longer than kMaxCached bytes are spelled
+  // into scratch_ every time (a hostile file's long names do not stay in the cache).
+  struct MethodTexts {
+    ShortText name;
+    ShortText ref;
+    bool known = false;
+  };
   template <class F>
-  const ShortText* method_text(uint64_t m) {
+  const MethodTexts& method_texts(uint64_t m) {
     Cached& c = methods_[((m >> 3) ^ (m >> 17)) & (kMethodSlots - 1)];
     if (c.key == m && c.gen == gen_) [[likely]]
-      return c.known ? &c.text : nullptr;
+      return c.texts;
     const std::string* n = names_.method_name(m);
-    const bool known = n && F::writes_name(*n);
-    if (known && n->size() > kMaxCached) {
-      scratch_out_.clear();
-      F::spell_name(scratch_out_, *n);
-      scratch_.assign(scratch_out_.view());
-      return &scratch_;
+    MethodTexts& t = n && n->size() > kMaxCached ? scratch_ : c.texts;
+    if (&t == &c.texts) {
+      c.key = m;
+      c.gen = gen_;
     }
-    c.key = m;
-    c.gen = gen_;
-    c.known = known;
-    if (known) {
-      scratch_out_.clear();
-      F::spell_name(scratch_out_, *n);
-      c.text.assign(scratch_out_.view());
+    t.known = n && F::writes_name(*n);
+    scratch_out_.clear();
+    if (t.known) F::spell_name(scratch_out_, *n);
+    t.name.assign(scratch_out_.view());
+    scratch_out_.clear();
+    F::spell_method_ref(scratch_out_, m, t.known ? n : nullptr);
+    t.ref.assign(scratch_out_.view());
+    return t;
+  }
+  // Event times: the digits above the last eight change rarely, and are kept.
+  void put_time(uint64_t t) {
+    if (t < 100000000u) {
+      out_.dec(t);
+      return;
     }
-    return known ? &c.text : nullptr;
+    const uint64_t hi = t / 100000000u;
+    if (hi != time_hi_ || time_hi_text_.len == 0) {
+      time_hi_ = hi;
+      time_hi_text_.len = OutBuffer::write_dec(time_hi_text_.data, hi);
+    }
+    char* p = out_.room_for(64);
+    std::memcpy(p, time_hi_text_.data, 16);  // at most 12 digits
+    OutBuffer::write_8digits(p + time_hi_text_.len, static_cast<uint32_t>(t % 100000000u));
+    out_.advance(time_hi_text_.len + 8);
   }
   // An event kind's name, padded for put64.
   static const ShortText& kind_text(EventKind k) {
@@ -202,15 +221,16 @@ class FormatBase {
   struct Cached {
     uint64_t key = 0;
     uint32_t gen = 0;  // 0: empty
-    bool known = false;
-    ShortText text;
+    MethodTexts texts;
   };
   std::vector<Cached> methods_ = std::vector<Cached>(kMethodSlots);
   uint32_t gen_ = 1;
   uint64_t thread_tid_ = 0;
   uint32_t thread_gen_ = 0;
   OutBuffer scratch_out_{SIZE_MAX};
-  ShortText scratch_;
+  MethodTexts scratch_;
+  uint64_t time_hi_ = 0;
+  ShortText time_hi_text_;
 };
 
 }  // namespace mlpd::cli

@@ -57,7 +57,9 @@ class JsonFormat final : public FormatBase {
 
   void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
     const uint64_t tid = info.buffer->header.thread_id;
-    out_.put("{\"time\":").dec(e.time).put(",\"seconds\":").seconds(rel_ns, false);
+    out_.put("{\"time\":");
+    put_time(e.time);
+    out_.put(",\"seconds\":").seconds(rel_ns, false);
     if (!thread_cached(tid)) [[unlikely]] {  // the thread part changes with the names only
       OutBuffer t(SIZE_MAX);
       t.put(",\"thread\":\"").hex(tid).put('"');
@@ -74,11 +76,13 @@ class JsonFormat final : public FormatBase {
   // A method's name: a JSON string (an empty name too).
   static bool writes_name(const std::string&) { return true; }
   static void spell_name(OutBuffer& o, std::string_view n) { o.json(n); }
-
-  void method_ref(std::string_view key, uint64_t m, std::string_view name_key) {
-    key_(key).put('"').hex(m).put('"');
-    if (const ShortText* t = method_text<JsonFormat>(m)) t->put_to(key_(name_key));
+  static void spell_method_ref(OutBuffer& o, uint64_t m, const std::string* n) {
+    o.put(",\"method\":\"").hex(m).put('"');
+    if (n) o.put(",\"method_name\":").json(*n);
   }
+
+  // "method":"0x1f","method_name":"NAME" (every caller's keys are these).
+  void method_ref(std::string_view, uint64_t m, std::string_view) { method_texts<JsonFormat>(m).ref.put_to(out_); }
   void vtable(uint64_t v) {
     uint64_t klass = 0;
     const bool known = names_.vtable_class(v, klass);
@@ -111,7 +115,7 @@ class JsonFormat final : public FormatBase {
     key_(key).put('[');
     for (size_t i = 0; i < ms.size(); ++i) {
       out_.put(i ? ",{\"method\":\"" : "{\"method\":\"").hex(ms[i]).put('"');
-      if (const ShortText* t = method_text<JsonFormat>(ms[i])) t->put_to(out_.put(",\"name\":"));
+      if (const MethodTexts& t = method_texts<JsonFormat>(ms[i]); t.known) t.name.put_to(out_.put(",\"name\":"));
       out_.put('}');
     }
     out_.put(']');

@@ -52,7 +52,8 @@ class TextFormat final : public FormatBase {
   // TIME +SECONDS THREAD ["NAME"] KIND: the thread part is cached (it changes with the names only).
   void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
     const uint64_t tid = info.buffer->header.thread_id;
-    out_.dec(e.time).put(' ').seconds(rel_ns, true);
+    put_time(e.time);
+    out_.put(' ').seconds(rel_ns, true);
     if (!thread_cached(tid)) [[unlikely]] {
       OutBuffer t(SIZE_MAX);
       t.put(' ').hex(tid);
@@ -69,11 +70,13 @@ class TextFormat final : public FormatBase {
   // The name a method reference or a backtrace frame shows: escaped, unquoted; empty names are not shown.
   static bool writes_name(const std::string& n) { return !n.empty(); }
   static void spell_name(OutBuffer& o, std::string_view n) { o.text(n, false); }
-
-  void method_ref(std::string_view key, uint64_t m, std::string_view) {
-    out_.put(' ').put(key).put('=').hex(m);
-    if (const ShortText* t = method_text<TextFormat>(m)) t->put_to(out_.put(' '));
+  static void spell_method_ref(OutBuffer& o, uint64_t m, const std::string* n) {
+    o.put(" method=").hex(m);
+    if (n) o.put(' ').text(*n, false);
   }
+
+  // method=0x1f NAME (every caller's key is "method").
+  void method_ref(std::string_view, uint64_t m, std::string_view) { method_texts<TextFormat>(m).ref.put_to(out_); }
   void vtable(uint64_t v) {
     uint64_t klass = 0;
     const bool known = names_.vtable_class(v, klass);
@@ -191,8 +194,8 @@ class TextFormat final : public FormatBase {
     }
   }
   void method_or_hex(uint64_t m) {
-    if (const ShortText* t = method_text<TextFormat>(m)) {
-      t->put_to(out_);
+    if (const MethodTexts& t = method_texts<TextFormat>(m); t.known) {
+      t.name.put_to(out_);
     } else {
       out_.hex(m);
     }

@@ -163,6 +163,17 @@ class OutBuffer {
     }
     return n;
   }
+  // Exactly 8 digits of v < 10^8 (leading zeros kept) at p.
+  static void write_8digits(char* p, uint32_t v) {
+    const uint32_t hi = v / 10000u, lo = v % 10000u;
+    std::memcpy(p, kPairs + 2 * (hi / 100u), 2);
+    std::memcpy(p + 2, kPairs + 2 * (hi % 100u), 2);
+    std::memcpy(p + 4, kPairs + 2 * (lo / 100u), 2);
+    std::memcpy(p + 6, kPairs + 2 * (lo % 100u), 2);
+  }
+  // Space for n <= 64 bytes at the end (room_for), then how many were written there (advance).
+  char* room_for(size_t n) { return room(n); }
+  void advance(size_t n) { len_ += n; }
   // Copies n <= 64 bytes from p, where 64 bytes are readable (a fixed-size copy: no call).
   OutBuffer& put64(const char* p, size_t n) {
     char* d = room(64);
@@ -181,23 +192,25 @@ class OutBuffer {
   // for non-negative values when `plus` is set.
   OutBuffer& seconds(int64_t ns, bool plus) {
     uint64_t mag = static_cast<uint64_t>(ns);
+    char* p = room(40);
+    char* q = p;
     if (ns < 0) {
-      put('-');
+      *q++ = '-';
       mag = 0 - mag;
     } else if (plus) {
-      put('+');
+      *q++ = '+';
     }
-    dec(mag / 1000000000u);
-    char* p = room(10);
-    p[0] = '.';
+    const uint64_t whole = mag / 1000000000u;
+    if (whole < 10) {
+      *q++ = static_cast<char>('0' + whole);
+    } else {
+      q += write_dec(q, whole);
+    }
     const auto f = static_cast<uint32_t>(mag % 1000000000u);
-    p[1] = static_cast<char>('0' + f / 100000000u);
-    const uint32_t r = f % 100000000u;
-    std::memcpy(p + 2, kPairs + 2 * (r / 1000000u), 2);
-    std::memcpy(p + 4, kPairs + 2 * (r / 10000u % 100u), 2);
-    std::memcpy(p + 6, kPairs + 2 * (r / 100u % 100u), 2);
-    std::memcpy(p + 8, kPairs + 2 * (r % 100u), 2);
-    len_ += 10;
+    q[0] = '.';
+    q[1] = static_cast<char>('0' + f / 100000000u);
+    write_8digits(q + 2, f % 100000000u);
+    len_ += static_cast<size_t>(q + 10 - p);
     return *this;
   }
   // Text for a line-oriented dump: bytes below 0x20 and 0x7f become escapes (\n, \t, \r, \xNN) so a
