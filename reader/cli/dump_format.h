@@ -111,6 +111,13 @@ class BufferFormatter {
                       RunResult& r) = 0;
 };
 
+// Dumps `in` to `out` (text or JSON Lines) and returns the number of problems: on this thread when
+// `threads` < 2, else with `threads` workers formatting buffers ahead of the reader, each writing at
+// most `job_text` bytes per buffer (dump_drivers.cpp). The output is the same bytes either way.
+inline constexpr size_t kDumpJobText = 4u << 20;
+uint64_t dump_file(Input& in, OutBuffer& out, bool json, const DecodeOptions& opt, unsigned threads,
+                   size_t job_text = kDumpJobText);
+
 // `names` is observed (changed) only by a formatter used in file order.
 std::unique_ptr<BufferFormatter> make_text_formatter(OutBuffer& out, Names& names);
 std::unique_ptr<BufferFormatter> make_json_formatter(OutBuffer& out, Names& names);

@@ -7,7 +7,8 @@
 // And each decoded event must survive a round trip through writer/'s BufferEncoder and a fresh
 // BufferDecoder unchanged: this catches fields left over from an earlier event (the decoder reuses
 // one Event) and any value the decoder accepts but the format cannot express.
-// And decode_counting() (verify's parallel decoding) reports exactly what decode() does.
+// And decode_counting() (verify's parallel decoding) reports exactly what decode() does, and `mlpd
+// dump` on three threads writes exactly what it writes on one (text and JSON).
 // Any violation aborts, which libFuzzer reports as a crash.
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dump_format.h"
 #include "mlpd/checks.h"
 #include "mlpd/decode_loop.h"
 #include "mlpd/decoder.h"
@@ -230,8 +232,25 @@ void check_counting(const uint8_t* data, size_t size) {
     violated("decode_counting's summary differs from decode's");
 }
 
+// `mlpd dump` (text and JSON): its workers, which format buffers ahead of the reader and stop where
+// file order is needed or their block is full (here 200 bytes, so that most buffers are finished in
+// file order), write exactly what one thread writes, with the same number of problems.
+void check_dump(const uint8_t* data, size_t size) {
+  for (const bool json : {false, true}) {
+    mlpd::cli::OutBuffer one(SIZE_MAX), three(SIZE_MAX);
+    std::unique_ptr<mlpd::Input> a = mlpd::Input::from_memory(data, size);
+    const uint64_t p1 = mlpd::cli::dump_file(*a, one, json, {}, 1);
+    std::unique_ptr<mlpd::Input> b = mlpd::Input::from_memory(data, size);
+    const uint64_t p3 = mlpd::cli::dump_file(*b, three, json, {}, 3, 200);
+    if (one.overflowed() || three.overflowed()) violated("dump output overflowed its memory block");
+    if (one.view() != three.view()) violated(json ? "dump --json on 3 threads differs from 1 thread" : "dump on 3 threads differs from 1 thread");
+    if (p1 != p3) violated("dump on 3 threads counts other problems than on 1 thread");
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_counting(data, size);
+  check_dump(data, size);
   std::unique_ptr<mlpd::Input> in = mlpd::Input::from_memory(data, size);
   TouchingVisitor visitor(*in);
   const mlpd::DecodeSummary s = mlpd::decode(*in, visitor);
