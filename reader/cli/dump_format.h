@@ -185,20 +185,23 @@ class FormatBase {
     return t;
   }
   // Event times: the digits above the last eight change rarely, and are kept.
-  void put_time(uint64_t t) {
-    if (t < 100000000u) {
-      out_.dec(t);
-      return;
-    }
+  void put_time(uint64_t t) { out_.advance(write_time(out_.room_for(64), t)); }
+  // The same at p (64 bytes of room); returns how many bytes.
+  size_t write_time(char* p, uint64_t t) {
+    if (t < 100000000u) return OutBuffer::write_dec(p, t);
     const uint64_t hi = t / 100000000u;
     if (hi != time_hi_ || time_hi_text_.len == 0) {
       time_hi_ = hi;
       time_hi_text_.len = OutBuffer::write_dec(time_hi_text_.data, hi);
     }
-    char* p = out_.room_for(64);
     std::memcpy(p, time_hi_text_.data, 16);  // at most 12 digits
     OutBuffer::write_8digits(p + time_hi_text_.len, static_cast<uint32_t>(t % 100000000u));
-    out_.advance(time_hi_text_.len + 8);
+    return time_hi_text_.len + 8;
+  }
+  // Appends a ShortText of at most 64 bytes at p (64 bytes of room); returns the end.
+  static char* append(char* p, const ShortText& t) {
+    std::memcpy(p, t.data, 64);
+    return p + t.len;
   }
   // An event kind's name, padded for put64.
   static const ShortText& kind_text(EventKind k) {

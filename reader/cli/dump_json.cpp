@@ -56,11 +56,45 @@ class JsonFormat final : public FormatBase {
   }
 
   void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
-    const uint64_t tid = info.buffer->header.thread_id;
     out_.put("{\"time\":");
     put_time(e.time);
     out_.put(",\"seconds\":").seconds(rel_ns, false);
-    if (!thread_cached(tid)) [[unlikely]] {  // the thread part changes with the names only
+    thread_text(info.buffer->header.thread_id).put_to(out_);
+    kind_text(e.kind).put_to(out_);
+    out_.put('"');
+  }
+  // A whole method_enter/leave/exc_leave line with one check for room; false (nothing written)
+  // when a part is longer than 64 bytes, then the walk writes it field by field.
+  bool method_line(const Event& e, const EventInfo& info, int64_t rel_ns) {
+    const ShortText& thread = thread_text(info.buffer->header.thread_id);
+    const MethodTexts& m = method_texts<JsonFormat>(e.method);
+    if (thread.len > 64 || m.ref.len > 64) [[unlikely]]
+      return false;
+    char* const p = out_.room_for(512);
+    char* q = p;
+    std::memcpy(q, "{\"time\":", 8);
+    q += 8;
+    q += write_time(q, e.time);
+    std::memcpy(q, ",\"seconds\":", 11);
+    q += 11;
+    q += OutBuffer::write_seconds(q, rel_ns, false);
+    q = append(q, thread);
+    q = append(q, kind_text(e.kind));
+    *q++ = '"';
+    q = append(q, m.ref);
+    std::memcpy(q, ",\"buffer\":", 10);
+    q += 10;
+    q += OutBuffer::write_dec(q, info.buffer->index);
+    std::memcpy(q, ",\"offset\":", 10);
+    q += 10;
+    q += OutBuffer::write_dec(q, info.offset);
+    q[0] = '}';
+    q[1] = '\n';
+    out_.advance(static_cast<size_t>(q + 2 - p));
+    return true;
+  }
+  const ShortText& thread_text(uint64_t tid) {  // the thread part changes with the names only
+    if (!thread_cached(tid)) [[unlikely]] {
       OutBuffer t(SIZE_MAX);
       t.put(",\"thread\":\"").hex(tid).put('"');
       if (const std::string* n = thread_name(tid)) t.put(",\"thread_name\":").json(*n);
@@ -68,9 +102,7 @@ class JsonFormat final : public FormatBase {
       thread_text_.assign(t.view());
       set_thread_cached(tid);
     }
-    thread_text_.put_to(out_);
-    kind_text(e.kind).put_to(out_);
-    out_.put('"');
+    return thread_text_;
   }
 
   // A method's name: a JSON string (an empty name too).

@@ -51,9 +51,30 @@ class TextFormat final : public FormatBase {
 
   // TIME +SECONDS THREAD ["NAME"] KIND: the thread part is cached (it changes with the names only).
   void begin(const Event& e, const EventInfo& info, int64_t rel_ns) {
-    const uint64_t tid = info.buffer->header.thread_id;
     put_time(e.time);
     out_.put(' ').seconds(rel_ns, true);
+    thread_text(info.buffer->header.thread_id).put_to(out_);
+    kind_text(e.kind).put_to(out_);
+  }
+  // A whole method_enter/leave/exc_leave line with one check for room; false (nothing written)
+  // when a part is longer than 64 bytes, then the walk writes it field by field.
+  bool method_line(const Event& e, const EventInfo& info, int64_t rel_ns) {
+    const ShortText& thread = thread_text(info.buffer->header.thread_id);
+    const MethodTexts& m = method_texts<TextFormat>(e.method);
+    if (thread.len > 64 || m.ref.len > 64) [[unlikely]]
+      return false;
+    char* const p = out_.room_for(256);  // 20 + 1 + 32 + 3 * 64 + 1
+    char* q = p + write_time(p, e.time);
+    *q++ = ' ';
+    q += OutBuffer::write_seconds(q, rel_ns, true);
+    q = append(q, thread);
+    q = append(q, kind_text(e.kind));
+    q = append(q, m.ref);
+    *q++ = '\n';
+    out_.advance(static_cast<size_t>(q - p));
+    return true;
+  }
+  const ShortText& thread_text(uint64_t tid) {
     if (!thread_cached(tid)) [[unlikely]] {
       OutBuffer t(SIZE_MAX);
       t.put(' ').hex(tid);
@@ -62,8 +83,7 @@ class TextFormat final : public FormatBase {
       thread_text_.assign(t.view());
       set_thread_cached(tid);
     }
-    thread_text_.put_to(out_);
-    kind_text(e.kind).put_to(out_);
+    return thread_text_;
   }
   void end(const EventInfo&) { out_.put('\n'); }
 

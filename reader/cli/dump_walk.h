@@ -75,7 +75,9 @@ class Walk final : public BufferFormatter {
  private:
   void event(const Event& e, const EventInfo& info, uint64_t start_ns) {
     F& f = f_;
-    f.begin(e, info, static_cast<int64_t>(e.time - start_ns));
+    const auto rel = static_cast<int64_t>(e.time - start_ns);
+    if (e.kind <= EventKind::method_exc_leave && e.kind >= EventKind::method_enter && f.method_line(e, info, rel)) return;
+    f.begin(e, info, rel);
     switch (e.kind) {
       case EventKind::alloc:
         vtable(f, e.ptr);

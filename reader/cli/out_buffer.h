@@ -191,8 +191,12 @@ class OutBuffer {
   // A signed nanosecond difference as seconds with 9 decimals: [-]S.NNNNNNNNN, with a leading '+'
   // for non-negative values when `plus` is set.
   OutBuffer& seconds(int64_t ns, bool plus) {
+    len_ += write_seconds(room(40), ns, plus);
+    return *this;
+  }
+  // seconds() at p (at most 32 bytes); returns how many.
+  static size_t write_seconds(char* p, int64_t ns, bool plus) {
     uint64_t mag = static_cast<uint64_t>(ns);
-    char* p = room(40);
     char* q = p;
     if (ns < 0) {
       *q++ = '-';
@@ -210,8 +214,7 @@ class OutBuffer {
     q[0] = '.';
     q[1] = static_cast<char>('0' + f / 100000000u);
     write_8digits(q + 2, f % 100000000u);
-    len_ += static_cast<size_t>(q + 10 - p);
-    return *this;
+    return static_cast<size_t>(q + 10 - p);
   }
   // Text for a line-oriented dump: bytes below 0x20 and 0x7f become escapes (\n, \t, \r, \xNN) so a
   // value never spans lines; with `quoted`, the value is wrapped in "..." and '"' and '\' are
