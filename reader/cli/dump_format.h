@@ -85,7 +85,7 @@ struct ShortText {
   void assign(std::string_view s) {
     len = s.size();
     if (len <= sizeof data) {
-      std::memcpy(data, s.data(), len);
+      if (len) std::memcpy(data, s.data(), len);  // an empty view's data() may be null
       big.clear();
     } else {
       big.assign(s);

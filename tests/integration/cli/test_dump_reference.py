@@ -7,7 +7,7 @@ produce every event kind Mono writes (calls, allocations, exceptions, samples an
 counters, heapshots, GC moves and handles, finalization, monitors, threads with names, appdomains
 and contexts), one file each; plus a gzip copy, a cut copy and a damaged copy (problems in the
 middle). For each file, text and JSON, `mlpd dump` must write the reference's bytes and exit with its
-status, whatever the number of threads (MLPD_DUMP_THREADS=1, 2, 4, the default) and also when each
+status, whatever the number of threads (MLPD_DUMP_THREADS=1, 2, the default) and also when each
 worker's text block is tiny (MLPD_DUMP_JOB_TEXT=4096, 300: most buffers are then finished in file
 order, from the event where the worker stopped).
 """
@@ -39,7 +39,6 @@ RECORDINGS = [
 MODES = [
     {"MLPD_DUMP_THREADS": "1"},
     {"MLPD_DUMP_THREADS": "2"},
-    {"MLPD_DUMP_THREADS": "4"},
     {},
     {"MLPD_DUMP_THREADS": "2", "MLPD_DUMP_JOB_TEXT": "4096"},
     {"MLPD_DUMP_THREADS": "3", "MLPD_DUMP_JOB_TEXT": "300"},
