@@ -164,11 +164,21 @@ class FormatBase {
     ShortText ref;
     bool known = false;
   };
+  struct Cached {
+    uint64_t key = 0;
+    uint32_t gen = 0;  // 0: empty
+    MethodTexts texts;
+  };
+
   template <class F>
   const MethodTexts& method_texts(uint64_t m) {
     Cached& c = methods_[((m >> 3) ^ (m >> 17)) & (kMethodSlots - 1)];
     if (c.key == m && c.gen == gen_) [[likely]]
       return c.texts;
+    return fill_method_texts<F>(c, m);
+  }
+  template <class F>
+  [[gnu::noinline]] const MethodTexts& fill_method_texts(Cached& c, uint64_t m) {
     const std::string* n = names_.method_name(m);
     MethodTexts& t = n && n->size() > kMaxCached ? scratch_ : c.texts;
     if (&t == &c.texts) {
@@ -228,11 +238,6 @@ class FormatBase {
   ShortText thread_text_;  // what the format writes for thread thread_tid_
 
  private:
-  struct Cached {
-    uint64_t key = 0;
-    uint32_t gen = 0;  // 0: empty
-    MethodTexts texts;
-  };
   std::vector<Cached> methods_ = std::vector<Cached>(kMethodSlots);
   uint32_t gen_ = 1;
   uint64_t thread_tid_ = 0;

@@ -93,16 +93,18 @@ class JsonFormat final : public FormatBase {
     out_.advance(static_cast<size_t>(q + 2 - p));
     return true;
   }
-  const ShortText& thread_text(uint64_t tid) {  // the thread part changes with the names only
-    if (!thread_cached(tid)) [[unlikely]] {
-      OutBuffer t(SIZE_MAX);
-      t.put(",\"thread\":\"").hex(tid).put('"');
-      if (const std::string* n = thread_name(tid)) t.put(",\"thread_name\":").json(*n);
-      t.put(",\"kind\":\"");
-      thread_text_.assign(t.view());
-      set_thread_cached(tid);
-    }
+  const ShortText& thread_text(uint64_t tid) {
+    if (!thread_cached(tid)) [[unlikely]]
+      fill_thread_text(tid);
     return thread_text_;
+  }
+  [[gnu::noinline]] void fill_thread_text(uint64_t tid) {
+    OutBuffer t(SIZE_MAX);
+    t.put(",\"thread\":\"").hex(tid).put('"');
+    if (const std::string* n = thread_name(tid)) t.put(",\"thread_name\":").json(*n);
+    t.put(",\"kind\":\"");
+    thread_text_.assign(t.view());
+    set_thread_cached(tid);
   }
 
   // A method's name: a JSON string (an empty name too).

@@ -75,15 +75,17 @@ class TextFormat final : public FormatBase {
     return true;
   }
   const ShortText& thread_text(uint64_t tid) {
-    if (!thread_cached(tid)) [[unlikely]] {
-      OutBuffer t(SIZE_MAX);
-      t.put(' ').hex(tid);
-      if (const std::string* n = thread_name(tid)) t.put(' ').text(*n, true);
-      t.put(' ');
-      thread_text_.assign(t.view());
-      set_thread_cached(tid);
-    }
+    if (!thread_cached(tid)) [[unlikely]]
+      fill_thread_text(tid);
     return thread_text_;
+  }
+  [[gnu::noinline]] void fill_thread_text(uint64_t tid) {
+    OutBuffer t(SIZE_MAX);
+    t.put(' ').hex(tid);
+    if (const std::string* n = thread_name(tid)) t.put(' ').text(*n, true);
+    t.put(' ');
+    thread_text_.assign(t.view());
+    set_thread_cached(tid);
   }
   void end(const EventInfo&) { out_.put('\n'); }
 
