@@ -199,7 +199,10 @@ void dump_parallel(Input& in, Names& names, BufferFormatter& f, DumpVisitor& v, 
       j.data.reset();
       j.capacity = 0;
     }
-    ++delivered;
+    {
+      std::lock_guard<std::mutex> lock(m);  // the workers read it
+      ++delivered;
+    }
   };
   while (!stop) {
     if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
