@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -76,11 +77,10 @@ void dump_sequential(Input& in, BufferFormatter& f, DumpVisitor& v, const Decode
 // those found reading ahead are reported after the buffers before them (the driver defers them).
 // Memory: at most K jobs, each an input buffer (reading ahead stops at kAhead bytes) and up to
 // job_text of text.
-void dump_parallel(Input& in, Names& names, BufferFormatter& f, DumpVisitor& v, const DecodeOptions& opt,
+// False, having read nothing, when no worker thread could be started (the caller dumps on one thread).
+bool dump_parallel(Input& in, Names& names, BufferFormatter& f, DumpVisitor& v, const DecodeOptions& opt,
                    bool json, unsigned threads, size_t job_text, OutBuffer& out) {
   detail::DecodeDriver d(in, v, opt);
-  if (!d.start()) return;
-  d.set_deferring(true);
 
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
@@ -144,7 +144,24 @@ void dump_parallel(Input& in, Names& names, BufferFormatter& f, DumpVisitor& v, 
   };
   std::vector<std::thread> pool;
   pool.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
+  try {
+    for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
+  } catch (const std::system_error&) {  // out of threads: go on with those started, if any
+  }
+  auto stop_workers = [&] {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      quit = true;
+    }
+    work_cv.notify_all();
+    for (std::thread& t : pool) t.join();
+  };
+  if (pool.empty()) return false;
+  if (!d.start()) {
+    stop_workers();
+    return true;
+  }
+  d.set_deferring(true);
 
   uint64_t ahead = 0;
   bool stop = false;
@@ -223,13 +240,9 @@ void dump_parallel(Input& in, Names& names, BufferFormatter& f, DumpVisitor& v, 
     work_cv.notify_one();
   }
   while (!stop && delivered < read) deliver();
-  {
-    std::lock_guard<std::mutex> lock(m);
-    quit = true;
-  }
-  work_cv.notify_all();
-  for (std::thread& t : pool) t.join();
+  stop_workers();
   if (!stop) d.report_deferred();
+  return true;
 }
 
 }  // namespace
@@ -240,7 +253,9 @@ uint64_t dump_file(Input& in, OutBuffer& out, bool json, const DecodeOptions& op
   std::unique_ptr<BufferFormatter> f = json ? make_json_formatter(out, names) : make_text_formatter(out, names);
   DumpVisitor v(*f);
   if (threads >= 2) {
-    dump_parallel(in, names, *f, v, opt, json, threads, std::max<size_t>(job_text, 1), out);
+    if (!dump_parallel(in, names, *f, v, opt, json, threads, std::max<size_t>(job_text, 1), out)) {
+      dump_sequential(in, *f, v, opt);
+    }
   } else {
     dump_sequential(in, *f, v, opt);
   }
