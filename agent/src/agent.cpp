@@ -46,11 +46,12 @@ constexpr uint32_t kHeapWalkReserve = 4096;
 constexpr int kExitWriteLimitSeconds = 5;  // longest the host's exit waits for the last writes
 // zip: the program's threads compress their own full buffers while more than this many bytes of full
 // buffers wait for the helper (buffer_packer.h); below it the helper compresses everything, in
-// bigger members (smaller files). Compressors for the threads: up to this many at once (~200 KiB each
-// at level 1, touched only when used); member buffers (16 KiB each) at most kMaxMembers.
+// bigger members (smaller files). Compressors for the threads: up to this many at once (~270 KiB each
+// at level 1 with their output space, touched only when used); member buffers (4 KiB each, a 64 KiB
+// buffer's member takes two or three) at most kMaxMembers: 64 MiB.
 constexpr uint32_t kPackAboveBytes = 4 * 1024 * 1024;
 constexpr uint32_t kPackCompressors = 4;
-constexpr uint32_t kMaxMembers = 8192;
+constexpr uint32_t kMaxMembers = 16384;
 constexpr int kPackLevel = 1;  // libdeflate's level, as the gzip sink's default (SinkOptions::gzip_level)
 
 void say(const std::string& line) {
@@ -88,7 +89,8 @@ class Agent final : private HelperOutput {
     // zip to a file, pipe or descriptor: the threads help the helper when it is behind. Not in ring
     // mode, whose sink keeps the stream uncompressed (dumps are compressed when written).
     if (options_.zip && !options_.ring_bytes) {
-      packer_ = std::make_unique<rt::BufferPacker>(kPackLevel, kPackCompressors, kMaxMembers);
+      packer_ = std::make_unique<rt::BufferPacker>(kPackLevel, kPackCompressors, kBufferBytes + format::kBufferHeaderSize,
+                                                   kMaxMembers);
       if (packer_->ok()) {
         shared_.packer = packer_.get();
         shared_.pack_above = kPackAboveBytes / kBufferBytes;

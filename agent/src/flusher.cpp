@@ -78,8 +78,8 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
   if (store_ && !bytes_.empty()) store_->absorb(bytes_.data(), bytes_.size());  // only metadata so far
   add_own(0);
   for (rt::LogBuffer* b : popped_) {
-    if (b->member_size) {
-      pending_.push_back({false, 0, b->data, b->member_size, true});
+    if (b->member_size) {  // a member: its chain of member buffers, in order
+      for (const rt::LogBuffer* m = b; m; m = m->member_next) pending_.push_back({false, 0, m->data, m->member_size, true});
       ++stats_.buffers_written;
       ++stats_.members;
       stats_.bytes += b->member_input;

@@ -211,14 +211,14 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                   std::to_string(rounds_) + " flush rounds");
   if (const rt::BufferPacker* packer = parts_.shared->packer) {
     const rt::BufferPacker::Stats p = packer->stats();
-    const uint64_t left = p.no_compressor + p.no_member + p.too_large;
+    const uint64_t left = p.no_compressor + p.no_member;
     lines.push_back("mlpd: zip: " + std::to_string(p.packed) + " buffers compressed by the program's threads (" +
                     std::to_string(p.input_bytes) + " bytes into " + std::to_string(p.member_bytes) + "; " +
                     std::to_string(packer->members_allocated()) + " member buffers of " +
                     std::to_string(packer->member_mapping_bytes() / 1024) + " KiB allocated), " + std::to_string(left) +
                     " left to the helper (" + std::to_string(p.no_compressor) + " no compressor free, " +
-                    std::to_string(p.no_member) + " no member buffer, " + std::to_string(p.too_large) +
-                    " too large); at most " + std::to_string(waiting_max_) + " full buffers waiting at a round");
+                    std::to_string(p.no_member) + " no member buffers); at most " + std::to_string(waiting_max_) +
+                    " full buffers waiting at a round");
   }
   if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
   if (with_samples) {

@@ -3,6 +3,8 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
@@ -11,23 +13,43 @@ namespace mlpd::rt {
 
 static_assert(format::kBufferHeaderSize <= BufferPool::kFreeBeforeData);
 
-BufferPacker::BufferPacker(int level, uint32_t compressors, uint32_t max_members, uint32_t member_bytes)
+BufferPacker::BufferPacker(int level, uint32_t compressors, size_t input_bytes, uint32_t max_members,
+                           uint32_t member_bytes)
     : members_(member_bytes, max_members) {
-  const uint32_t n = std::min(compressors, kMaxSlots);
+  const uint32_t n = members_.max_buffers() == 0 ? 0 : std::min(compressors, kMaxSlots);
   for (uint32_t i = 0; i < n; ++i) {
-    libdeflate_compressor* c = libdeflate_alloc_compressor(level);
-    if (!c) break;
-    slots_[count_++].compressor = c;
-  }
-  if (members_.max_buffers() == 0) {  // the pool's tables could not be mapped: no members at all
-    for (uint32_t i = 0; i < count_; ++i) libdeflate_free_compressor(slots_[i].compressor);
-    count_ = 0;
+    Slot& s = slots_[count_];
+    s.compressor = libdeflate_alloc_compressor(level);
+    if (!s.compressor) break;
+    s.out_size = libdeflate_gzip_compress_bound(s.compressor, input_bytes);
+    s.out = new (std::nothrow) uint8_t[s.out_size];
+    if (!s.out) {
+      libdeflate_free_compressor(s.compressor);
+      s.compressor = nullptr;
+      break;
+    }
+    ++count_;
   }
 }
 
 BufferPacker::~BufferPacker() {
-  for (uint32_t i = 0; i < count_; ++i) libdeflate_free_compressor(slots_[i].compressor);
+  for (uint32_t i = 0; i < count_; ++i) {
+    libdeflate_free_compressor(slots_[i].compressor);
+    delete[] slots_[i].out;
+  }
 }
+
+void BufferPacker::release_chain(LogBuffer* m) {
+  while (m) {
+    LogBuffer* next = m->member_next;
+    m->member_next = nullptr;
+    m->member_size = m->member_input = 0;
+    members_.give(m);
+    m = next;
+  }
+}
+
+void BufferPacker::give(LogBuffer* member) { release_chain(member); }
 
 LogBuffer* BufferPacker::pack(LogBuffer& b) {
   const uint32_t end = b.committed.load(std::memory_order_relaxed);  // the owner's own store
@@ -43,12 +65,6 @@ LogBuffer* BufferPacker::pack(LogBuffer& b) {
     no_compressor_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  LogBuffer* m = members_.take();
-  if (!m) {
-    slot->busy.store(false, std::memory_order_release);
-    no_member_.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
   // The header goes just before the events to write, so that header and events are one piece: into
   // the pool's free room before data, or over bytes the helper has already written (claims are
   // released only after a round's writes).
@@ -62,23 +78,38 @@ LogBuffer* BufferPacker::pack(LogBuffer& b) {
   uint8_t* in = b.data + b.slice_start - format::kBufferHeaderSize;
   encode_buffer_header(h, in);
   const size_t input = format::kBufferHeaderSize + h.length;
-  const size_t n = libdeflate_gzip_compress(slot->compressor, in, input, m->data, m->capacity);
+  const size_t n = input <= slot->out_size ? libdeflate_gzip_compress(slot->compressor, in, input, slot->out, slot->out_size) : 0;
+  // Into a chain of member buffers, in order.
+  LogBuffer* head = nullptr;
+  LogBuffer** link = &head;
+  size_t done = 0;
+  while (n > 0 && done < n) {
+    LogBuffer* m = members_.take();
+    if (!m) break;
+    const size_t k = std::min<size_t>(m->capacity, n - done);
+    std::memcpy(m->data, slot->out + done, k);
+    m->member_size = static_cast<uint32_t>(k);
+    m->member_input = 0;
+    m->member_next = nullptr;
+    *link = m;
+    link = &m->member_next;
+    done += k;
+  }
   slot->busy.store(false, std::memory_order_release);
-  if (n == 0) {  // larger than a member buffer: the helper writes this one
-    members_.give(m);
-    too_large_.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0 || done < n) {  // out of member buffers (n == 0 cannot happen with the bound's room)
+    release_chain(head);
+    no_member_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  m->thread_id = b.thread_id;
-  m->member_size = static_cast<uint32_t>(n);
-  m->member_input = static_cast<uint32_t>(input);
-  m->committed.store(0, std::memory_order_relaxed);
-  m->queue_next.store(nullptr, std::memory_order_relaxed);
-  m->published_ns = 0;
+  head->thread_id = b.thread_id;
+  head->member_input = static_cast<uint32_t>(input);
+  head->committed.store(0, std::memory_order_relaxed);
+  head->queue_next.store(nullptr, std::memory_order_relaxed);
+  head->published_ns = 0;
   packed_.fetch_add(1, std::memory_order_relaxed);
   input_bytes_.fetch_add(input, std::memory_order_relaxed);
   member_bytes_.fetch_add(n, std::memory_order_relaxed);
-  return m;
+  return head;
 }
 
 BufferPacker::Stats BufferPacker::stats() const {
@@ -88,7 +119,6 @@ BufferPacker::Stats BufferPacker::stats() const {
   s.member_bytes = member_bytes_.load(std::memory_order_relaxed);
   s.no_compressor = no_compressor_.load(std::memory_order_relaxed);
   s.no_member = no_member_.load(std::memory_order_relaxed);
-  s.too_large = too_large_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -15,7 +15,8 @@
 //      thread's order) and the noted slices of current buffers, skipping what 5 already wrote;
 //   6. return the popped buffers to the pool (members to the packer) and release the claims.
 // A popped buffer may be a member (zip, buffer_packer.h): a complete gzip member its owner made of a
-// full buffer's unwritten part; it is a piece of its own (Piece::member), written as it is.
+// full buffer's unwritten part, in a chain of member buffers; each is a piece (Piece::member), written as
+// it is.
 // A slice of a live buffer is written as a buffer of its own; its header carries the time and method
 // chains at the slice start, which the flusher keeps by decoding each slice it writes.
 #pragma once
@@ -50,7 +51,7 @@ class Flusher {
   struct Piece {
     const uint8_t* data;
     size_t size;
-    bool member = false;  // a complete gzip member (OutputSink::write_member), not file bytes
+    bool member = false;  // part of a gzip member (OutputSink::write_member), not file bytes
   };
 
   // Runs one round and returns its output as pieces, valid until end_round(). With `live_slices`

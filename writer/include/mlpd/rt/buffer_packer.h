@@ -11,10 +11,12 @@
 // member holds a 64 KiB buffer's events in a fraction of it, and the thread's buffer is reused at
 // once. The CPU is the same as the helper's compressing would have been.
 //
-// Nothing here blocks or allocates from the heap: compressors are made up front (a fixed number,
-// taken with a compare-and-swap; a thread that finds none free pushes its buffer as it is), member
-// buffers come from a BufferPool of their own (lock-free, mmap). It may run on the GC thread while
-// the world is stopped, like every other buffer change.
+// Nothing here blocks or allocates from the heap: compressors and their output space are made up
+// front (a fixed number, taken with a compare-and-swap; a thread that finds none free pushes its
+// buffer as it is); the member is copied into a chain of small member buffers from a BufferPool of
+// their own (lock-free, mmap), as many as its size needs, so memory follows the compressed size
+// whatever the data's ratio. It may run on the GC thread while the world is stopped, like every
+// other buffer change.
 #pragma once
 
 #include <atomic>
@@ -29,13 +31,15 @@ namespace mlpd::rt {
 
 class BufferPacker {
  public:
-  // Member buffers of 16 KiB mappings (a member of a 64 KiB buffer of `calls` events is ~8 KiB at
-  // level 1); a member that does not fit is not made (the buffer goes to the helper as it is).
-  static constexpr uint32_t kMemberBytes = 16 * 1024 - static_cast<uint32_t>(BufferPool::kMappingHeader);
+  // Member buffers: 4 KiB mappings (a member of a 64 KiB buffer of `calls` events is 8-9 KiB at
+  // level 1: three of them).
+  static constexpr uint32_t kMemberBytes = 4 * 1024 - static_cast<uint32_t>(BufferPool::kMappingHeader);
 
   // `level`: libdeflate's level (as the sink's); `compressors`: how many threads may compress at
-  // once (each ~200 KiB at level 1, touched only when used); `max_members`: cap on member buffers.
-  BufferPacker(int level, uint32_t compressors, uint32_t max_members, uint32_t member_bytes = kMemberBytes);
+  // once (each ~200 KiB at level 1 plus its output space, touched only when used); `input_bytes`: the
+  // largest input (a thread buffer and its header); `max_members`: cap on member buffers.
+  BufferPacker(int level, uint32_t compressors, size_t input_bytes, uint32_t max_members,
+               uint32_t member_bytes = kMemberBytes);
   ~BufferPacker();
   BufferPacker(const BufferPacker&) = delete;
   BufferPacker& operator=(const BufferPacker&) = delete;
@@ -44,21 +48,21 @@ class BufferPacker {
   bool ok() const { return count_ > 0; }
 
   // The owner of `full`, which it has claimed (LogBuffer::kClaimOwner): compresses the buffer header
-  // and events [slice_start, committed) into a member buffer and returns it (member_size,
-  // member_input and thread_id set). nullptr when nothing is to be written, no compressor is free, no
-  // member buffer can be had or the member would not fit: then `full` still holds its events (the
-  // bytes just before data + slice_start, already written or free, may have changed).
+  // and events [slice_start, committed) into one gzip member and returns the first of the member
+  // buffers holding it (member_size, member_input, member_next and thread_id set). nullptr when
+  // nothing is to be written, no compressor is free or not enough member buffers can be had: then
+  // `full` still holds its events (the bytes just before data + slice_start, already written or free,
+  // may have changed).
   LogBuffer* pack(LogBuffer& full);
-  // The helper, after writing a member.
-  void give(LogBuffer* member) { members_.give(member); }
+  // The helper, after writing a member: its whole chain.
+  void give(LogBuffer* member);
 
   struct Stats {
     uint64_t packed = 0;           // members made
     uint64_t input_bytes = 0;      // mlpd bytes in them
     uint64_t member_bytes = 0;     // their compressed size
     uint64_t no_compressor = 0;    // buffers left to the helper: every compressor busy
-    uint64_t no_member = 0;        // ... no member buffer to be had
-    uint64_t too_large = 0;        // ... the member would not fit
+    uint64_t no_member = 0;        // ... not enough member buffers to be had
   };
   Stats stats() const;
   uint32_t members_allocated() const { return members_.allocated(); }
@@ -68,7 +72,10 @@ class BufferPacker {
   struct Slot {
     std::atomic<bool> busy{false};
     libdeflate_compressor* compressor = nullptr;
+    uint8_t* out = nullptr;  // the compressed bound of the largest input
+    size_t out_size = 0;
   };
+  void release_chain(LogBuffer* first);
   static constexpr uint32_t kMaxSlots = 16;
 
   BufferPool members_;
@@ -76,7 +83,7 @@ class BufferPacker {
   uint32_t count_ = 0;
   std::atomic<uint32_t> next_slot_{0};  // where the next search starts (spreads the threads)
   std::atomic<uint64_t> packed_{0}, input_bytes_{0}, member_bytes_{0};
-  std::atomic<uint64_t> no_compressor_{0}, no_member_{0}, too_large_{0};
+  std::atomic<uint64_t> no_compressor_{0}, no_member_{0};
 };
 
 }  // namespace mlpd::rt
