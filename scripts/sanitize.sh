@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sanitizer runs (part of scripts/test.sh):
-#  * ASan+UBSan build (build-asan/): every unit test, then the agent in five real Mono runs (allocations
-#    and calls, heapshots, sampling, threads with zip, the command port with on-demand heapshots) with the
-#    reader (also under ASan+UBSan) checking each file;
-#  * TSan build (build-tsan/): the writer's lock-free buffer pool and flush queue tests.
+#  * ASan+UBSan build (build-asan/): every unit test, then the agent in six real Mono runs (allocations
+#    and calls, heapshots, sampling, threads with zip, zip with the threads compressing every buffer, the
+#    command port with on-demand heapshots) with the reader (also under ASan+UBSan) checking each file;
+#  * TSan build (build-tsan/): the writer's lock-free tests (buffer pool, flush queue, zip's producers'
+#    help with the flush rounds' claims).
 # Any sanitizer report fails the script. Mono itself is not instrumented: the ASan and UBSan runtimes are
 # preloaded before our agent (docs/fuzzing.md, "Sanitizer runs"). About 10 minutes on 2 cores, mostly
 # the two builds.
@@ -52,6 +53,8 @@ run alloc-calls "alloc,calls" "$programs/alloc.exe"
 run heapshot "heapshot,gcalloc" "$programs/heapshot.exe"
 run sampling "sample=1000,maxframes=16" "$programs/samplecalls.exe"
 run threads "alloc,zip" "$programs/threads.exe"
+# zip with every full buffer compressed by its own thread (the producers' help, forced).
+MLPD_ZIP_PACK_ABOVE=0 run zip-members "calls,zip" "$programs/zipthreads.exe" 200
 # heapshot_live exits with 3 by design; heapshot=ondemand starts the command server.
 expect_rc=3 run port "heapshot=ondemand,port=0" "$programs/heapshot_live.exe" trigger 2
 

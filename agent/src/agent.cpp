@@ -29,6 +29,7 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
 
@@ -43,6 +44,15 @@ constexpr uint32_t kMaxBuffers = 4096;        // 256 MiB in flight at most; beyo
 // events.
 constexpr uint32_t kHeapWalkReserve = 4096;
 constexpr int kExitWriteLimitSeconds = 5;  // longest the host's exit waits for the last writes
+// zip: the program's threads compress their own full buffers while more than this many bytes of full
+// buffers wait for the helper (buffer_packer.h); below it the helper compresses everything, in
+// bigger members (smaller files). Compressors for the threads: up to this many at once (~270 KiB each
+// at level 1 with their output space, touched only when used); member buffers (4 KiB each, a 64 KiB
+// buffer's member takes two or three) at most kMaxMembers: 64 MiB.
+constexpr uint32_t kPackAboveBytes = 4 * 1024 * 1024;
+constexpr uint32_t kPackCompressors = 4;
+constexpr uint32_t kMaxMembers = 16384;
+constexpr int kPackLevel = 1;  // libdeflate's level, as the gzip sink's default (SinkOptions::gzip_level)
 
 void say(const std::string& line) {
   std::string l = line;
@@ -76,6 +86,23 @@ class Agent final : private HelperOutput {
     // internal lock, which a suspended thread may hold).
     shared_.wake_helper = [](void* self) { static_cast<Agent*>(self)->helper_.wake(); };
     shared_.wake_ctx = this;
+    // zip to a file, pipe or descriptor: the threads help the helper when it is behind. Not in ring
+    // mode, whose sink keeps the stream uncompressed (dumps are compressed when written).
+    if (options_.zip && !options_.ring_bytes) {
+      packer_ = std::make_unique<rt::BufferPacker>(kPackLevel, kPackCompressors, kBufferBytes + format::kBufferHeaderSize,
+                                                   kMaxMembers);
+      if (packer_->ok()) {
+        shared_.packer = packer_.get();
+        shared_.pack_above = kPackAboveBytes / kBufferBytes;
+        // For testing (docs/options.md, `zip`): the bound in full buffers; 0: the threads compress
+        // every full buffer.
+        if (const char* e = std::getenv("MLPD_ZIP_PACK_ABOVE"); e && *e) {
+          char* end = nullptr;
+          const unsigned long n = std::strtoul(e, &end, 10);
+          if (*end == 0 && n <= kMaxBuffers) shared_.pack_above = static_cast<uint32_t>(n);
+        }
+      }
+    }
   }
 
   const Options& options() const { return options_; }
@@ -342,6 +369,7 @@ class Agent final : private HelperOutput {
 
   // HelperOutput: the sink as the helper writes to it.
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
+  bool write_member(const uint8_t* data, size_t size) override { return sink_->write_member(data, size); }
   bool flush() override { return sink_->flush(); }
   void hurry(bool behind) override { sink_->set_hurry(behind); }
   bool failed() const override { return failed_; }
@@ -357,6 +385,7 @@ class Agent final : private HelperOutput {
 
   Options options_;
   rt::BufferPool pool_;
+  std::unique_ptr<rt::BufferPacker> packer_;  // zip: the threads' compressors and member buffers
   rt::FlushQueue queue_;
   rt::WriterShared shared_;
   rt::MetaLog meta_;

@@ -5,6 +5,7 @@
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
+#include "mlpd/rt/buffer_packer.h"
 
 namespace mlpd::agent {
 
@@ -56,7 +57,16 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
   queue_blocked_ = false;
   if (live_slices) {
     registry_.for_each([&](rt::ThreadLog& log) {
-      if (rt::LogBuffer* b = log.current()) live_.push_back({b, b->committed.load(std::memory_order_acquire)});
+      rt::LogBuffer* b = log.current();
+      if (!b) return;
+      uint32_t expected = rt::LogBuffer::kClaimFree;
+      if (!b->claim.compare_exchange_strong(expected, rt::LogBuffer::kClaimHelper, std::memory_order_acq_rel)) {
+        return;  // its owner is compressing it: the member comes through the queue
+      }
+      claimed_.push_back(b);
+      // Still this thread's current buffer once claimed (it may have been compressed and started
+      // again meanwhile: then this is the new one, whose older member is already in the queue).
+      if (log.current() == b) live_.push_back({b, b->committed.load(std::memory_order_acquire)});
     });
     drain_queue();
     if (shared_.queue->blocked()) {
@@ -68,7 +78,14 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
   if (store_ && !bytes_.empty()) store_->absorb(bytes_.data(), bytes_.size());  // only metadata so far
   add_own(0);
   for (rt::LogBuffer* b : popped_) {
-    write_slice(*b, b->committed.load(std::memory_order_acquire), true);
+    if (b->member_size) {  // a member: its chain of member buffers, in order
+      for (const rt::LogBuffer* m = b; m; m = m->member_next) pending_.push_back({false, 0, m->data, m->member_size, true});
+      ++stats_.buffers_written;
+      ++stats_.members;
+      stats_.bytes += b->member_input;
+    } else {
+      write_slice(*b, b->committed.load(std::memory_order_acquire), true);
+    }
     if (b->published_ns != 0 && now > b->published_ns) {
       stats_.latency_last_ns = now - b->published_ns;
       stats_.latency_max_ns = std::max(stats_.latency_max_ns, stats_.latency_last_ns);
@@ -81,18 +98,40 @@ const std::vector<Flusher::Piece>& Flusher::begin_round(bool live_slices, uint64
     if (std::find(popped_.begin(), popped_.end(), s.buffer) != popped_.end()) continue;  // written above
     write_slice(*s.buffer, s.end, false);
   }
-  for (const PendingPiece& p : pending_) pieces_.push_back({p.own ? bytes_.data() + p.offset : p.data, p.size});
+  for (const PendingPiece& p : pending_) pieces_.push_back({p.own ? bytes_.data() + p.offset : p.data, p.size, p.member});
   return pieces_;
 }
 
 void Flusher::end_round() {
-  for (rt::LogBuffer* b : popped_) shared_.pool->give(b);
+  // Claims first: a claimed buffer that was also popped goes back to the pool below, where another
+  // thread may take it at once.
+  for (rt::LogBuffer* b : claimed_) b->claim.store(rt::LogBuffer::kClaimFree, std::memory_order_release);
+  claimed_.clear();
+  uint32_t full = 0;
+  for (rt::LogBuffer* b : popped_) {
+    if (b->member_size) {
+      shared_.packer->give(b);
+    } else {
+      shared_.pool->give(b);
+      ++full;
+    }
+  }
+  if (full) shared_.full_waiting.fetch_sub(full, std::memory_order_relaxed);
   popped_.clear();
 }
 
 void Flusher::round(std::vector<uint8_t>& out, bool live_slices, uint64_t now) {
   for (const Piece& p : begin_round(live_slices, now)) out.insert(out.end(), p.data, p.data + p.size);
   end_round();
+}
+
+bool Flusher::round(OutputSink& out, bool live_slices, uint64_t now) {
+  bool ok = true;
+  for (const Piece& p : begin_round(live_slices, now)) {
+    if (ok) ok = p.member ? out.write_member(p.data, p.size) : out.write(p.data, p.size);
+  }
+  end_round();
+  return ok && out.flush();
 }
 
 }  // namespace mlpd::agent

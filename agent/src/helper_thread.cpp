@@ -14,6 +14,7 @@
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::agent {
@@ -119,7 +120,11 @@ void HelperThread::main_loop() {
   hooks::perf::finish(parts_.options->verbose);  // the last jitdump/perfmap code loads, JIT_CODE_CLOSE
   hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
   sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
-  for (int i = 0; i < 200 && (i < 3 || flusher_.queue_blocked()); ++i) {
+  // A thread compressing its buffer (zip) pushes the member soon: wait for it the same way.
+  const auto waiting = [&] {
+    return flusher_.queue_blocked() || parts_.shared->packing.load(std::memory_order_acquire) != 0;
+  };
+  for (int i = 0; i < 200 && (i < 3 || waiting()); ++i) {
     if (i >= 3) sched_yield();
     round(true);
   }
@@ -149,14 +154,15 @@ bool HelperThread::round(bool live) {
     meta_store_.replay(metadata);
     if (!out.next_file(metadata)) out.report_failure();
   }
+  waiting_max_ = std::max(waiting_max_, parts_.shared->full_waiting.load(std::memory_order_relaxed));
   const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
   bool ok = true;
   if (!out.failed()) {
-    size_t total = 0;
-    for (const Flusher::Piece& p : pieces) total += p.size;
+    size_t total = 0;  // what the sink has to compress (members are compressed already)
+    for (const Flusher::Piece& p : pieces) total += p.member ? 0 : p.size;
     out.hurry(total > kBehindBytes);
     for (const Flusher::Piece& p : pieces) {
-      if (!(ok = out.write(p.data, p.size))) break;
+      if (!(ok = p.member ? out.write_member(p.data, p.size) : out.write(p.data, p.size))) break;
     }
     if (ok && live && !pieces.empty()) ok = out.flush();
     if (!ok) out.report_failure();
@@ -189,6 +195,8 @@ std::string HelperThread::stats_line() {
   const hooks::SampleStats st = hooks::sample_stats();
   s += " events=" + std::to_string(events) + " samples=" + std::to_string(st.taken) + " samples_dropped=" +
        std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
+  s += " full_waiting_max=" + std::to_string(waiting_max_);
+  if (parts_.shared->packer) s += " members=" + std::to_string(f.members);
   if (parts_.output->failed()) s += " output=failed";
   return s;
 }
@@ -201,6 +209,17 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                   std::to_string(parts_.pool->buffer_bytes() / 1024) + " KiB allocated; " +
                   std::to_string(parts_.shared->dropped_events.load()) + " events dropped; " +
                   std::to_string(rounds_) + " flush rounds");
+  if (const rt::BufferPacker* packer = parts_.shared->packer) {
+    const rt::BufferPacker::Stats p = packer->stats();
+    const uint64_t left = p.no_compressor + p.no_member;
+    lines.push_back("mlpd: zip: " + std::to_string(p.packed) + " buffers compressed by the program's threads (" +
+                    std::to_string(p.input_bytes) + " bytes into " + std::to_string(p.member_bytes) + "; " +
+                    std::to_string(packer->members_allocated()) + " member buffers of " +
+                    std::to_string(packer->member_mapping_bytes() / 1024) + " KiB allocated), " + std::to_string(left) +
+                    " left to the helper (" + std::to_string(p.no_compressor) + " no compressor free, " +
+                    std::to_string(p.no_member) + " no member buffers); at most " + std::to_string(waiting_max_) +
+                    " full buffers waiting at a round");
+  }
   if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
   if (with_samples) {
     const hooks::SampleStats st = hooks::sample_stats();

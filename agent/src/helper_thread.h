@@ -27,6 +27,8 @@ namespace mlpd::agent {
 class HelperOutput {
  public:
   virtual bool write(const uint8_t* data, size_t size) = 0;
+  // A complete gzip member a thread made (zip: OutputSink::write_member).
+  virtual bool write_member(const uint8_t* /*data*/, size_t /*size*/) { return false; }
   virtual bool flush() = 0;
   // The helper is behind (OutputSink::set_hurry): favour speed over size for this round.
   virtual void hurry(bool /*behind*/) {}
@@ -101,6 +103,7 @@ class HelperThread {
   int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
   uint64_t rounds_ = 0;
+  uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)
   uint64_t pause_generation_ = 0;  // hooks::pause_generation() at the last counter sample
 };
 

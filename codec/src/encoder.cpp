@@ -44,6 +44,20 @@ void encode_buffer_header(const BufferHeader& h, std::vector<uint8_t>& out) {
   put_le(out, static_cast<uint64_t>(h.method_base), 8);
 }
 
+uint8_t* encode_buffer_header(const BufferHeader& h, uint8_t* out) {
+  auto le = [&out](uint64_t v, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; ++i) *out++ = static_cast<uint8_t>(v >> (8 * i));
+  };
+  le(kBufferId, 4);
+  le(h.length, 4);
+  le(h.time_base, 8);
+  le(static_cast<uint64_t>(h.ptr_base), 8);
+  le(static_cast<uint64_t>(h.obj_base), 8);
+  le(h.thread_id, 8);
+  le(static_cast<uint64_t>(h.method_base), 8);
+  return out;
+}
+
 void BufferEncoder::reset(uint64_t thread_id, uint64_t time_base) {
   data_.clear();
   thread_id_ = thread_id;

@@ -14,12 +14,12 @@ void* map_zeroed(size_t bytes, bool populate = false) {
                  -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
-constexpr size_t kHeaderRoom = 256;  // the LogBuffer struct lives at the start of its mapping
+constexpr size_t kHeaderRoom = BufferPool::kMappingHeader;  // the LogBuffer struct, then free room
 }  // namespace
 
 BufferPool::BufferPool(uint32_t buffer_bytes, uint32_t max_buffers, uint32_t reserve_buffers)
     : buffer_bytes_(buffer_bytes), max_buffers_(max_buffers), reserve_buffers_(reserve_buffers) {
-  static_assert(sizeof(LogBuffer) <= kHeaderRoom);
+  static_assert(sizeof(LogBuffer) + kFreeBeforeData <= kHeaderRoom);
   const size_t slots = size_t{max_buffers} + reserve_buffers;
   table_ = static_cast<LogBuffer**>(map_zeroed(sizeof(LogBuffer*) * slots));
   next_free_ = static_cast<std::atomic<uint32_t>*>(map_zeroed(sizeof(std::atomic<uint32_t>) * slots));

@@ -305,6 +305,15 @@ class GzipSink final : public OutputSink {
     return true;
   }
 
+  // A member made elsewhere: it follows the bytes staged so far, which end their member first. Held
+  // like the sink's own, so a round stays a sequence of complete members written at its flush.
+  bool write_member(const void* data, size_t size) override {
+    if (failed_ || closed_) return false;
+    if (!emit_member()) return false;
+    ++members_;
+    return hold(static_cast<const uint8_t*>(data), size);
+  }
+
   // Ends the current member and writes the members held since the last flush: everything written so
   // far is a complete gzip stream in the target, ending where a flush round ended.
   bool flush() override {
@@ -351,16 +360,20 @@ class GzipSink final : public OutputSink {
       return false;
     }
     ++members_;
-    // Held until the round's flush: a member that filled the stage ends in the middle of an mlpd
-    // buffer, and a file whose last complete member ended there would not read to its last round
-    // after a kill. What is held is compressed (a round's worth, a tenth of its size or less; stored
-    // while hurrying). A round whose members exceed kMaxHeldBytes is written through as it goes
-    // (memory stays bounded; a kill inside such a round leaves its last buffer cut, which the reader
-    // reports).
+    return hold(out_.get(), n);
+  }
+
+  // Held until the round's flush: a member that filled the stage ends in the middle of an mlpd
+  // buffer, and a file whose last complete member ended there would not read to its last round
+  // after a kill. What is held is compressed (a round's worth, a tenth of its size or less; stored
+  // while hurrying). A round whose members exceed kMaxHeldBytes is written through as it goes
+  // (memory stays bounded; a kill inside such a round leaves its last buffer cut, which the reader
+  // reports).
+  bool hold(const uint8_t* member, size_t n) {
     // Room for the bound at once and kept: growing by doubling and shrinking back every round made
     // fresh pages to fault in each time (several ms a round in this VM, with the helper behind).
     if (held_.capacity() < held_.size() + n) held_.reserve(std::max(held_.size() + n, kMaxHeldBytes + out_size_));
-    held_.insert(held_.end(), out_.get(), out_.get() + n);
+    held_.insert(held_.end(), member, member + n);
     if (held_.size() >= kMaxHeldBytes) return write_held();
     return true;
   }

@@ -1,5 +1,6 @@
 #include "mlpd/rt/thread_log.h"
 
+#include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::rt {
@@ -37,17 +38,52 @@ void ThreadLog::publish_held() {
     buf_->committed.store(static_cast<uint32_t>(cur_ - buf_->data), std::memory_order_release);
 }
 
+void ThreadLog::hand_off_full() {
+  if (shared_.packer && shared_.full_waiting.load(std::memory_order_relaxed) >= shared_.pack_above && pack_full()) return;
+  LogBuffer* full = buf_;
+  buf_ = nullptr;
+  cur_ = end_ = g_no_buffer;
+  current_.store(nullptr, std::memory_order_release);
+  full->published_ns = now_ns();  // once per buffer, not per event
+  shared_.full_waiting.fetch_add(1, std::memory_order_relaxed);
+  shared_.queue->push(full);
+}
+
+// The claim keeps the helper away from this buffer while it is compressed and reused: a helper that
+// claimed it first (a live slice this round) makes us push it as it is; a helper that comes later
+// finds it claimed, or no longer current, and skips it (docs/design.md, the concurrency protocol).
+bool ThreadLog::pack_full() {
+  LogBuffer* full = buf_;
+  shared_.packing.fetch_add(1, std::memory_order_acq_rel);
+  uint32_t expected = LogBuffer::kClaimFree;
+  if (!full->claim.compare_exchange_strong(expected, LogBuffer::kClaimOwner, std::memory_order_acq_rel)) {
+    shared_.packing.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  current_.store(nullptr, std::memory_order_release);
+  LogBuffer* member = shared_.packer->pack(*full);
+  if (!member) {
+    full->claim.store(LogBuffer::kClaimFree, std::memory_order_release);
+    shared_.packing.fetch_sub(1, std::memory_order_release);
+    return false;  // pushed as it is by the caller
+  }
+  member->published_ns = now_ns();
+  shared_.queue->push(member);
+  shared_.packing.fetch_sub(1, std::memory_order_release);
+  // The same buffer again, empty: its fields are reset before the claim is released and before it is
+  // current again (a helper that claims it next sees it fresh).
+  full->start(thread_id_, last_time_, last_method_);
+  full->claim.store(LogBuffer::kClaimFree, std::memory_order_release);
+  cur_ = full->data;
+  end_ = full->data + full->capacity;
+  current_.store(full, std::memory_order_release);
+  return true;
+}
+
 uint8_t* ThreadLog::refill(size_t max_bytes) {
   if (retired_) return nullptr;
   publish_held();  // held enters (calls-min) go with their buffer
-  if (buf_ && buf_->committed.load(std::memory_order_relaxed) != 0) {
-    LogBuffer* full = buf_;
-    buf_ = nullptr;
-    cur_ = end_ = g_no_buffer;
-    current_.store(nullptr, std::memory_order_release);
-    full->published_ns = now_ns();  // once per buffer, not per event
-    shared_.queue->push(full);
-  }
+  if (buf_ && buf_->committed.load(std::memory_order_relaxed) != 0) hand_off_full();
   if (!buf_ && !start_buffer()) {
     shared_.dropped_events.fetch_add(1, std::memory_order_relaxed);  // rare: pool exhausted
     return nullptr;
@@ -70,6 +106,7 @@ void ThreadLog::retire() {
     current_.store(nullptr, std::memory_order_release);
     if (last->committed.load(std::memory_order_relaxed) != 0) {
       last->published_ns = now_ns();
+      shared_.full_waiting.fetch_add(1, std::memory_order_relaxed);
       shared_.queue->push(last);
     } else {
       shared_.pool->give(last);

@@ -15,6 +15,9 @@ void encode_file_header(const FileHeader& header, std::vector<uint8_t>& out);
 
 // Appends the 48-byte header of a buffer of header.length bytes.
 void encode_buffer_header(const BufferHeader& header, std::vector<uint8_t>& out);
+// The same 48 bytes (format::kBufferHeaderSize) written at `out`, without allocating (the agent's
+// threads, which may run while the world is stopped); returns the end.
+uint8_t* encode_buffer_header(const BufferHeader& header, uint8_t* out);
 
 // Builds the events of one buffer. Pointer, object and method bases are taken from the first value of
 // each kind written to the buffer -- including NULL, so a NULL first object or method still decodes as

@@ -19,8 +19,9 @@ import mlpdtest as t  # noqa: E402
 AGENT = os.environ["MLPD_AGENT"]
 
 
-def start(options, seconds):
+def start(options, seconds, extra_env=None):
     env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=options)
+    env.update(extra_env or {})
     proc = subprocess.Popen([t.MONO, t.program("service"), str(seconds)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, text=True)
     ready = proc.stdout.readline().strip()
@@ -54,22 +55,27 @@ def zip_kill(workdir):
     flush only up to 4 MiB of members (~30 MiB of input at level 1; 4 MiB while a round is stored
     because the helper is behind); a larger round is written through mid-round, and a kill inside it
     leaves a complete gzip stream whose last mlpd buffer is cut ("truncated buffer data", exit 1). With
-    8 MiB this was seen under the parallel test run; rounds here are about 5 MiB."""
-    for sig in (signal.SIGKILL, signal.SIGTERM):
-        out = os.path.join(workdir, f"killed-{sig.name}.mlpd.gz")
-        proc = start(f"nodefaults,sample,alloc,zip,flush=200,output={out}", 30)
+    8 MiB this was seen under the parallel test run; rounds here are about 5 MiB.
+
+    Also with every full buffer compressed by its own thread (MLPD_ZIP_PACK_ABOVE=0: rounds made of
+    the threads' members, docs/design.md "zip"), killed the same way."""
+    variants = [(signal.SIGKILL, {}), (signal.SIGTERM, {}), (signal.SIGKILL, {"MLPD_ZIP_PACK_ABOVE": "0"})]
+    for sig, extra_env in variants:
+        how = sig.name + (" (threads' members)" if extra_env else "")
+        out = os.path.join(workdir, f"killed-{sig.name}{'-packed' if extra_env else ''}.mlpd.gz")
+        proc = start(f"nodefaults,sample,alloc,zip,flush=200,output={out}", 30, extra_env)
         time.sleep(3)
         proc.send_signal(sig)
         proc.wait()
         raw = open(out, "rb").read()
-        t.check(raw[:2] == b"\x1f\x8b", f"{sig.name}: not gzip")
-        obj = strict_ok(out, f"zip + {sig.name}", allow_truncation=True)
+        t.check(raw[:2] == b"\x1f\x8b", f"{how}: not gzip")
+        obj = strict_ok(out, f"zip + {how}", allow_truncation=True)
         allocs = events(obj, "alloc")
-        t.check(allocs > 1000, f"{sig.name}: only {allocs} allocations read from the killed zipped run")
+        t.check(allocs > 1000, f"{how}: only {allocs} allocations read from the killed zipped run")
         # The members before the cut are a complete gzip file (Python's gzip stops at a cut member).
         d = zlib_members(raw)
-        t.check(len(d) > 1000, f"{sig.name}: complete members hold only {len(d)} bytes")
-        print(f"ok  zip + {sig.name}: {len(raw)} compressed bytes, {allocs} allocations read, "
+        t.check(len(d) > 1000, f"{how}: complete members hold only {len(d)} bytes")
+        print(f"ok  zip + {how}: {len(raw)} compressed bytes, {allocs} allocations read, "
               f"{len(obj.get('warnings', []))} truncation warning(s)", flush=True)
         # A kill in the middle of writing a member (forced: the file cut 1000 bytes before its end): the
         # reader keeps everything before the cut, warns once with the offsets, exit status 0.
@@ -79,10 +85,10 @@ def zip_kill(workdir):
         rc, cobj, p = t.verify_json(cut, strict=True)
         warnings = cobj.get("warnings", []) if cobj else []
         t.check(rc == 0 and cobj and cobj["ok"] and len(warnings) == 1 and "truncated" in warnings[0]["message"]
-                and "gzip member" in warnings[0]["message"], f"{sig.name}: cut file: rc {rc}: {p.stdout[-500:]}")
-        t.check(events(cobj, "alloc") > allocs // 2, f"{sig.name}: cut file kept only {events(cobj, 'alloc')} allocations")
+                and "gzip member" in warnings[0]["message"], f"{how}: cut file: rc {rc}: {p.stdout[-500:]}")
+        t.check(events(cobj, "alloc") > allocs // 2, f"{how}: cut file kept only {events(cobj, 'alloc')} allocations")
         text = t.run([t.MLPD, "verify", cut])
-        t.check(text.returncode == 0 and "warning: offset" in text.stdout, f"{sig.name}: verify text: {text.stdout[-300:]}")
+        t.check(text.returncode == 0 and "warning: offset" in text.stdout, f"{how}: verify text: {text.stdout[-300:]}")
 
 
 def zlib_members(raw):

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include <chrono>
@@ -345,6 +346,40 @@ TEST_CASE("gzip over a memory sink: round trip, flushes reach the inner sink", "
 
   CHECK_FALSE(make_gzip_sink(std::make_unique<MemorySink>(), 42, error));
   CHECK(error.find("bad compression level") != std::string::npos);
+}
+
+TEST_CASE("gzip sink: members made elsewhere follow the staged bytes, held until the flush", "[sink]") {
+  auto memory = std::make_unique<MemorySink>();
+  MemorySink* inner = memory.get();
+  std::string error;
+  auto sink = make_gzip_sink(std::move(memory), -1, error);
+  REQUIRE(sink);
+  const Bytes a = make_data(5000, 1), b = make_data(70000, 2), c = make_data(3000, 3);
+  // b as a thread would make it (zip's producers' help): a complete member, handed over in two parts.
+  libdeflate_compressor* comp = libdeflate_alloc_compressor(1);
+  REQUIRE(comp);
+  Bytes member(libdeflate_gzip_compress_bound(comp, b.size()));
+  member.resize(libdeflate_gzip_compress(comp, b.data(), b.size(), member.data(), member.size()));
+  libdeflate_free_compressor(comp);
+  REQUIRE(!member.empty());
+  CHECK(sink->write(a.data(), a.size()));
+  CHECK(sink->write_member(member.data(), 100));
+  CHECK(sink->write_member(member.data() + 100, member.size() - 100));
+  CHECK(sink->write(c.data(), c.size()));
+  CHECK(inner->data().empty());  // the round's members wait for its flush
+  CHECK(sink->flush());
+  bool ended = false;
+  size_t members = 0;
+  Bytes all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), c.begin(), c.end());
+  CHECK(gunzip(inner->data(), ended, &members) == all);
+  CHECK(ended);
+  CHECK(members == 3);  // a's, the member, c's
+  CHECK(sink->close());
+  // Other sinks take no members.
+  MemorySink plain;
+  CHECK_FALSE(plain.write_member(member.data(), member.size()));
 }
 
 TEST_CASE("memory sink: can fail like a full disk", "[sink]") {

@@ -46,6 +46,12 @@ class OutputSink {
   virtual std::string describe() const = 0;
   // Bytes handed to the target so far (after compression): what `rotate-size=` compares.
   virtual uint64_t written() const = 0;
+  // Writes `data`, gzip members made elsewhere (zip: by the program's threads, buffer_packer.h), as
+  // the next piece of the gzip stream, after the bytes written so far (gzip ends its current member
+  // first). A member may come in several calls in a row, with no write() between: the bytes are
+  // written as they are, so together they must be complete members. Only gzip sinks take members;
+  // the others fail.
+  virtual bool write_member(const void* /*data*/, size_t /*size*/) { return false; }
   // The writer is behind (buffers are waiting for it): until told otherwise, favour speed over size.
   // gzip then writes stored (uncompressed) deflate blocks, still valid gzip members; others ignore it.
   virtual void set_hurry(bool /*hurry*/) {}

@@ -2,7 +2,10 @@
 //
 // A round (docs/design.md, "The writer's concurrency protocol"):
 //   1. pop every full buffer from the flush queue;
-//   2. under the registry mutex, note each thread's current buffer and its committed length;
+//   2. under the registry mutex, note each thread's current buffer and its committed length, after
+//      claiming it (LogBuffer::claim: its owner cannot compress and reuse it until the round's writes
+//      are done; a buffer its owner has claimed, or that is no longer current once claimed, is
+//      skipped: it reaches the queue);
 //   3. pop the queue again (a buffer published before the current one we noted is in it now, unless
 //      another thread's push is half done and holds the queue up: then no live slice is written this
 //      round, since an older buffer of the same thread may be stuck behind that push);
@@ -10,7 +13,10 @@
 //      because each thread added its metadata before committing the events that use it);
 //   5. write, in this order, the metadata, the popped buffers' unwritten parts (queue order is each
 //      thread's order) and the noted slices of current buffers, skipping what 5 already wrote;
-//   6. return the popped buffers to the pool.
+//   6. return the popped buffers to the pool (members to the packer) and release the claims.
+// A popped buffer may be a member (zip, buffer_packer.h): a complete gzip member its owner made of a
+// full buffer's unwritten part, in a chain of member buffers; each is a piece (Piece::member), written as
+// it is.
 // A slice of a live buffer is written as a buffer of its own; its header carries the time and method
 // chains at the slice start, which the flusher keeps by decoding each slice it writes.
 #pragma once
@@ -21,6 +27,7 @@
 #include "mlpd/rt/meta_log.h"
 #include "mlpd/rt/meta_store.h"
 #include "mlpd/rt/thread_registry.h"
+#include "mlpd/sink.h"
 
 namespace mlpd::agent {
 
@@ -28,6 +35,7 @@ struct FlushStats {
   uint64_t buffers_written = 0;  // mlpd buffers (slices included)
   uint64_t bytes = 0;
   uint64_t meta_events = 0;
+  uint64_t members = 0;  // buffers that came compressed by their threads (zip; among buffers_written)
   // Flush latency of full buffers: from the owner's push to the round that takes it for writing.
   uint64_t latency_last_ns = 0;
   uint64_t latency_max_ns = 0;
@@ -43,6 +51,7 @@ class Flusher {
   struct Piece {
     const uint8_t* data;
     size_t size;
+    bool member = false;  // part of a gzip member (OutputSink::write_member), not file bytes
   };
 
   // Runs one round and returns its output as pieces, valid until end_round(). With `live_slices`
@@ -52,8 +61,12 @@ class Flusher {
   // Returns the round's full buffers to the pool (after their pieces were written).
   void end_round();
 
-  // begin_round + all pieces appended to `out` + end_round (tests, small outputs).
+  // begin_round + all pieces appended to `out` + end_round (tests, small outputs; without producers'
+  // help: members would be appended compressed).
   void round(std::vector<uint8_t>& out, bool live_slices, uint64_t now);
+  // The same through a sink (members through write_member), ended by a flush (tests). False when a
+  // write failed.
+  bool round(OutputSink& out, bool live_slices, uint64_t now);
 
   const FlushStats& stats() const { return stats_; }
   // From now on every round's metadata is also absorbed into `store` (rotation, ring dumps), before
@@ -72,6 +85,7 @@ class Flusher {
     size_t offset;  // into bytes_ when own
     const uint8_t* data;
     size_t size;
+    bool member = false;
   };
   void drain_queue();
   void write_slice(rt::LogBuffer& b, uint32_t end, bool final_slice);
@@ -88,6 +102,7 @@ class Flusher {
   rt::MetaStore* store_ = nullptr;
   std::vector<rt::LogBuffer*> popped_;
   std::vector<Slice> live_;
+  std::vector<rt::LogBuffer*> claimed_;  // claimed for live slices this round (released in end_round)
   FlushStats stats_;
 };
 

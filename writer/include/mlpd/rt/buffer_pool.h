@@ -12,6 +12,11 @@ namespace mlpd::rt {
 
 class BufferPool {
  public:
+  // Each buffer's LogBuffer lives at the start of its mapping, then its data: the kFreeBeforeData
+  // bytes just before `data` belong to no field, so the owner may put a buffer header there
+  // (BufferPacker compresses header and events as one piece without copying them).
+  static constexpr size_t kMappingHeader = 256;
+  static constexpr size_t kFreeBeforeData = 64;
   // `buffer_bytes`: data bytes per buffer; `max_buffers`: cap on buffers in existence (memory bound);
   // `reserve_buffers`: further buffers only take(true) may make (a heap walk, which must not lose
   // events while the helper may be held up by the stopped world).

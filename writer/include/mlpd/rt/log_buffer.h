@@ -13,6 +13,13 @@
 //   the bases its events were encoded with. The time and method chains of a slice start from
 //   slice_time/slice_method, which the helper advances by decoding the slice it wrote (so the owner
 //   publishes nothing but `committed`).
+// * `claim` decides who may use the slice fields and the data of a buffer that is still a thread's
+//   current one (`zip`'s producers' help, buffer_packer.h): the helper claims it (kClaimHelper) for a
+//   round's live slice and releases it after the round's writes; its owner claims it (kClaimOwner) to
+//   compress it into a member and reuse it. Each takes it only from kClaimFree (compare-and-swap) and
+//   only the claimant releases it; an owner that finds it taken pushes the buffer as it is.
+// * A buffer may instead carry a gzip member (`member_size` > 0): member buffers of the packer, made
+//   by the owner of a full buffer, hold the complete member of that buffer's unwritten part.
 #pragma once
 
 #include <atomic>
@@ -42,6 +49,16 @@ struct LogBuffer {
   uint32_t slice_start = 0;
   uint64_t slice_time = 0;
   int64_t slice_method = 0;
+
+  // Who may use the slice fields and data besides the owner's appending (see above).
+  static constexpr uint32_t kClaimFree = 0, kClaimHelper = 1, kClaimOwner = 2;
+  std::atomic<uint32_t> claim{kClaimFree};
+  // Member buffers (BufferPacker): a member is a chain of them (member_next), each holding the next
+  // member_size bytes of it in data; the first one also the mlpd bytes the member holds (header
+  // included), member_input. 0 and nullptr in thread buffers.
+  uint32_t member_size = 0;
+  uint32_t member_input = 0;
+  LogBuffer* member_next = nullptr;
 
   std::atomic<LogBuffer*> queue_next{nullptr};  // flush queue link
   uint32_t pool_index = 0;                      // slot in the BufferPool table

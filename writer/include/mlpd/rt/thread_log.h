@@ -14,6 +14,8 @@
 
 namespace mlpd::rt {
 
+class BufferPacker;
+
 // Process-wide state the ThreadLogs share with the helper thread.
 struct WriterShared {
   BufferPool* pool = nullptr;
@@ -23,6 +25,16 @@ struct WriterShared {
   // helper is behind and should run now rather than at its next tick. Never on the per-event path.
   void (*wake_helper)(void* ctx) = nullptr;
   void* wake_ctx = nullptr;
+  // Full thread buffers pushed to the flush queue and not yet given back by the helper (the owners
+  // add, the helper subtracts after writing them): the writer's backlog.
+  std::atomic<uint32_t> full_waiting{0};
+  // `zip`'s producers' help (buffer_packer.h): while `pack_above` or more full buffers are waiting,
+  // a thread that fills its buffer compresses it into a member itself. nullptr: off.
+  BufferPacker* packer = nullptr;
+  uint32_t pack_above = 0;
+  // Threads between claiming a buffer to compress it and pushing its member (the final flush rounds
+  // wait for them, bounded).
+  std::atomic<uint32_t> packing{0};
 };
 
 class ThreadLog {
@@ -138,6 +150,10 @@ class ThreadLog {
  private:
   uint8_t* refill(size_t max_bytes);
   bool start_buffer();
+  // The full current buffer: pushed to the flush queue, or (zip, helper behind) compressed into a
+  // member that is pushed instead, the buffer then started again for this thread.
+  void hand_off_full();
+  bool pack_full();
   // Commits the bytes written and not yet committed (held enters) of the current buffer.
   void publish_held();
 
