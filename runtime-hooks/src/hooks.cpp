@@ -206,7 +206,7 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   }
   const std::string name = described::describe_method(m, start, size);
   if (ji && perf::enabled()) perf::method_jitted(m, start, size, &name);
-  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {

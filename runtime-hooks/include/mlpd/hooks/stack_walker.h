@@ -16,6 +16,7 @@
 //   cross-checked against mono_stack_walk_no_il; any difference switches our walker off for good.
 #pragma once
 
+#include <mono/metadata/appdomain.h>
 #include <mono/metadata/object.h>
 
 #include <cstdint>
@@ -31,7 +32,8 @@ void init(bool use_ours, bool check_all, bool verbose);
 // From jit_done (after the method is described): `m` was compiled to [start, start + size) in `domain`.
 // `jit_method` is the method Mono's JIT info names for that code; when it differs from `m`, and for
 // every generic instance, frames in it are left to Mono.
-void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size);
+void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
+                uint64_t size);
 
 // From domain_unloading: the ranges JIT'd in `domain` are forgotten (that memory will be reused, possibly
 // for code we never hear of, such as trampolines).
