@@ -126,12 +126,19 @@ struct IpSlot {
   const CodeEntry* entry;
 };
 
+// `this` objects' vtables already read (see generic_context), with the collection count then.
+constexpr unsigned kThisCache = 64;
+struct ThisSlot {
+  uint64_t obj, vtable, epoch;
+};
+
 struct ThreadWalk {
   uint32_t generation = 0;
   bool bounds_ok = false;
   uintptr_t lo = 0, hi = 0;  // this thread's stack
   uint32_t fast = 0, slow[5] = {};  // not yet added to the global counters (slow: by reason)
   IpSlot ips[kIpCache];
+  ThisSlot objs[kThisCache];
 };
 
 thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -381,18 +388,42 @@ struct FastResult {
 
 inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a); }
 
+bool read_memory(uint64_t addr, uint8_t* out, size_t n);
+
+// The number of collections so far (any generation), plus one: objects move and die only in a
+// collection, so an address that held an object of some vtable holds it until the count changes.
+using CollectionCount = int (*)(int);
+CollectionCount g_collection_count = nullptr;
+inline uint64_t gc_epoch() {
+  if (!g_collection_count) return 0;
+  return (static_cast<uint64_t>(static_cast<uint32_t>(g_collection_count(1))) << 32) +
+         static_cast<uint32_t>(g_collection_count(0)) + 1;
+}
+
+// The vtable of the object at `obj` (its first word). Copied with process_vm_readv, not loaded: the
+// address comes from a stack slot, and would be a wild one if our reading of the frame were wrong.
+// Each thread keeps the last ones read, valid until the next collection (epoch 0: no count, no cache).
+inline uint64_t object_vtable(ThreadWalk& t, uint64_t obj, uint64_t& epoch) {
+  if (epoch == 0) epoch = gc_epoch();
+  ThisSlot& c = t.objs[(obj >> 4) % kThisCache];
+  if (epoch != 0 && c.obj == obj && c.epoch == epoch) return c.vtable;
+  uint64_t vt = 0;
+  if (!read_memory(obj, reinterpret_cast<uint8_t*>(&vt), sizeof vt)) return 0;
+  c = ThisSlot{obj, vt, epoch};
+  return vt;
+}
+
 // The context value of a shared generic frame (a vtable or a method runtime generic context), read as
 // Mono's walk reads it (mini-exceptions.c, get_generic_info_from_stack_frame): from the stack slot the
-// JIT info names, and for `this`, the object's vtable (its first word). 0 when it cannot be read.
-inline uint64_t generic_context(const CodeEntry& e, uint64_t ip, uint64_t sp, uint64_t rbp, const Bounds& b) {
+// JIT info names, and for `this`, the object's vtable. 0 when it cannot be read.
+inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, uint64_t sp, uint64_t rbp,
+                                const Bounds& b, uint64_t& epoch) {
   if (ip - e.start < e.ctx_from) return 0;
   const uint64_t base = e.ctx_base == 5 ? rbp : sp;
   if (!readable(b, base, e.ctx_offset)) return 0;
   uint64_t v = load(base + static_cast<int64_t>(e.ctx_offset));
   if (v == 0 || (v & 7) != 0) return 0;
-  // `this` of a frame of shared code: a live object (the frame's own argument, kept in its slot for
-  // this very purpose), read as Mono's walk reads it.
-  if (e.ctx == kCtxThis) v = load(v);
+  if (e.ctx == kCtxThis) v = object_vtable(t, v, epoch);
   return v;
 }
 
@@ -419,6 +450,7 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
   uint64_t sp = slot + 8;
   uint64_t rbp = load(anchor + bottom->rbp_loc);
   uint32_t n = 0;
+  uint64_t epoch = 0;  // gc_epoch(), read when first needed
   for (;;) {
     const CodeEntry* e = lookup(t, ip);
     if (e->kind == kNative) break;
@@ -429,7 +461,7 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     if (e->ctx == kCtxNone) [[likely]] {
       out[n] = e->method;
     } else {
-      const uint64_t v = generic_context(*e, ip, sp, rbp, b);
+      const uint64_t v = generic_context(t, *e, ip, sp, rbp, b, epoch);
       if (!v) {
         r.n = n;
         return kNoManaged;
@@ -985,6 +1017,7 @@ void init(bool use_ours, bool check_all, bool verbose) {
   g_check_all = check_all;
   g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
   g_method_flags = reinterpret_cast<GetFlags>(dlsym(RTLD_DEFAULT, "mono_method_get_flags"));
+  g_collection_count = reinterpret_cast<CollectionCount>(dlsym(RTLD_DEFAULT, "mono_gc_collection_count"));
   g_method_class = reinterpret_cast<GetClass>(dlsym(RTLD_DEFAULT, "mono_method_get_class"));
   g_class_valuetype = reinterpret_cast<IsValuetype>(dlsym(RTLD_DEFAULT, "mono_class_is_valuetype"));
   if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
