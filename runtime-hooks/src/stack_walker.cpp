@@ -137,6 +137,10 @@ struct ThreadWalk {
   bool bounds_ok = false;
   uintptr_t lo = 0, hi = 0;  // this thread's stack
   uint32_t fast = 0, slow[5] = {};  // not yet added to the global counters (slow: by reason)
+  uint32_t via_lmf = 0;             // of `fast`: started from the LMF
+  uint64_t jit_tls = 0;      // Mono's MonoJitTlsData of this thread (see lmf_frame), once found
+  uint8_t jit_tls_tries = 0;  // searches for it so far
+  uint32_t lmf_misses = 0;    // walks that wanted it before it was found
   IpSlot ips[kIpCache];
   ThisSlot objs[kThisCache];
 };
@@ -145,11 +149,13 @@ thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = n
 pthread_key_t g_key;
 bool g_key_ok = false;
 
-std::atomic<uint64_t> g_fast_total{0}, g_slow_total[5];
+std::atomic<uint64_t> g_fast_total{0}, g_slow_total[5], g_lmf_total{0};
 
 void flush_counts(ThreadWalk& t) {
   if (t.fast) g_fast_total.fetch_add(t.fast, std::memory_order_relaxed);
+  if (t.via_lmf) g_lmf_total.fetch_add(t.via_lmf, std::memory_order_relaxed);
   t.fast = 0;
+  t.via_lmf = 0;
   for (int i = 0; i < 5; ++i) {
     if (t.slow[i]) g_slow_total[i].fetch_add(t.slow[i], std::memory_order_relaxed);
     t.slow[i] = 0;
@@ -237,6 +243,10 @@ SignatureSet* g_top = nullptr;
 std::mutex g_learn_mutex;
 std::atomic<int> g_learn_budget{1024};  // libunwind runs (~tens of us each): bounded, in case stacks never settle
 std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checked
+std::atomic<int> g_lmf_checks{64};     // first backtraces started from an LMF all cross-checked
+// Mono's mono_thread_info_current_unchecked (exported): the calling thread's MonoThreadInfo.
+using ThreadInfoCurrent = void* (*)();
+ThreadInfoCurrent g_thread_info = nullptr;
 std::atomic<bool> g_use_ours{false};
 bool g_verbose = false;
 bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk
@@ -384,6 +394,7 @@ struct FastResult {
   Signature* top = nullptr;
   uint64_t top_ip = 0, top_sp = 0, top_rbp = 0;  // the native caller of the outermost managed frame
   GenericSlot* generic = nullptr;  // a learned generic pair this walk used whose cross-checks are due
+  bool lmf = false;                // the innermost managed frame came from the thread's last LMF
 };
 
 inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a); }
@@ -427,8 +438,10 @@ inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, 
   return v;
 }
 
+bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp);
+
 int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
-              Signature* extra_top, FastResult& r, Misses* misses = nullptr) {
+              Signature* extra_top, FastResult& r, Misses* misses = nullptr, bool allow_lmf = false) {
   if (anchor < t.lo || anchor >= t.hi) return kNoBottom;
   const Bounds b{anchor, t.hi};
   // Bottom: which learned native chain leads from us to managed code. One chain can be the start of
@@ -444,11 +457,17 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     slot = anchor + s->managed_slot;
     if (lookup(t, load(slot))->kind != kNative) bottom = s;
   }
-  if (!bottom) return kNoBottom;
-  r.bottom = bottom;
-  uint64_t ip = load(slot);
-  uint64_t sp = slot + 8;
-  uint64_t rbp = load(anchor + bottom->rbp_loc);
+  uint64_t ip, sp, rbp;
+  if (bottom) {
+    r.bottom = bottom;
+    ip = load(slot);
+    sp = slot + 8;
+    rbp = load(anchor + bottom->rbp_loc);
+  } else if (allow_lmf && lmf_frame(t, b, ip, sp, rbp)) {
+    r.lmf = true;
+  } else {
+    return kNoBottom;
+  }
   uint32_t n = 0;
   uint64_t epoch = 0;  // gc_epoch(), read when first needed
   for (;;) {
@@ -820,7 +839,7 @@ bool publish(SignatureSet& set, const Signature& s) {
 // (a chain that does not is simply not kept: learning is a guess; only a kept chain that later
 // disagrees switches our walker off).
 void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected, uint32_t n_expected,
-           uint32_t max) {
+           uint32_t max, bool lmf) {
   if (g_learn_budget.load(std::memory_order_relaxed) <= 0) return;
   // Never wait: another thread learning now is enough (and no lock order with the loader's locks).
   std::unique_lock<std::mutex> lock(g_learn_mutex, std::try_to_lock);
@@ -852,9 +871,9 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
     return;
   }
   if (why != kNoTop) return;
-  if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r) != kNoTop) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r, nullptr, lmf) != kNoTop) return;
   if (!learn_top(r, t, top)) return;
-  if (fast_walk(anchor, t, ours, max, nullptr, &top, r) != kOk) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, &top, r, nullptr, lmf) != kOk) return;
   if (same(ours, r.n, expected, n_expected)) publish(*g_top, top);
 }
 
@@ -862,11 +881,12 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
 // walk again, noting those frames' (entry, context) pairs, and learn what Mono named for each, when
 // every other frame of ours is the frame Mono reported at the same place (all of them when our walk
 // was complete, the frames we had before it stopped otherwise, at least one).
-void learn_generic(uintptr_t anchor, ThreadWalk& t, MonoMethod* const* expected, uint32_t n_expected, uint32_t max) {
+void learn_generic(uintptr_t anchor, ThreadWalk& t, MonoMethod* const* expected, uint32_t n_expected, uint32_t max,
+                   bool lmf) {
   MonoMethod* ours[format::kMaxFrames];
   FastResult r;
   Misses misses;
-  const int why = fast_walk(anchor, t, ours, max, nullptr, nullptr, r, &misses);
+  const int why = fast_walk(anchor, t, ours, max, nullptr, nullptr, r, &misses, lmf);
   if (why == kNoBottom || misses.n == 0) return;
   if (why == kOk ? r.n != n_expected : r.n > n_expected) return;
   if (r.n <= misses.n) return;  // nothing of ours to hold the places together
@@ -892,6 +912,7 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
   if (r.bottom) take(r.bottom->checks_left);
   if (r.top) take(r.top->checks_left);
   if (r.generic) take(r.generic->checks_left);
+  if (r.lmf) take(g_lmf_checks);
   if (!due) return true;
   MonoMethod* theirs[format::kMaxFrames];
   const uint32_t n = mono_walk(theirs, max);
@@ -900,6 +921,77 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
   std::memcpy(frames, theirs, n * sizeof(MonoMethod*));
   r.n = n;
   return false;
+}
+
+// ---- Mono 6.8's last managed frame ------------------------------------------------------------
+
+// Mono's walk, started in native code (as it is from our callbacks), finds no JIT info there and goes
+// straight to the thread's last LMF, the record a managed-to-native wrapper or a trampoline pushed on
+// its frame when managed code called into the runtime (mini/exceptions-amd64.c, mono_arch_unwind_frame):
+// its first frame is the managed frame that record names, whatever native frames lie below it. So
+// when no learned native chain leads from us to managed code (allocations inside the JIT, class
+// initialisation, the generic trampoline: chains of every shape), an allocation's walk starts there.
+// Mono 6.8's layouts (mini/mini-runtime.h, mini/mini-amd64.h, utils/mono-context.h):
+// MonoJitTlsData {gpointer end_of_stack; guint32 stack_size; MonoLMF *lmf; MonoLMF *first_lmf; ...};
+// MonoLMF {gpointer previous_lmf; guint64 rbp; guint64 rsp}, whose previous_lmf's bit 1 marks a
+// MonoLMFExt (debugger invoke, interpreter: left to Mono) and bit 2 a MonoLMFTramp {MonoLMF lmf;
+// MonoContext *ctx; ...}, the trampoline's saved registers (gregs[16]: rip at 16, rsp at 4, rbp at 5;
+// rip is the return address into the managed caller, rsp the caller's: mini/tramp-amd64.c saves
+// rsp + framesize + 16). A wrapper's LMF names the wrapper's frame: rbp and rsp as at its call, whose
+// return address is at [rsp - 8].
+// MonoThreadInfo's layout is long and version-bound, and its unwind state points to the thread's
+// MonoJitTlsData only once the thread was suspended (a collection): the MonoJitTlsData is looked for
+// among the first 2 KiB of the thread's MonoThreadInfo (mono_thread_info_current_unchecked, exported),
+// as the pointer that reads (with process_vm_readv) as this thread's: an end of stack and a current LMF
+// on this stack above us, a first LMF. Once found it is this thread's for the thread's life, and its
+// `lmf` word is loaded directly; the LMF records are read only on this thread's stack above our own
+// frame (bounds-checked, as every read of the fast walk); the first uses are cross-checked against
+// Mono's walk.
+void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
+  ++t.jit_tls_tries;
+  if (!g_thread_info) return;
+  const auto info = reinterpret_cast<uint64_t>(g_thread_info());
+  if (!info) return;
+  uint64_t words[256];
+  if (!read_memory(info, reinterpret_cast<uint8_t*>(words), sizeof words)) return;
+  for (const uint64_t w : words) {
+    if (!w || (w & 7) || (w >= t.lo && w <= t.hi)) continue;
+    uint64_t j[4];
+    if (!read_memory(w, reinterpret_cast<uint8_t*>(j), sizeof j)) continue;
+    if (j[0] < anchor || j[0] > t.hi) continue;                      // end_of_stack
+    if (j[2] < anchor || j[2] >= t.hi || (j[2] & 7) != 0) continue;  // lmf
+    if (!j[3]) continue;                                             // first_lmf
+    t.jit_tls = w;
+    return;
+  }
+}
+
+bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+  if (!t.jit_tls) {
+    // Until the thread's first suspension (a collection) its MonoThreadInfo may not point to it yet:
+    // looked for again every 256th time, at most 64 times.
+    if (t.jit_tls_tries >= 64 || (t.lmf_misses++ & 255) != 0) return false;
+    find_jit_tls(t, b.lo);
+    if (!t.jit_tls) return false;
+  }
+  const uint64_t lmf = load(t.jit_tls + 16);
+  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return false;
+  const uint64_t prev = load(lmf);
+  if (prev & 2) return false;
+  if (prev & 4) {
+    if (!readable(b, lmf, 24)) return false;
+    const uint64_t ctx = load(lmf + 24);
+    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return false;
+    ip = load(ctx + 16 * 8);
+    sp = load(ctx + 4 * 8);
+    rbp = load(ctx + 5 * 8);
+  } else {
+    sp = load(lmf + 16);
+    rbp = load(lmf + 8);
+    if (!readable(b, sp, -8)) return false;
+    ip = load(sp - 8);
+  }
+  return sp >= b.lo && sp <= b.hi;
 }
 
 // ---- Mono 6.8's JIT info ------------------------------------------------------------------------
@@ -1018,6 +1110,7 @@ void init(bool use_ours, bool check_all, bool verbose) {
   g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
   g_method_flags = reinterpret_cast<GetFlags>(dlsym(RTLD_DEFAULT, "mono_method_get_flags"));
   g_collection_count = reinterpret_cast<CollectionCount>(dlsym(RTLD_DEFAULT, "mono_gc_collection_count"));
+  g_thread_info = reinterpret_cast<ThreadInfoCurrent>(dlsym(RTLD_DEFAULT, "mono_thread_info_current_unchecked"));
   g_method_class = reinterpret_cast<GetClass>(dlsym(RTLD_DEFAULT, "mono_method_get_class"));
   g_class_valuetype = reinterpret_cast<IsValuetype>(dlsym(RTLD_DEFAULT, "mono_class_is_valuetype"));
   if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
@@ -1104,7 +1197,7 @@ void method_freed(MonoMethod* m) {
   forget_ranges([m](const CodeEntry& e) { return e.method == m; });
 }
 
-__attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
+__attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc) {
   // Our frame is the fixed point the learned native chains are measured from.
   const auto anchor = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   ThreadWalk* t = g_use_ours.load(std::memory_order_relaxed) ? thread_walk() : nullptr;
@@ -1115,18 +1208,19 @@ __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
     t->generation = gen;
   }
   FastResult r;
-  const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r);
+  const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r, nullptr, alloc);
   if (why == kOk) {
     cross_check(r, frames, max);
+    t->via_lmf += r.lmf;
     if (++t->fast >= 4096) flush_counts(*t);
     return r.n;
   }
   const uint32_t n = mono_walk(frames, max);
   if (++t->slow[why] >= 4096) flush_counts(*t);
   if (why == kNoGeneric) {
-    learn_generic(anchor, *t, frames, n, max);
+    learn_generic(anchor, *t, frames, n, max, alloc);
   } else if (why != kNoManaged) {
-    learn(anchor, *t, why, frames, n, max);
+    learn(anchor, *t, why, frames, n, max, alloc);
   }
   return n;
 }
@@ -1143,7 +1237,8 @@ std::string summary() {
          std::to_string(g_slow_total[kNoTop].load()) + "/" + std::to_string(g_slow_total[kNoGeneric].load()) +
          "; threads still running add theirs at exit); our walker " +
          (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
-         "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned";
+         "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
+         std::to_string(g_lmf_total.load()) + " of ours started from the LMF";
 }
 
 }  // namespace mlpd::hooks::walker

@@ -44,7 +44,10 @@ void method_freed(MonoMethod* m);
 
 // The calling thread's managed frames, innermost first, at most `max` -- exactly what
 // mono_stack_walk_no_il would give (it is used whenever ours is unsure). Not while the world is stopped.
-uint32_t collect(MonoMethod** frames, uint32_t max);
+// `alloc`: an allocation's backtrace, which may start from the thread's last managed-to-native
+// transition when no learned native chain leads to managed code (not during exception handling, where
+// Mono's walk starts from the throw's context).
+uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc = false);
 
 // One line for `verbose`: how many backtraces our walker made and how many went to Mono.
 std::string summary();
