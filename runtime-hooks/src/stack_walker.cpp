@@ -385,8 +385,7 @@ struct Misses {
 
 // ---- the fast walk -----------------------------------------------------------------------------
 
-constexpr int kOk = 0, kNoBottom = 1, kNoManaged = 2, kNoTop = 3, kNoGeneric = 4;
-constexpr int kReasons = 5;
+constexpr int kOk = 0, kNoBottom = 1, kNoManaged = 2, kNoTop = 3, kNoGeneric = 4;  // slow[]: by reason
 
 struct FastResult {
   uint32_t n = 0;
