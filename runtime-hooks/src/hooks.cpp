@@ -71,9 +71,9 @@ std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install
 
 // Collects the calling thread's managed frames (at most `frames`), outermost first, describing each
 // method.
-__attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt, uint32_t frames) {
+__attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt, uint32_t frames, bool alloc) {
   MonoMethod* walked[kMaxFrames];
-  const uint32_t n = walker::collect(walked, frames);  // ours, or mono_stack_walk_no_il when unsure
+  const uint32_t n = walker::collect(walked, frames, alloc);  // ours, or mono_stack_walk_no_il when unsure
   bt.count = n;
   for (uint32_t i = 0; i < n; ++i) {
     MonoMethod* m = walked[n - 1 - i];  // the walk gives innermost first
@@ -85,10 +85,10 @@ __attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt,
 
 // The event's backtrace, or nullptr when backtraces are off (or impossible: during a collection).
 // The check is inline: with backtraces off an event pays no call for it.
-inline const rt::Backtrace* collect_backtrace(rt::Backtrace& bt) {
+inline const rt::Backtrace* collect_backtrace(rt::Backtrace& bt, bool alloc = false) {
   const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
   if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
-  return walk_backtrace(bt, frames);
+  return walk_backtrace(bt, frames, alloc);
 }
 
 // ---- callbacks ---------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   }
   const std::string name = described::describe_method(m, start, size);
   if (ji && perf::enabled()) perf::method_jitted(m, start, size, &name);
-  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
@@ -340,7 +340,7 @@ void on_allocation(MonoProfiler*, MonoObject* obj) {
   MonoVTable* vt = mono.mono_object_get_vtable(obj);
   described::ensure_vtable_cached(vt);
   rt::Backtrace bt;
-  const rt::Backtrace* b = collect_backtrace(bt);
+  const rt::Backtrace* b = collect_backtrace(bt, true);
   rt::write_alloc(*l, now_ns(), u(vt), u(obj), size, b);
 }
 

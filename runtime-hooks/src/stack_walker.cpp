@@ -41,7 +41,16 @@ struct CodeEntry {
   uint8_t kind = kNative;
   uint32_t frame = 0;     // kFixedFrame: N
   int32_t rbp_save = -1;  // kFixedFrame: where the prologue saved rbp ([sp+rbp_save]); -1: rbp untouched
+  // Shared generic code (ctx != kCtxNone): Mono's walk names the instantiation it reads from the frame's
+  // generic context, kept in a stack slot at [rsp or rbp + ctx_offset] from code offset ctx_from on.
+  // The method is then looked up by (this entry, context value) in what Mono's walks taught us.
+  uint8_t ctx = 0;        // kCtxNone, kCtxValue (the slot holds a vtable or mrgctx), kCtxThis (`this`)
+  uint8_t ctx_base = 0;   // 4: rsp, 5: rbp (Mono's amd64 register numbers)
+  int32_t ctx_offset = 0;
+  uint32_t ctx_from = 0;
 };
+
+constexpr uint8_t kCtxNone = 0, kCtxValue = 1, kCtxThis = 2;
 
 const CodeEntry kNativeEntry{};
 
@@ -117,24 +126,37 @@ struct IpSlot {
   const CodeEntry* entry;
 };
 
+// `this` objects' vtables already read (see generic_context), with the collection count then.
+constexpr unsigned kThisCache = 64;
+struct ThisSlot {
+  uint64_t obj, vtable, epoch;
+};
+
 struct ThreadWalk {
   uint32_t generation = 0;
   bool bounds_ok = false;
   uintptr_t lo = 0, hi = 0;  // this thread's stack
-  uint32_t fast = 0, slow[4] = {};  // not yet added to the global counters (slow: by reason)
+  uint32_t fast = 0, slow[5] = {};  // not yet added to the global counters (slow: by reason)
+  uint32_t via_lmf = 0;             // of `fast`: started from the LMF
+  uint64_t jit_tls = 0;      // Mono's MonoJitTlsData of this thread (see lmf_frame), once found
+  uint8_t jit_tls_tries = 0;  // searches for it so far
+  uint32_t lmf_misses = 0;    // walks that wanted it before it was found
   IpSlot ips[kIpCache];
+  ThisSlot objs[kThisCache];
 };
 
 thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t g_key;
 bool g_key_ok = false;
 
-std::atomic<uint64_t> g_fast_total{0}, g_slow_total[4];
+std::atomic<uint64_t> g_fast_total{0}, g_slow_total[5], g_lmf_total{0};
 
 void flush_counts(ThreadWalk& t) {
   if (t.fast) g_fast_total.fetch_add(t.fast, std::memory_order_relaxed);
+  if (t.via_lmf) g_lmf_total.fetch_add(t.via_lmf, std::memory_order_relaxed);
   t.fast = 0;
-  for (int i = 0; i < 4; ++i) {
+  t.via_lmf = 0;
+  for (int i = 0; i < 5; ++i) {
     if (t.slow[i]) g_slow_total[i].fetch_add(t.slow[i], std::memory_order_relaxed);
     t.slow[i] = 0;
   }
@@ -221,6 +243,10 @@ SignatureSet* g_top = nullptr;
 std::mutex g_learn_mutex;
 std::atomic<int> g_learn_budget{1024};  // libunwind runs (~tens of us each): bounded, in case stacks never settle
 std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checked
+std::atomic<int> g_lmf_checks{64};     // first backtraces started from an LMF all cross-checked
+// Mono's mono_thread_info_current_unchecked (exported): the calling thread's MonoThreadInfo.
+using ThreadInfoCurrent = void* (*)();
+ThreadInfoCurrent g_thread_info = nullptr;
 std::atomic<bool> g_use_ours{false};
 bool g_verbose = false;
 bool g_check_all = false;  // MLPD_WALKER=check: every backtrace of ours is compared with Mono's walk
@@ -284,21 +310,137 @@ void set_bounds(Signature& s) {
   }
 }
 
+// ---- shared generic frames --------------------------------------------------------------------
+
+// (code entry, generic context value) -> the instantiation Mono's walk names for such a frame, learned
+// from Mono's walks. Given the JIT info (the entry) and the context (a vtable, or a method runtime
+// generic context), Mono's walk computes the generic context and inflates the declaring method with it
+// (mini-exceptions.c, get_method_from_stack_frame); inflated methods are cached by Mono, so the same
+// pair always names the same MonoMethod*. Open addressing, slots written once under g_generic_mutex
+// (ctx and method first, then the entry with release) and read without a lock; kept at most 3/4 full,
+// so a probe always ends on an empty slot. A slot's first uses are cross-checked against Mono's walk.
+struct GenericSlot {
+  std::atomic<const CodeEntry*> entry{nullptr};
+  uint64_t ctx = 0;
+  MonoMethod* method = nullptr;
+  std::atomic<int> checks_left{2};
+};
+constexpr uint32_t kGenericSlots = 8192;
+struct GenericTable {
+  GenericSlot slots[kGenericSlots];
+  uint32_t used = 0;  // guarded by g_generic_mutex
+};
+std::mutex g_generic_mutex;
+std::atomic<GenericTable*> g_generic{nullptr};
+int g_generic_tables = 0;  // tables made (a domain unload starts a new one); guarded by g_generic_mutex
+constexpr int kMaxGenericTables = 8;
+
+inline uint32_t generic_hash(const CodeEntry* e, uint64_t ctx) {
+  const uint64_t h = (reinterpret_cast<uintptr_t>(e) ^ (ctx * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+  return static_cast<uint32_t>(h >> 40) & (kGenericSlots - 1);
+}
+
+inline GenericSlot* generic_find(const CodeEntry* e, uint64_t ctx) {
+  GenericTable* t = g_generic.load(std::memory_order_acquire);
+  if (!t) return nullptr;
+  for (uint32_t i = generic_hash(e, ctx);; i = (i + 1) & (kGenericSlots - 1)) {
+    GenericSlot& s = t->slots[i];
+    const CodeEntry* k = s.entry.load(std::memory_order_acquire);
+    if (!k) return nullptr;
+    if (k == e && s.ctx == ctx) return &s;
+  }
+}
+
+// Adds pairs (guarded by g_generic_mutex held by the caller); false when the table is full.
+bool generic_insert(const CodeEntry* e, uint64_t ctx, MonoMethod* m) {
+  GenericTable* t = g_generic.load(std::memory_order_relaxed);
+  if (!t && g_generic_tables < kMaxGenericTables) {
+    t = new (std::nothrow) GenericTable();
+    if (!t) return false;
+    ++g_generic_tables;
+    g_generic.store(t, std::memory_order_release);
+  }
+  if (!t || t->used >= kGenericSlots / 4 * 3) return false;
+  for (uint32_t i = generic_hash(e, ctx);; i = (i + 1) & (kGenericSlots - 1)) {
+    GenericSlot& s = t->slots[i];
+    const CodeEntry* k = s.entry.load(std::memory_order_relaxed);
+    if (k == e && s.ctx == ctx) return true;
+    if (k) continue;
+    s.ctx = ctx;
+    s.method = m;
+    s.entry.store(e, std::memory_order_release);
+    ++t->used;
+    return true;
+  }
+}
+
+// A walk's shared generic frames that the table did not know (only when learning).
+constexpr uint32_t kMaxMisses = 16;
+struct Misses {
+  uint32_t n = 0;
+  uint32_t index[kMaxMisses];
+  const CodeEntry* entry[kMaxMisses];
+  uint64_t ctx[kMaxMisses];
+};
+
 // ---- the fast walk -----------------------------------------------------------------------------
 
-constexpr int kOk = 0, kNoBottom = 1, kNoManaged = 2, kNoTop = 3;
+constexpr int kOk = 0, kNoBottom = 1, kNoManaged = 2, kNoTop = 3, kNoGeneric = 4;  // slow[]: by reason
 
 struct FastResult {
   uint32_t n = 0;
   Signature* bottom = nullptr;
   Signature* top = nullptr;
   uint64_t top_ip = 0, top_sp = 0, top_rbp = 0;  // the native caller of the outermost managed frame
+  GenericSlot* generic = nullptr;  // a learned generic pair this walk used whose cross-checks are due
+  bool lmf = false;                // the innermost managed frame came from the thread's last LMF
 };
 
 inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a); }
 
+bool read_memory(uint64_t addr, uint8_t* out, size_t n);
+
+// The number of collections so far (any generation), plus one: objects move and die only in a
+// collection, so an address that held an object of some vtable holds it until the count changes.
+using CollectionCount = int (*)(int);
+CollectionCount g_collection_count = nullptr;
+inline uint64_t gc_epoch() {
+  if (!g_collection_count) return 0;
+  return (static_cast<uint64_t>(static_cast<uint32_t>(g_collection_count(1))) << 32) +
+         static_cast<uint32_t>(g_collection_count(0)) + 1;
+}
+
+// The vtable of the object at `obj` (its first word). Copied with process_vm_readv, not loaded: the
+// address comes from a stack slot, and would be a wild one if our reading of the frame were wrong.
+// Each thread keeps the last ones read, valid until the next collection (epoch 0: no count, no cache).
+inline uint64_t object_vtable(ThreadWalk& t, uint64_t obj, uint64_t& epoch) {
+  if (epoch == 0) epoch = gc_epoch();
+  ThisSlot& c = t.objs[(obj >> 4) % kThisCache];
+  if (epoch != 0 && c.obj == obj && c.epoch == epoch) return c.vtable;
+  uint64_t vt = 0;
+  if (!read_memory(obj, reinterpret_cast<uint8_t*>(&vt), sizeof vt)) return 0;
+  c = ThisSlot{obj, vt, epoch};
+  return vt;
+}
+
+// The context value of a shared generic frame (a vtable or a method runtime generic context), read as
+// Mono's walk reads it (mini-exceptions.c, get_generic_info_from_stack_frame): from the stack slot the
+// JIT info names, and for `this`, the object's vtable. 0 when it cannot be read.
+inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, uint64_t sp, uint64_t rbp,
+                                const Bounds& b, uint64_t& epoch) {
+  if (ip - e.start < e.ctx_from) return 0;
+  const uint64_t base = e.ctx_base == 5 ? rbp : sp;
+  if (!readable(b, base, e.ctx_offset)) return 0;
+  uint64_t v = load(base + static_cast<int64_t>(e.ctx_offset));
+  if (v == 0 || (v & 7) != 0) return 0;
+  if (e.ctx == kCtxThis) v = object_vtable(t, v, epoch);
+  return v;
+}
+
+bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp);
+
 int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
-              Signature* extra_top, FastResult& r) {
+              Signature* extra_top, FastResult& r, Misses* misses = nullptr, bool allow_lmf = false) {
   if (anchor < t.lo || anchor >= t.hi) return kNoBottom;
   const Bounds b{anchor, t.hi};
   // Bottom: which learned native chain leads from us to managed code. One chain can be the start of
@@ -314,34 +456,79 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     slot = anchor + s->managed_slot;
     if (lookup(t, load(slot))->kind != kNative) bottom = s;
   }
-  if (!bottom) return kNoBottom;
-  r.bottom = bottom;
-  uint64_t ip = load(slot);
-  uint64_t sp = slot + 8;
-  uint64_t rbp = load(anchor + bottom->rbp_loc);
+  uint64_t ip, sp, rbp;
+  if (bottom) {
+    r.bottom = bottom;
+    ip = load(slot);
+    sp = slot + 8;
+    rbp = load(anchor + bottom->rbp_loc);
+  } else if (allow_lmf && lmf_frame(t, b, ip, sp, rbp)) {
+    r.lmf = true;
+  } else {
+    return kNoBottom;
+  }
   uint32_t n = 0;
+  uint64_t epoch = 0;  // gc_epoch(), read when first needed
   for (;;) {
     const CodeEntry* e = lookup(t, ip);
     if (e->kind == kNative) break;
-    if (e->kind == kUnsure || ip - 1 < e->body) return kNoManaged;  // (an IP in the prologue: a signal's)
-    out[n++] = e->method;
+    if (e->kind == kUnsure || ip - 1 < e->body) {  // (an IP in the prologue: a signal's)
+      r.n = n;
+      return kNoManaged;
+    }
+    if (e->ctx == kCtxNone) [[likely]] {
+      out[n] = e->method;
+    } else {
+      const uint64_t v = generic_context(t, *e, ip, sp, rbp, b, epoch);
+      if (!v) {
+        r.n = n;
+        return kNoManaged;
+      }
+      GenericSlot* g = generic_find(e, v);
+      if (g) {
+        out[n] = g->method;
+        if (!r.generic && g->checks_left.load(std::memory_order_relaxed) > 0) r.generic = g;
+      } else if (!misses) {
+        return kNoGeneric;
+      } else {
+        if (misses->n == kMaxMisses) {
+          r.n = n;
+          return kNoManaged;
+        }
+        misses->index[misses->n] = n;
+        misses->entry[misses->n] = e;
+        misses->ctx[misses->n] = v;
+        ++misses->n;
+        out[n] = nullptr;
+      }
+    }
+    ++n;
     if (n == max) {
       r.n = n;
       return kOk;  // Mono's walk stops here too
     }
     uint64_t ret, caller_sp, caller_rbp;
     if (e->kind == kFramePointer) {
-      if (rbp < sp || rbp > b.hi || b.hi - rbp < 16) return kNoManaged;
+      if (rbp < sp || rbp > b.hi || b.hi - rbp < 16) {
+        r.n = n;
+        return kNoManaged;
+      }
       caller_rbp = load(rbp);
       ret = load(rbp + 8);
       caller_sp = rbp + 16;
     } else {
-      if (sp > b.hi || b.hi - sp < uint64_t{e->frame} + 8) return kNoManaged;
+      if (sp > b.hi || b.hi - sp < uint64_t{e->frame} + 8) {
+        r.n = n;
+        return kNoManaged;
+      }
       ret = load(sp + e->frame);
       caller_sp = sp + e->frame + 8;
       caller_rbp = e->rbp_save >= 0 ? load(sp + static_cast<uint32_t>(e->rbp_save)) : rbp;
     }
-    if (caller_sp <= sp) return kNoManaged;
+    if (caller_sp <= sp) {
+      r.n = n;
+      return kNoManaged;
+    }
     ip = ret;
     sp = caller_sp;
     rbp = caller_rbp;
@@ -651,7 +838,7 @@ bool publish(SignatureSet& set, const Signature& s) {
 // (a chain that does not is simply not kept: learning is a guess; only a kept chain that later
 // disagrees switches our walker off).
 void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected, uint32_t n_expected,
-           uint32_t max) {
+           uint32_t max, bool lmf) {
   if (g_learn_budget.load(std::memory_order_relaxed) <= 0) return;
   // Never wait: another thread learning now is enough (and no lock order with the loader's locks).
   std::unique_lock<std::mutex> lock(g_learn_mutex, std::try_to_lock);
@@ -683,10 +870,34 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
     return;
   }
   if (why != kNoTop) return;
-  if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r) != kNoTop) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r, nullptr, lmf) != kNoTop) return;
   if (!learn_top(r, t, top)) return;
-  if (fast_walk(anchor, t, ours, max, nullptr, &top, r) != kOk) return;
+  if (fast_walk(anchor, t, ours, max, nullptr, &top, r, nullptr, lmf) != kOk) return;
   if (same(ours, r.n, expected, n_expected)) publish(*g_top, top);
+}
+
+// After Mono's walk gave `expected` for a walk of ours that met shared generic frames it did not know:
+// walk again, noting those frames' (entry, context) pairs, and learn what Mono named for each, when
+// every other frame of ours is the frame Mono reported at the same place (all of them when our walk
+// was complete, the frames we had before it stopped otherwise, at least one).
+void learn_generic(uintptr_t anchor, ThreadWalk& t, MonoMethod* const* expected, uint32_t n_expected, uint32_t max,
+                   bool lmf) {
+  MonoMethod* ours[format::kMaxFrames];
+  FastResult r;
+  Misses misses;
+  const int why = fast_walk(anchor, t, ours, max, nullptr, nullptr, r, &misses, lmf);
+  if (why == kNoBottom || misses.n == 0) return;
+  if (why == kOk ? r.n != n_expected : r.n > n_expected) return;
+  if (r.n <= misses.n) return;  // nothing of ours to hold the places together
+  for (uint32_t i = 0; i < r.n; ++i) {
+    if (ours[i] && ours[i] != expected[i]) return;
+  }
+  std::unique_lock<std::mutex> lock(g_generic_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  for (uint32_t k = 0; k < misses.n; ++k) {
+    MonoMethod* m = expected[misses.index[k]];
+    if (!m || !generic_insert(misses.entry[k], misses.ctx[k], m)) return;
+  }
 }
 
 // Cross-checks a fast result against Mono's walk while checks are due (the first backtraces, the first
@@ -699,6 +910,8 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
   take(g_global_checks);
   if (r.bottom) take(r.bottom->checks_left);
   if (r.top) take(r.top->checks_left);
+  if (r.generic) take(r.generic->checks_left);
+  if (r.lmf) take(g_lmf_checks);
   if (!due) return true;
   MonoMethod* theirs[format::kMaxFrames];
   const uint32_t n = mono_walk(theirs, max);
@@ -709,12 +922,196 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
   return false;
 }
 
+// ---- Mono 6.8's last managed frame ------------------------------------------------------------
+
+// Mono's walk, started in native code (as it is from our callbacks), finds no JIT info there and goes
+// straight to the thread's last LMF, the record a managed-to-native wrapper or a trampoline pushed on
+// its frame when managed code called into the runtime (mini/exceptions-amd64.c, mono_arch_unwind_frame):
+// its first frame is the managed frame that record names, whatever native frames lie below it. So
+// when no learned native chain leads from us to managed code (allocations inside the JIT, class
+// initialisation, the generic trampoline: chains of every shape), an allocation's walk starts there.
+// Mono 6.8's layouts (mini/mini-runtime.h, mini/mini-amd64.h, utils/mono-context.h):
+// MonoJitTlsData {gpointer end_of_stack; guint32 stack_size; MonoLMF *lmf; MonoLMF *first_lmf; ...};
+// MonoLMF {gpointer previous_lmf; guint64 rbp; guint64 rsp}, whose previous_lmf's bit 1 marks a
+// MonoLMFExt (debugger invoke, interpreter: left to Mono) and bit 2 a MonoLMFTramp {MonoLMF lmf;
+// MonoContext *ctx; ...}, the trampoline's saved registers (gregs[16]: rip at 16, rsp at 4, rbp at 5;
+// rip is the return address into the managed caller, rsp the caller's: mini/tramp-amd64.c saves
+// rsp + framesize + 16). A wrapper's LMF names the wrapper's frame: rbp and rsp as at its call, whose
+// return address is at [rsp - 8].
+// MonoThreadInfo's layout is long and version-bound, and its unwind state points to the thread's
+// MonoJitTlsData only once the thread was suspended (a collection): the MonoJitTlsData is looked for
+// among the first 2 KiB of the thread's MonoThreadInfo (mono_thread_info_current_unchecked, exported),
+// as the pointer that reads (with process_vm_readv) as this thread's: an end of stack and a current LMF
+// on this stack above us, a first LMF. Once found it is this thread's for the thread's life, and its
+// `lmf` word is loaded directly; the LMF records are read only on this thread's stack above our own
+// frame (bounds-checked, as every read of the fast walk); the first uses are cross-checked against
+// Mono's walk.
+void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
+  ++t.jit_tls_tries;
+  if (!g_thread_info) return;
+  const auto info = reinterpret_cast<uint64_t>(g_thread_info());
+  if (!info) return;
+  uint64_t words[256];
+  if (!read_memory(info, reinterpret_cast<uint8_t*>(words), sizeof words)) return;
+  for (const uint64_t w : words) {
+    if (!w || (w & 7) || (w >= t.lo && w <= t.hi)) continue;
+    uint64_t j[4];
+    if (!read_memory(w, reinterpret_cast<uint8_t*>(j), sizeof j)) continue;
+    if (j[0] < anchor || j[0] > t.hi) continue;                      // end_of_stack
+    if (j[2] < anchor || j[2] >= t.hi || (j[2] & 7) != 0) continue;  // lmf
+    if (!j[3]) continue;                                             // first_lmf
+    t.jit_tls = w;
+    return;
+  }
+}
+
+bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+  if (!t.jit_tls) {
+    // Until the thread's first suspension (a collection) its MonoThreadInfo may not point to it yet:
+    // looked for again every 256th time, at most 64 times.
+    if (t.jit_tls_tries >= 64 || (t.lmf_misses++ & 255) != 0) return false;
+    find_jit_tls(t, b.lo);
+    if (!t.jit_tls) return false;
+  }
+  const uint64_t lmf = load(t.jit_tls + 16);
+  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return false;
+  const uint64_t prev = load(lmf);
+  if (prev & 2) return false;
+  if (prev & 4) {
+    if (!readable(b, lmf, 24)) return false;
+    const uint64_t ctx = load(lmf + 24);
+    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return false;
+    ip = load(ctx + 16 * 8);
+    sp = load(ctx + 4 * 8);
+    rbp = load(ctx + 5 * 8);
+  } else {
+    sp = load(lmf + 16);
+    rbp = load(lmf + 8);
+    if (!readable(b, sp, -8)) return false;
+    ip = load(sp - 8);
+  }
+  return sp >= b.lo && sp <= b.hi;
+}
+
+// ---- Mono 6.8's JIT info ------------------------------------------------------------------------
+
+// Mono 6.8 exports no reader for a method's MonoGenericJitInfo (where a frame of shared generic code
+// keeps its generic context). Its layouts (metadata/domain-internals.h), checked against this
+// runtime's JIT info: struct _MonoJitInfo {MonoMethod *method; next; gpointer code_start; guint32
+// unwind_info; int code_size; guint32 num_clauses:15, domain_neutral:1, has_generic_jit_info:1, ...;
+// gpointer gc_info; gpointer seq_points; MonoJitExceptionInfo clauses[]}: code_start at 16, code_size
+// at 28, the bits at 32, clauses at 56, each 64 bytes ({guint32 flags; gint32 exvar_offset; gpointer
+// try_start, try_end, handler_start; int clause_index; guint32 try_offset, try_len, handler_offset,
+// handler_len; data}). The MonoGenericJitInfo follows the clauses: {MonoGenericSharingContext *gsctx;
+// int nlocs; MonoDwarfLocListEntry *locations; gint32 this_offset; guint8 this_reg; gboolean
+// has_this:1, this_in_reg:1} (has_this is bit 0 of the byte at 29), and a location list entry is
+// {gboolean is_reg; int reg, offset, from, to} (20 bytes). Mono's walk reads the context
+// (mini-exceptions.c, get_generic_info_from_stack_frame): with a location list, from the first entry
+// whose [from, to) holds the frame's code offset (to 0: up to the end); without one, from this_reg,
+// or [this_reg + this_offset]. It is a method runtime generic context when the method has a method
+// instantiation, a vtable when it is static or of a value type, else `this` (whose vtable is used).
+// Only stack slots off rsp or rbp are read here: a register other than those two would need the
+// callee-saved registers of every frame (such frames stay with Mono's walk).
+constexpr size_t kJiBits = 32, kJiClauses = 56, kClauseSize = 64;
+constexpr uint32_t kMaxLocs = 64;
+using GetFlags = uint32_t (*)(MonoMethod*, uint32_t*);
+using GetClass = MonoClass* (*)(MonoMethod*);
+using IsValuetype = mono_bool (*)(MonoClass*);
+GetFlags g_method_flags = nullptr;
+GetClass g_method_class = nullptr;
+IsValuetype g_class_valuetype = nullptr;
+
+bool read_generic_jit_info(const MonoJitInfo* ji, MonoMethod* jit_method, uint64_t start, uint64_t size,
+                           CodeEntry& e) {
+  if (!ji || !jit_method || !g_method_context || !g_method_flags || !g_method_class || !g_class_valuetype) {
+    return false;
+  }
+  uint8_t head[kJiClauses];
+  if (!read_memory(reinterpret_cast<uint64_t>(ji), head, sizeof head)) return false;
+  uint64_t method, code_start;
+  int32_t code_size;
+  uint32_t bits;
+  std::memcpy(&method, head, 8);
+  std::memcpy(&code_start, head + 16, 8);
+  std::memcpy(&code_size, head + 28, 4);
+  std::memcpy(&bits, head + kJiBits, 4);
+  // The layout is this runtime's only if the fields the API gives are where we read them.
+  if (method != reinterpret_cast<uint64_t>(jit_method) || code_start != start || code_size <= 0 ||
+      static_cast<uint64_t>(code_size) != size || !((bits >> 16) & 1)) {
+    return false;
+  }
+  const uint32_t clauses = bits & 0x7fff;
+  if (clauses > 1024) return false;
+  const uint64_t base = reinterpret_cast<uint64_t>(ji) + kJiClauses;
+  for (uint32_t i = 0; i < clauses; ++i) {  // each clause's try and handler inside the code: the size is right
+    uint64_t at[3];
+    if (!read_memory(base + i * kClauseSize + 8, reinterpret_cast<uint8_t*>(at), sizeof at)) return false;
+    for (uint64_t a : at) {
+      if (a < start || a > start + size) return false;
+    }
+  }
+  uint8_t gi[32];
+  if (!read_memory(base + clauses * kClauseSize, gi, sizeof gi)) return false;
+  int32_t nlocs, this_offset;
+  uint64_t locations;
+  std::memcpy(&nlocs, gi + 8, 4);
+  std::memcpy(&locations, gi + 16, 8);
+  std::memcpy(&this_offset, gi + 24, 4);
+  const uint8_t this_reg = gi[28];
+  const bool has_this = gi[29] & 1, this_in_reg = (gi[29] >> 1) & 1;
+  if (!has_this || nlocs < 0 || static_cast<uint32_t>(nlocs) > kMaxLocs) return false;
+  uint32_t from = 0;
+  int32_t reg = this_reg, offset = this_offset;
+  if (nlocs > 0) {
+    int32_t loc[kMaxLocs][5];
+    if (!locations || !read_memory(locations, reinterpret_cast<uint8_t*>(loc), nlocs * sizeof loc[0])) return false;
+    // The entry that is the first to hold every offset from its `from` to the end (earlier entries all
+    // end before it starts): from there on, Mono's walk reads it.
+    int32_t ends_before = 0;
+    int chosen = -1;
+    for (int32_t i = 0; i < nlocs && chosen < 0; ++i) {
+      const int32_t is_reg = loc[i][0], r = loc[i][1], off = loc[i][2], f = loc[i][3], to = loc[i][4];
+      if (f < 0 || (to != 0 && to < f)) return false;
+      if (to == 0 || static_cast<uint64_t>(to) > size) {
+        if (is_reg || f < ends_before) return false;
+        chosen = i;
+        reg = r;
+        offset = off;
+        from = static_cast<uint32_t>(f);
+      } else {
+        ends_before = std::max(ends_before, to);
+      }
+    }
+    if (chosen < 0) return false;
+  } else if (this_in_reg) {
+    return false;
+  }
+  if (reg != 4 && reg != 5) return false;  // rsp, rbp
+  void* const* context = static_cast<void* const*>(g_method_context(jit_method));
+  if (!context) return false;
+  uint32_t iflags = 0;
+  const uint32_t flags = g_method_flags(jit_method, &iflags);
+  MonoClass* klass = g_method_class(jit_method);
+  if (!klass) return false;
+  constexpr uint32_t kStatic = 0x0010;  // METHOD_ATTRIBUTE_STATIC
+  e.ctx = (context[1] || (flags & kStatic) || g_class_valuetype(klass)) ? kCtxValue : kCtxThis;
+  e.ctx_base = static_cast<uint8_t>(reg);
+  e.ctx_offset = offset;
+  e.ctx_from = from;
+  return true;
+}
+
 }  // namespace
 
 void init(bool use_ours, bool check_all, bool verbose) {
   g_verbose = verbose;
   g_check_all = check_all;
   g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
+  g_method_flags = reinterpret_cast<GetFlags>(dlsym(RTLD_DEFAULT, "mono_method_get_flags"));
+  g_collection_count = reinterpret_cast<CollectionCount>(dlsym(RTLD_DEFAULT, "mono_gc_collection_count"));
+  g_thread_info = reinterpret_cast<ThreadInfoCurrent>(dlsym(RTLD_DEFAULT, "mono_thread_info_current_unchecked"));
+  g_method_class = reinterpret_cast<GetClass>(dlsym(RTLD_DEFAULT, "mono_method_get_class"));
+  g_class_valuetype = reinterpret_cast<IsValuetype>(dlsym(RTLD_DEFAULT, "mono_class_is_valuetype"));
   if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
   if (!g_bottom) g_bottom = new (std::nothrow) SignatureSet();
   if (!g_top) g_top = new (std::nothrow) SignatureSet();
@@ -722,7 +1119,8 @@ void init(bool use_ours, bool check_all, bool verbose) {
   g_use_ours.store(use_ours && g_table && g_bottom && g_top && g_key_ok);
 }
 
-void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size) {
+void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
+                uint64_t size) {
   if (!g_table || !m || !start || !size) return;
   auto* e = new (std::nothrow) CodeEntry;
   if (!e) return;
@@ -748,11 +1146,15 @@ void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint6
   // Mono also compiles the shared method itself (jit_done then names it: jit_method == m, its
   // instantiation open): Mono's walk names the instantiation there too. Without
   // mono_method_get_context nothing tells these apart: every frame is left to Mono.
-  if (jit_method != m || !g_method_context) {
-    e->kind = kUnsure;
-  } else if (void* const* ctx = static_cast<void* const*>(g_method_context(m))) {
-    if (open_instantiation(ctx[0]) || open_instantiation(ctx[1])) e->kind = kUnsure;
+  // Where the JIT info says the frame keeps its generic context, frames are ours after all (named
+  // through what Mono's walks taught us: see GenericSlot).
+  bool shared = jit_method != m || !g_method_context;
+  if (!shared) {
+    if (void* const* ctx = static_cast<void* const*>(g_method_context(m))) {
+      shared = open_instantiation(ctx[0]) || open_instantiation(ctx[1]);
+    }
   }
+  if (shared && (e->kind == kUnsure || !read_generic_jit_info(ji, jit_method, start, size, *e))) e->kind = kUnsure;
   std::lock_guard<std::mutex> lock(g_table_mutex);
   auto it = g_table->lower_bound(start);
   if (it != g_table->begin() && std::prev(it)->second->end > start) --it;
@@ -783,13 +1185,18 @@ void forget_ranges(Pred gone) {
 
 void domain_unloading(MonoDomain* domain) {
   forget_ranges([domain](const CodeEntry& e) { return e.domain == domain; });
+  // Its vtables and runtime generic contexts will be freed, and their addresses may come back as
+  // others': the learned generic pairs start over in a new table (the old one may still be read by a
+  // walk in progress: it is never freed; after kMaxGenericTables, generic frames stay with Mono).
+  std::lock_guard<std::mutex> lock(g_generic_mutex);
+  g_generic.store(nullptr, std::memory_order_release);
 }
 
 void method_freed(MonoMethod* m) {
   forget_ranges([m](const CodeEntry& e) { return e.method == m; });
 }
 
-__attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
+__attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc) {
   // Our frame is the fixed point the learned native chains are measured from.
   const auto anchor = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   ThreadWalk* t = g_use_ours.load(std::memory_order_relaxed) ? thread_walk() : nullptr;
@@ -800,15 +1207,20 @@ __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max) {
     t->generation = gen;
   }
   FastResult r;
-  const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r);
+  const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r, nullptr, alloc);
   if (why == kOk) {
     cross_check(r, frames, max);
+    t->via_lmf += r.lmf;
     if (++t->fast >= 4096) flush_counts(*t);
     return r.n;
   }
   const uint32_t n = mono_walk(frames, max);
   if (++t->slow[why] >= 4096) flush_counts(*t);
-  if (why != kNoManaged) learn(anchor, *t, why, frames, n, max);
+  if (why == kNoGeneric) {
+    learn_generic(anchor, *t, frames, n, max, alloc);
+  } else if (why != kNoManaged) {
+    learn(anchor, *t, why, frames, n, max, alloc);
+  }
   return n;
 }
 
@@ -818,11 +1230,14 @@ std::string summary() {
   uint64_t slow = 0;
   for (auto& c : g_slow_total) slow += c.load();
   return "mlpd: backtraces: " + std::to_string(fast) + " by our stack walker, " + std::to_string(slow) +
-         " by mono_stack_walk_no_il (unknown native chain below/managed frame/native chain above: " +
+         " by mono_stack_walk_no_il (unknown native chain below/managed frame/native chain above/generic "
+         "context: " +
          std::to_string(g_slow_total[kNoBottom].load()) + "/" + std::to_string(g_slow_total[kNoManaged].load()) + "/" +
-         std::to_string(g_slow_total[kNoTop].load()) + "; threads still running add theirs at exit); our walker " +
+         std::to_string(g_slow_total[kNoTop].load()) + "/" + std::to_string(g_slow_total[kNoGeneric].load()) +
+         "; threads still running add theirs at exit); our walker " +
          (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
-         "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned";
+         "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
+         std::to_string(g_lmf_total.load()) + " of ours started from the LMF";
 }
 
 }  // namespace mlpd::hooks::walker

@@ -1,8 +1,11 @@
 // Allocation and throw paths whose native chains our stack walker must know (test_walkcover.py):
 // strings made by the runtime's native string code (FastAllocateString's icall wrapper: concatenation,
 // formatting, StringBuilder, Split, Replace, ToUpper, Substring) and exceptions thrown a few frames deep
-// (Mono's throw trampoline). argv[0] = "strings" or "exceptions", argv[1] = thousands of iterations.
+// (Mono's throw trampoline), and allocations in shared generic code (frames named from their generic
+// context). argv[0] = "strings", "exceptions" or "generics", argv[1] = thousands of iterations.
 using System;
+using System.Collections.Generic;
+using System.Linq;
 using System.Text;
 
 class WalkError : Exception { public int Where; public WalkError(int w) : base("bad") { Where = w; } }
@@ -42,9 +45,41 @@ static class WalkCover {
     return acc;
   }
 
+  // Allocations in shared generic code (instances over reference types share one compiled body, and
+  // Mono's walk names the instantiation it reads from each frame's generic context): `this` of a
+  // generic class, a generic method's runtime generic context, a static method's and a struct's vtable.
+  sealed class Box<T> where T : class {
+    public T Item;
+    public Box(T item) { Item = item; }
+    public Box<T>[] Pair(Box<T> other) { return new Box<T>[] { this, other }; }
+    public static List<T> Many(T a, int k) { var l = new List<T>(); for (int i = 0; i < k; i++) l.Add(a); return l; }
+  }
+  struct Slot<T> where T : class {
+    public T Item;
+    public object[] Wrap() { return new object[] { Item }; }
+  }
+  static KeyValuePair<K, V>[] Entries<K, V>(K k, V v) where K : class where V : class {
+    return new[] { new KeyValuePair<K, V>(k, v) };
+  }
+
+  static long Generics(int n) {
+    long acc = 0;
+    var words = new[] { "a", "bb", "ccc" };
+    for (int i = 0; i < n; i++) {
+      var b = new Box<string>(words[i % 3]);
+      acc += b.Pair(new Box<string>("x")).Length;
+      acc += new Box<object>(b).Pair(b.Pair(b)[0] == b ? new Box<object>(words) : null).Length;
+      acc += Box<string>.Many("m", 3).Count + Box<int[]>.Many(null, 2).Count;
+      acc += new Slot<string> { Item = "s" }.Wrap().Length + new Slot<object[]>().Wrap().Length;
+      acc += Entries("k", words).Length + Entries(b, (object)b).Length;
+      acc += words.Where(w => w.Length > (i & 1)).Select(w => w + "!").ToList().Count;
+    }
+    return acc;
+  }
+
   static int Main(string[] args) {
     int n = (args.Length > 1 ? int.Parse(args[1]) : 10) * 1000;
-    long r = args[0] == "strings" ? Strings(n) : Exceptions(n);
+    long r = args[0] == "strings" ? Strings(n) : args[0] == "generics" ? Generics(n) : Exceptions(n);
     Console.WriteLine("walkcover {0} {1}", args[0], r);
     return 0;
   }

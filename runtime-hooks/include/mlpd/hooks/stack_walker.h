@@ -16,6 +16,7 @@
 //   cross-checked against mono_stack_walk_no_il; any difference switches our walker off for good.
 #pragma once
 
+#include <mono/metadata/appdomain.h>
 #include <mono/metadata/object.h>
 
 #include <cstdint>
@@ -31,7 +32,8 @@ void init(bool use_ours, bool check_all, bool verbose);
 // From jit_done (after the method is described): `m` was compiled to [start, start + size) in `domain`.
 // `jit_method` is the method Mono's JIT info names for that code; when it differs from `m`, and for
 // every generic instance, frames in it are left to Mono.
-void code_added(MonoMethod* m, MonoMethod* jit_method, MonoDomain* domain, uint64_t start, uint64_t size);
+void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
+                uint64_t size);
 
 // From domain_unloading: the ranges JIT'd in `domain` are forgotten (that memory will be reused, possibly
 // for code we never hear of, such as trampolines).
@@ -42,7 +44,10 @@ void method_freed(MonoMethod* m);
 
 // The calling thread's managed frames, innermost first, at most `max` -- exactly what
 // mono_stack_walk_no_il would give (it is used whenever ours is unsure). Not while the world is stopped.
-uint32_t collect(MonoMethod** frames, uint32_t max);
+// `alloc`: an allocation's backtrace, which may start from the thread's last managed-to-native
+// transition when no learned native chain leads to managed code (not during exception handling, where
+// Mono's walk starts from the throw's context).
+uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc = false);
 
 // One line for `verbose`: how many backtraces our walker made and how many went to Mono.
 std::string summary();
