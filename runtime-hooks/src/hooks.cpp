@@ -196,6 +196,9 @@ void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;
   described::ensure_vtable(vt, true);
 }
+// Methods may be described lazily (set by install(): no sampling).
+bool g_lazy_methods = false;
+
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
@@ -204,9 +207,17 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
     if (ji && perf::enabled()) perf::method_jitted(m, start, size, nullptr);
     return;
   }
+  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  // Lazily described (docs/design.md, "Methods described lazily"): when nothing can name the method
+  // in the file before an event that references it, its name is made at that event (ensure_method,
+  // with the range kept here), or never. Not with sampling (the helper names sampled code and cannot
+  // call Mono), JIT events (`jit`: every JIT'd method is recorded), jitdump/perfmap (they want the name
+  // now anyway), or while paused (the mask that resume() restores is not known here).
+  if (g_lazy_methods && !perf::enabled() && !enabled(MASK_JIT) && !g_paused.load(std::memory_order_relaxed) &&
+      described::defer_method(m, start, size))
+    return;
   const std::string name = described::describe_method(m, start, size);
   if (ji && perf::enabled()) perf::method_jitted(m, start, size, &name);
-  if (ji) walker::code_added(m, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
@@ -503,6 +514,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g->apply_mask = apply_mask;
   g_calldepth.store(config.calldepth);
+  g_lazy_methods = config.sample_mode == kSampleOff && !std::getenv("MLPD_EAGER_METADATA");
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
@@ -554,7 +566,10 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_class_loaded_callback(h, on_class_loaded);
   mono.mono_profiler_set_vtable_loaded_callback(h, on_vtable_loaded);
   mono.mono_profiler_set_jit_done_callback(h, on_jit_done);
-  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) { walker::method_freed(m); });
+  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) {
+    walker::method_freed(m);
+    described::method_freed(m);  // a deferred description is dropped: the method is never named
+  });
   mono.mono_profiler_set_jit_code_buffer_callback(h, on_code_buffer);
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
