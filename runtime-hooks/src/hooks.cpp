@@ -67,6 +67,13 @@ void free_call_stack(void*) { tls_calls.release(); }
 std::mutex g_threads_mutex;
 std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install()
 
+// Metadata described lazily (docs/design.md, "Metadata described lazily"): methods may be (set by
+// install(): no sampling); classes may be (no command port); an image or domain has been unloaded
+// (class addresses may have been reused since).
+bool g_lazy_methods = false;
+bool g_lazy_classes = false;
+std::atomic<bool> g_unloaded{false};
+
 // ---- backtraces --------------------------------------------------------------------------------
 
 // Collects the calling thread's managed frames (at most `frames`), outermost first, describing each
@@ -153,6 +160,7 @@ void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
   if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_unloading(MonoProfiler*, MonoDomain* d) {
+  g_unloaded.store(true, std::memory_order_relaxed);
   walker::domain_unloading(d);  // its code memory is about to be freed and reused
   if (active()) meta_simple(EventKind::domain_unload, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
@@ -173,6 +181,7 @@ void on_image_loaded(MonoProfiler*, MonoImage* image) {
   if (active()) ensure_image(image, true);
 }
 void on_image_unloading(MonoProfiler*, MonoImage* image) {
+  g_unloaded.store(true, std::memory_order_relaxed);
   if (!active()) return;
   const char* file = mono.mono_image_get_filename(image);
   meta_simple(EventKind::image_unload, u(image), 0, file ? file : "");
@@ -190,15 +199,22 @@ void on_assembly_unloading(MonoProfiler*, MonoAssembly* a) {
   if (active()) assembly_event(EventKind::assembly_unload, a);
 }
 void on_class_loaded(MonoProfiler*, MonoClass* k) {
-  if (active()) ensure_class(k, true);
+  if (!active()) return;
+  // Lazily described (docs/design.md, "Metadata described lazily"): only a vtable names a class in
+  // the file, and each vtable describes its class first (ensure_vtable), so a class no vtable ever
+  // names is never described. Not while a heapshot may be taken: the heap walk cannot call Mono, and
+  // would name a class whose vtable's load event has not been raised yet by hand (no generic
+  // arguments), so classes are named at load then, as before.
+  if (g_lazy_classes && !heapshot::may_happen()) {
+    if (g_unloaded.load(std::memory_order_relaxed)) described::forget_class(k);
+    return;
+  }
+  ensure_class(k, true);
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;
   described::ensure_vtable(vt, true);
 }
-// Methods may be described lazily (set by install(): no sampling).
-bool g_lazy_methods = false;
-
 void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
   const uint64_t start = ji ? u(mono.mono_jit_info_get_code_start(ji)) : 0;
   const uint64_t size = ji ? static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)) : 0;
@@ -479,6 +495,11 @@ void apply_mask(uint32_t mask) {
   // With no allocation callback installed, the allocators' check of Mono's callback count fails and
   // nothing is called (no icall wrapper, no callback: see docs/design.md, "What the agent asks of the JIT").
   mono.mono_profiler_set_gc_allocation_callback(h, (mask & MASK_GC_ALLOC) ? on_allocation : nullptr);
+  // Exceptions: the runtime raises the clause event before every clause it runs (the JIT'd code
+  // checks for a clause callback) and the throw event at every throw.
+  const bool exceptions = mask & MASK_EXCEPTION;
+  mono.mono_profiler_set_exception_throw_callback(h, exceptions ? on_exception_throw : nullptr);
+  mono.mono_profiler_set_exception_clause_callback(h, exceptions ? on_exception_clause : nullptr);
   const bool monitor = mask & MASK_MONITOR;
   mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
   mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
@@ -514,7 +535,11 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g->apply_mask = apply_mask;
   g_calldepth.store(config.calldepth);
-  g_lazy_methods = config.sample_mode == kSampleOff && !std::getenv("MLPD_EAGER_METADATA");
+  // MLPD_EAGER_METADATA (any value) describes every method and class when it is loaded, as before the
+  // lazy rules (docs/design.md): for comparing the two.
+  const bool eager = std::getenv("MLPD_EAGER_METADATA") != nullptr;
+  g_lazy_methods = config.sample_mode == kSampleOff && !eager;
+  g_lazy_classes = !config.command_port && !eager;
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
@@ -574,8 +599,6 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
   mono.mono_profiler_set_gc_root_unregister_callback(h, on_root_unregister);
-  mono.mono_profiler_set_exception_throw_callback(h, on_exception_throw);
-  mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
   if (config.calls) {
     mono.mono_profiler_set_call_instrumentation_filter_callback(h, call_filter);
     g_calls_min_ns = config.calls_min_ns;
