@@ -123,11 +123,6 @@ void ensure_class(MonoClass* k, bool force) {
   publish(g_sets->classes, u(k), e, force);
 }
 
-void forget_class(MonoClass* k) {
-  std::lock_guard<std::mutex> lock(g_sets->mutex);
-  g_sets->classes.erase(u(k));
-}
-
 void ensure_vtable(MonoVTable* vt, bool force) {
   if (!force && is_known(g_sets->vtables, u(vt))) return;
   MonoClass* k = mono.mono_vtable_class(vt);

@@ -34,10 +34,6 @@ bool init();
 void ensure_image(MonoImage* image, bool force = false);
 void ensure_class(MonoClass* klass, bool force = false);
 void ensure_vtable(MonoVTable* vt, bool force = false);
-// A class is loaded at `klass` while classes are described lazily (docs/design.md): after an unload
-// the address may have been a freed class's, whose description must not stand for this one, so the
-// next reference describes it again.
-void forget_class(MonoClass* klass);
 // Describes `m` unless it is described: with the code range defer_method kept for it, else (AOT code,
 // or an event that came before its jit_done) without one.
 void ensure_method(MonoMethod* m);

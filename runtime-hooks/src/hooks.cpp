@@ -204,11 +204,9 @@ void on_class_loaded(MonoProfiler*, MonoClass* k) {
   // the file, and each vtable describes its class first (ensure_vtable), so a class no vtable ever
   // names is never described. Not while a heapshot may be taken: the heap walk cannot call Mono, and
   // would name a class whose vtable's load event has not been raised yet by hand (no generic
-  // arguments), so classes are named at load then, as before.
-  if (g_lazy_classes && !heapshot::may_happen()) {
-    if (g_unloaded.load(std::memory_order_relaxed)) described::forget_class(k);
-    return;
-  }
+  // arguments), so classes are named at load then, as before. Nor after an unload: the address may
+  // have been a freed class's, described already, whose description must not stand for this one.
+  if (g_lazy_classes && !g_unloaded.load(std::memory_order_relaxed) && !heapshot::may_happen()) return;
   ensure_class(k, true);
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
