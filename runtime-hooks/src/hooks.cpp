@@ -50,7 +50,6 @@ using rt::now_ns;
 using namespace state;
 using described::ensure_class;
 using described::ensure_image;
-using described::ensure_method;
 
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
@@ -382,7 +381,7 @@ void on_exception_clause(MonoProfiler*, MonoMethod* m, uint32_t index, MonoExcep
   if (!active() || !enabled(MASK_EXCEPTION)) return;
   rt::ThreadLog* l = log();
   if (!l) return;
-  ensure_method(m);
+  described::ensure_method_cached(m);  // per-thread cache: no lock for a method seen before
   rt::write_clause(*l, now_ns(), static_cast<uint8_t>(type), index, u(m), u(exc));
 }
 
