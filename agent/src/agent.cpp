@@ -609,6 +609,7 @@ void start(std::string_view text) {
   config.sample_freq = o.sample_freq;
   config.alloc_sample = o.alloc_sample;
   config.start_paused = o.start_paused;
+  config.command_port = wants_command_server(o);  // heapshots on request: classes are named at load
   config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
   hooks::HookEnv env;
   env.shared = &agent->shared();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "mlpd/event.h"
@@ -23,9 +24,16 @@ using rt::now_ns;
 
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+struct CodeRange {
+  uint64_t start = 0, size = 0;
+};
+
 struct Sets {
   std::mutex mutex;
   std::unordered_set<uint64_t> images, classes, vtables, methods;
+  // Methods JIT'd and not described yet (defer_method): their code range, for the description their
+  // first reference makes. Never holds a described method; a freed one is dropped (method_freed).
+  std::unordered_map<uint64_t, CodeRange> pending;
 };
 // Allocated by init() (not a static with a constructor: see state.h).
 Sets* g_sets = nullptr;
@@ -137,15 +145,45 @@ std::string describe_method(MonoMethod* m, uint64_t code, uint64_t size) {
   e.name = take_mono_string(mono.mono_method_full_name(m, 1));
   {
     std::lock_guard<std::mutex> lock(g_sets->mutex);
+    // A method deferred meanwhile (its jit_done ran while we named it) gets its code range here.
+    if (auto it = g_sets->pending.find(u(m)); it != g_sets->pending.end()) {
+      if (!e.ptr) {
+        e.ptr = it->second.start;
+        e.size = it->second.size;
+      }
+      g_sets->pending.erase(it);
+    }
     state::g->env.meta->add(e, now_ns);  // a re-JIT (another domain) is described again, with its new code
     g_sets->methods.insert(u(m));
   }
   return std::move(e.name);
 }
 
+bool defer_method(MonoMethod* m, uint64_t code, uint64_t size) {
+  std::lock_guard<std::mutex> lock(g_sets->mutex);
+  if (g_sets->methods.count(u(m))) return false;  // described already (an event came first): again, now
+  g_sets->pending[u(m)] = CodeRange{code, size};
+  return true;
+}
+
+void method_freed(MonoMethod* m) {
+  if (!g_sets) return;
+  std::lock_guard<std::mutex> lock(g_sets->mutex);
+  g_sets->pending.erase(u(m));
+}
+
 void ensure_method(MonoMethod* m) {
-  if (!m || is_known(g_sets->methods, u(m))) return;
-  describe_method(m, 0, 0);
+  if (!m) return;
+  uint64_t code = 0, size = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_sets->mutex);
+    if (g_sets->methods.count(u(m))) return;
+    if (auto it = g_sets->pending.find(u(m)); it != g_sets->pending.end()) {  // JIT'd, deferred
+      code = it->second.start;
+      size = it->second.size;
+    }
+  }
+  describe_method(m, code, size);
 }
 
 void method_miss(MonoMethod* m) {
@@ -178,6 +216,7 @@ void reset_for_tests() {
   g_sets->classes.clear();
   g_sets->vtables.clear();
   g_sets->methods.clear();
+  g_sets->pending.clear();
 }
 
 }  // namespace mlpd::hooks::described

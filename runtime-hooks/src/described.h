@@ -34,9 +34,18 @@ bool init();
 void ensure_image(MonoImage* image, bool force = false);
 void ensure_class(MonoClass* klass, bool force = false);
 void ensure_vtable(MonoVTable* vt, bool force = false);
-void ensure_method(MonoMethod* m);  // never JIT'd here (AOT code): described without a code range
+// Describes `m` unless it is described: with the code range defer_method kept for it, else (AOT code,
+// or an event that came before its jit_done) without one.
+void ensure_method(MonoMethod* m);
 // Describes `m` (again: a re-JIT in another domain has new code) with its code range; returns its name.
 std::string describe_method(MonoMethod* m, uint64_t code, uint64_t size);
+// Lazy description (jit_done when nothing in the file can name a method without an event that
+// references it first: docs/design.md, "Methods described lazily"): keeps `m`'s code range for the
+// first ensure_method of `m` instead of naming it now. False, keeping nothing, when `m` is described
+// already (the caller describes it again now, with the new range).
+bool defer_method(MonoMethod* m, uint64_t code, uint64_t size);
+// The runtime frees `m` (a dynamic method): its deferred range is dropped, so nothing ever names it.
+void method_freed(MonoMethod* m);
 
 // -- the per-thread cache
 

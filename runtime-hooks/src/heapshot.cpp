@@ -353,6 +353,11 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
   }
 }
 
+bool may_happen() {
+  return g_mode.load(std::memory_order_relaxed) != HEAPSHOT_NONE || g_on_shutdown.load(std::memory_order_relaxed) ||
+         g_requested.load(std::memory_order_relaxed) != 0;
+}
+
 void shutdown_begin() {
   if (!g_on_shutdown.load(std::memory_order_relaxed) || !g_bound || !state::active()) return;
   heapshot_now();  // the shutting-down thread is attached: collect right here, as Mono does

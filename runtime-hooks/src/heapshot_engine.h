@@ -17,6 +17,9 @@ void install();
 void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation, bool serial);
 // Runtime shutdown begins (heapshot-on-shutdown).
 void shutdown_begin();
+// A heapshot may be taken from now on: a heapshot mode or heapshot-on-shutdown is set, or one was
+// requested (the LogProfiler API). Classes are described lazily only while this is false.
+bool may_happen();
 
 // Installs the GC roots callback (on_gc_roots, heapshot.cpp) for the collection in progress (a
 // heapshot's: `in_heapshot`), or puts back what the event mask asks for (roots on every collection

@@ -50,7 +50,6 @@ using rt::now_ns;
 using namespace state;
 using described::ensure_class;
 using described::ensure_image;
-using described::ensure_method;
 
 inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
@@ -66,6 +65,13 @@ void free_call_stack(void*) { tls_calls.release(); }
 // Threads started and not yet ended (a thread's end is reported once: stopped and exited both report).
 std::mutex g_threads_mutex;
 std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install()
+
+// Metadata described lazily (docs/design.md, "Metadata described lazily"): methods may be (set by
+// install(): no sampling); classes may be (no command port); an image or domain has been unloaded
+// (class addresses may have been reused since).
+bool g_lazy_methods = false;
+bool g_lazy_classes = false;
+std::atomic<bool> g_unloaded{false};
 
 // ---- backtraces --------------------------------------------------------------------------------
 
@@ -153,6 +159,7 @@ void on_domain_loaded(MonoProfiler*, MonoDomain* d) {
   if (active()) meta_simple(EventKind::domain_load, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
 void on_domain_unloading(MonoProfiler*, MonoDomain* d) {
+  g_unloaded.store(true, std::memory_order_relaxed);
   walker::domain_unloading(d);  // its code memory is about to be freed and reused
   if (active()) meta_simple(EventKind::domain_unload, static_cast<uint64_t>(mono.mono_domain_get_id(d)));
 }
@@ -173,6 +180,7 @@ void on_image_loaded(MonoProfiler*, MonoImage* image) {
   if (active()) ensure_image(image, true);
 }
 void on_image_unloading(MonoProfiler*, MonoImage* image) {
+  g_unloaded.store(true, std::memory_order_relaxed);
   if (!active()) return;
   const char* file = mono.mono_image_get_filename(image);
   meta_simple(EventKind::image_unload, u(image), 0, file ? file : "");
@@ -190,7 +198,15 @@ void on_assembly_unloading(MonoProfiler*, MonoAssembly* a) {
   if (active()) assembly_event(EventKind::assembly_unload, a);
 }
 void on_class_loaded(MonoProfiler*, MonoClass* k) {
-  if (active()) ensure_class(k, true);
+  if (!active()) return;
+  // Lazily described (docs/design.md, "Metadata described lazily"): only a vtable names a class in
+  // the file, and each vtable describes its class first (ensure_vtable), so a class no vtable ever
+  // names is never described. Not while a heapshot may be taken: the heap walk cannot call Mono, and
+  // would name a class whose vtable's load event has not been raised yet by hand (no generic
+  // arguments), so classes are named at load then, as before. Nor after an unload: the address may
+  // have been a freed class's, described already, whose description must not stand for this one.
+  if (g_lazy_classes && !g_unloaded.load(std::memory_order_relaxed) && !heapshot::may_happen()) return;
+  ensure_class(k, true);
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;
@@ -204,9 +220,17 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
     if (ji && perf::enabled()) perf::method_jitted(m, start, size, nullptr);
     return;
   }
+  if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  // Lazily described (docs/design.md, "Methods described lazily"): when nothing can name the method
+  // in the file before an event that references it, its name is made at that event (ensure_method,
+  // with the range kept here), or never. Not with sampling (the helper names sampled code and cannot
+  // call Mono), JIT events (`jit`: every JIT'd method is recorded), jitdump/perfmap (they want the name
+  // now anyway), or while paused (the mask that resume() restores is not known here).
+  if (g_lazy_methods && !perf::enabled() && !enabled(MASK_JIT) && !g_paused.load(std::memory_order_relaxed) &&
+      described::defer_method(m, start, size))
+    return;
   const std::string name = described::describe_method(m, start, size);
   if (ji && perf::enabled()) perf::method_jitted(m, start, size, &name);
-  if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
 }
 void on_code_buffer(MonoProfiler*, const mono_byte* buffer, uint64_t size, MonoProfilerCodeBufferType type,
                     const void* data) {
@@ -357,7 +381,7 @@ void on_exception_clause(MonoProfiler*, MonoMethod* m, uint32_t index, MonoExcep
   if (!active() || !enabled(MASK_EXCEPTION)) return;
   rt::ThreadLog* l = log();
   if (!l) return;
-  ensure_method(m);
+  described::ensure_method_cached(m);  // per-thread cache: no lock for a method seen before
   rt::write_clause(*l, now_ns(), static_cast<uint8_t>(type), index, u(m), u(exc));
 }
 
@@ -468,6 +492,11 @@ void apply_mask(uint32_t mask) {
   // With no allocation callback installed, the allocators' check of Mono's callback count fails and
   // nothing is called (no icall wrapper, no callback: see docs/design.md, "What the agent asks of the JIT").
   mono.mono_profiler_set_gc_allocation_callback(h, (mask & MASK_GC_ALLOC) ? on_allocation : nullptr);
+  // Exceptions: the runtime raises the clause event before every clause it runs (the JIT'd code
+  // checks for a clause callback) and the throw event at every throw.
+  const bool exceptions = mask & MASK_EXCEPTION;
+  mono.mono_profiler_set_exception_throw_callback(h, exceptions ? on_exception_throw : nullptr);
+  mono.mono_profiler_set_exception_clause_callback(h, exceptions ? on_exception_clause : nullptr);
   const bool monitor = mask & MASK_MONITOR;
   mono.mono_profiler_set_monitor_contention_callback(h, monitor ? on_monitor_contention : nullptr);
   mono.mono_profiler_set_monitor_acquired_callback(h, monitor ? on_monitor_acquired : nullptr);
@@ -503,6 +532,11 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g->apply_mask = apply_mask;
   g_calldepth.store(config.calldepth);
+  // MLPD_EAGER_METADATA (any value) describes every method and class when it is loaded, as before the
+  // lazy rules (docs/design.md): for comparing the two.
+  const bool eager = std::getenv("MLPD_EAGER_METADATA") != nullptr;
+  g_lazy_methods = config.sample_mode == kSampleOff && !eager;
+  g_lazy_classes = !config.command_port && !eager;
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
@@ -554,13 +588,14 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   mono.mono_profiler_set_class_loaded_callback(h, on_class_loaded);
   mono.mono_profiler_set_vtable_loaded_callback(h, on_vtable_loaded);
   mono.mono_profiler_set_jit_done_callback(h, on_jit_done);
-  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) { walker::method_freed(m); });
+  mono.mono_profiler_set_method_free_callback(h, [](MonoProfiler*, MonoMethod* m) {
+    walker::method_freed(m);
+    described::method_freed(m);  // a deferred description is dropped: the method is never named
+  });
   mono.mono_profiler_set_jit_code_buffer_callback(h, on_code_buffer);
   mono.mono_profiler_set_gc_event_callback(h, on_gc_event);
   mono.mono_profiler_set_gc_root_register_callback(h, on_root_register);
   mono.mono_profiler_set_gc_root_unregister_callback(h, on_root_unregister);
-  mono.mono_profiler_set_exception_throw_callback(h, on_exception_throw);
-  mono.mono_profiler_set_exception_clause_callback(h, on_exception_clause);
   if (config.calls) {
     mono.mono_profiler_set_call_instrumentation_filter_callback(h, call_filter);
     g_calls_min_ns = config.calls_min_ns;

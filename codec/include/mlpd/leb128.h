@@ -22,6 +22,12 @@ inline uint8_t* put_uleb(uint8_t* p, uint64_t v) {
     p[1] = static_cast<uint8_t>(v >> 7);
     return p + 2;
   }
+  if (v < 0x200000) {  // three bytes: time deltas of busy code (up to 2 ms)
+    p[0] = static_cast<uint8_t>(v | 0x80);
+    p[1] = static_cast<uint8_t>((v >> 7) | 0x80);
+    p[2] = static_cast<uint8_t>(v >> 14);
+    return p + 3;
+  }
   while (v >= 0x80) {
     *p++ = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
@@ -39,6 +45,12 @@ inline uint8_t* put_sleb(uint8_t* p, int64_t v) {
     p[0] = static_cast<uint8_t>((v & 0x7F) | 0x80);
     p[1] = static_cast<uint8_t>((v >> 7) & 0x7F);
     return p + 2;
+  }
+  if (v >= -(int64_t{1} << 20) && v < (int64_t{1} << 20)) {  // three bytes: method deltas within 1 MiB
+    p[0] = static_cast<uint8_t>((v & 0x7F) | 0x80);
+    p[1] = static_cast<uint8_t>(((v >> 7) & 0x7F) | 0x80);
+    p[2] = static_cast<uint8_t>((v >> 14) & 0x7F);
+    return p + 3;
   }
   for (;;) {
     const uint8_t byte = static_cast<uint8_t>(v & 0x7F);

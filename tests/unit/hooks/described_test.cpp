@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "described.h"
+#include "mlpd/buffer_decoder.h"
+#include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/meta_log.h"
 #include "state.h"
@@ -72,6 +74,40 @@ struct Fixture {
     return c[static_cast<size_t>(k)];
   }
 };
+
+// The method_jit events the MetaLog holds now (taken out of it): (method, code start, code size).
+struct Jitted {
+  uint64_t method, code, size;
+};
+std::vector<Jitted> take_jitted(rt::MetaLog& meta) {
+  std::vector<uint8_t> bytes;
+  meta.take(bytes, 1);
+  std::vector<Jitted> out;
+  size_t at = 0;
+  auto le = [&](size_t off, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | bytes[at + off + static_cast<size_t>(i)];
+    return v;
+  };
+  while (at + format::kBufferHeaderSize <= bytes.size()) {
+    BufferHeader h;
+    h.length = static_cast<uint32_t>(le(4, 4));
+    h.time_base = le(8, 8);
+    h.ptr_base = static_cast<int64_t>(le(16, 8));
+    h.obj_base = static_cast<int64_t>(le(24, 8));
+    h.thread_id = le(32, 8);
+    h.method_base = static_cast<int64_t>(le(40, 8));
+    BufferDecoder dec(h, bytes.data() + at + format::kBufferHeaderSize, 0);
+    Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    while (dec.next(e, problem, offset))
+      if (e.kind == EventKind::method_jit) out.push_back({e.method, e.ptr, e.size});
+    REQUIRE(problem.empty());
+    at += format::kBufferHeaderSize + h.length;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -170,4 +206,44 @@ TEST_CASE("described: class names before the runtime is initialised are built fr
   f.meta.take(bytes, 1);
   const std::string all(bytes.begin(), bytes.end());
   CHECK(all.find("N.Outer/Inner") != std::string::npos);
+}
+
+TEST_CASE("described: a deferred method is described at its first reference, with its code range", "[hooks][described]") {
+  Fixture f;
+  auto* m = fake<MonoMethod>(0x5000);
+  REQUIRE(described::defer_method(m, 0x7000, 64));  // jit_done, lazily: nothing named yet
+  CHECK(f.count(EventKind::method_jit) == 0);
+  CHECK_FALSE(described::method_known(0x5000));
+  described::ensure_method_cached(m);  // the first event that references it
+  described::ensure_method(m);
+  auto jitted = take_jitted(f.meta);
+  REQUIRE(jitted.size() == 1);
+  CHECK(jitted[0].method == 0x5000);
+  CHECK(jitted[0].code == 0x7000);
+  CHECK(jitted[0].size == 64);
+  CHECK(described::method_known(0x5000));
+
+  // Described already (an event came before its jit_done): not deferred; the caller describes it again.
+  CHECK_FALSE(described::defer_method(m, 0x8000, 32));
+
+  // Freed before any reference: never named, and a later reference (a new method at the same
+  // address) is described without the freed one's range.
+  auto* d = fake<MonoMethod>(0x6000);
+  REQUIRE(described::defer_method(d, 0x9000, 16));
+  described::method_freed(d);
+  described::ensure_method(d);
+  jitted = take_jitted(f.meta);
+  REQUIRE(jitted.size() == 1);
+  CHECK(jitted[0].method == 0x6000);
+  CHECK(jitted[0].code == 0);
+
+  // A reference that named the method while its jit_done deferred it still gets the range: here the
+  // deferral comes between ensure_method's look-up and its describe (as another thread could do).
+  auto* r = fake<MonoMethod>(0x6800);
+  REQUIRE(described::defer_method(r, 0xa000, 8));
+  described::describe_method(r, 0, 0);
+  jitted = take_jitted(f.meta);
+  REQUIRE(jitted.size() == 1);
+  CHECK(jitted[0].code == 0xa000);
+  CHECK(jitted[0].size == 8);
 }

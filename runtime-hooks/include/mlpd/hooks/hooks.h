@@ -24,6 +24,7 @@ struct HookConfig {
   uint64_t sample_pool = 1000;   // sample records in flight (maxsamples)
   uint64_t alloc_sample = 0;     // alloc-sample=BYTES: mean bytes between allocation samples (0: all)
   bool start_paused = false;     // start-paused: paused from the start (control.h)
+  bool command_port = false;     // the command port is open: a heapshot may be asked for at any time
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.
