@@ -252,7 +252,10 @@ uint64_t dump_file(Input& in, OutBuffer& out, bool json, const DecodeOptions& op
   Names names;
   std::unique_ptr<BufferFormatter> f = json ? make_json_formatter(out, names) : make_text_formatter(out, names);
   DumpVisitor v(*f);
-  if (threads >= 2) {
+  // A gzip input is dumped on one thread, as decode_counting() counts it: inflating is sequential
+  // anyway, and whether a problem is a cut stream's warning depends on how far the input has been
+  // read (Input::truncation_warning), which reading ahead would change.
+  if (threads >= 2 && !in.compressed()) {
     if (!dump_parallel(in, names, *f, v, opt, json, threads, std::max<size_t>(job_text, 1), out)) {
       dump_sequential(in, *f, v, opt);
     }
