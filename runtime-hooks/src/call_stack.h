@@ -34,12 +34,15 @@ struct CallStack {
   // The usual leave: `method` is on top and every frame is recorded. Pops it and returns true;
   // otherwise changes nothing (the caller then calls leave()).
   bool leave_top(uint64_t method) {
-    if (count != 0 && count == depth && frames[count - 1] == method) [[likely]] {
-      --count;
-      --depth;
-      return true;
-    }
-    return false;
+    if (!is_top(method)) [[unlikely]] return false;
+    pop_top();
+    return true;
+  }
+  // leave_top() in two steps, for a caller that checks more before changing anything.
+  bool is_top(uint64_t method) const { return count != 0 && count == depth && frames[count - 1] == method; }
+  void pop_top() {
+    --count;
+    --depth;
   }
 
   // Any leave (or exceptional leave, or tail call) of `method`: pops down to its frame. Frames above

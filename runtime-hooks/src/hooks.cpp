@@ -258,8 +258,8 @@ bool grow(CallStack& cs) {
 // has not yet raised the event; P/Invoke methods, whose event follows their wrapper's), and its enter
 // must not reach the file before its description. Described without a code range; jit_done
 // describes it again with one.
-void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
-  if (!active()) return;
+// The full enter: every case.
+[[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
   CallStack& cs = tls_calls;
   if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
   rt::ThreadLog* l = log();
@@ -268,6 +268,26 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   described::ensure_method_cached(m);
   cs.push(u(m));
   rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
+}
+
+// The `calls` hot path (docs/design.md, "The calls hot path"): when nothing needs a call (the
+// thread has its log and room for the frame and the event, the method is in its described cache,
+// the clock is the TSC), the enter is written inline with no call, so that the callback needs no
+// saved registers or stack frame; anything else goes to method_enter_slow, which does the same
+// from the start (nothing is changed before the choice).
+void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (!active()) return;
+  CallStack& cs = tls_calls;
+  rt::ThreadLog* l = rt::ThreadRegistry::current();
+  uint64_t now;
+  if (cs.depth < g_calldepth.load(std::memory_order_relaxed) && l && !cs.full() && described::method_cached(m) &&
+      l->has_room(rt::kMethodEventBytes) && rt::now_ns_tsc(now)) [[likely]] {
+    ++cs.depth;
+    cs.push(u(m));
+    rt::write_method_at(*l, l->cursor(), TYPE_ENTER, now, u(m));
+    return;
+  }
+  method_enter_slow(m);
 }
 
 // A leave (or exceptional leave) of `m`: frames above m's were left without a leave event and are
@@ -286,14 +306,28 @@ void leave(MonoMethod* m, uint8_t ext) {
   });
 }
 
-void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
-  if (!active()) return;
+[[gnu::noinline]] void method_leave_slow(MonoMethod* m) {
   // The usual case: the method leaving is the one on top, and every frame is recorded.
   if (tls_calls.leave_top(u(m))) [[likely]] {
     if (rt::ThreadLog* l = log()) rt::write_method(*l, TYPE_LEAVE, now_ns(), u(m));
     return;
   }
   leave(m, TYPE_LEAVE);
+}
+
+// As on_method_enter: the usual leave (the method on top, the log with room, the TSC) inline with
+// no call, the rest in method_leave_slow.
+void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
+  if (!active()) return;
+  CallStack& cs = tls_calls;
+  rt::ThreadLog* l = rt::ThreadRegistry::current();
+  uint64_t now;
+  if (cs.is_top(u(m)) && l && l->has_room(rt::kMethodEventBytes) && rt::now_ns_tsc(now)) [[likely]] {
+    cs.pop_top();
+    rt::write_method_at(*l, l->cursor(), TYPE_LEAVE, now, u(m));
+    return;
+  }
+  method_leave_slow(m);
 }
 // calls-min (short-call elision): the same callbacks, installed instead of the two above so that
 // calls without calls-min run exactly the code they ran before. An enter is held in the thread's

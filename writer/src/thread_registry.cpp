@@ -4,8 +4,6 @@
 
 namespace mlpd::rt {
 
-thread_local ThreadLog* ThreadRegistry::tls_log_ __attribute__((tls_model("initial-exec"))) = nullptr;
-
 ThreadRegistry::ThreadRegistry(WriterShared& shared) : shared_(shared) {
   key_ok_ = pthread_key_create(&key_, &ThreadRegistry::on_thread_exit) == 0;
   instance_ = this;

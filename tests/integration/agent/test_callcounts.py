@@ -11,7 +11,9 @@ process allocates and with the threads' interleaving, Mono's profiler threads' o
 10% or 32 calls (502 against 517 seen on four threads). This fails when the agent makes the program call anything
 it would not call under Mono's profiler: e.g. the allocation callback installed without `alloc` (the
 allocators then call `__icall_wrapper_mono_profiler_raise_gc_allocation`), or safepoint polls
-(`__icall_wrapper_mono_threads_state_poll`) caused by the agent's own threads or signals."""
+(`__icall_wrapper_mono_threads_state_poll`) caused by the agent's own threads or signals. Each of our
+files must also pass `mlpd verify --strict`; the threaded run is repeated with MLPD_CLOCK=monotonic,
+where every enter and leave takes the callbacks' full path instead of the inline one."""
 import collections
 import os
 import re
@@ -62,23 +64,25 @@ def allowed(method, ours, mono, profiler_threads):
     return False
 
 
-def compare(workdir, prog, arg, options):
+def compare(workdir, prog, arg, options, extra_env=None):
     ours = os.path.join(workdir, f"{prog}-{arg}-mlpd.mlpd")
     theirs = os.path.join(workdir, f"{prog}-{arg}-mono.mlpd")
     env = {k: v for k, v in os.environ.items() if k not in ("MLPD_OPTIONS", "LD_PRELOAD")}
     p = t.run([t.MONO, f"--profile=log:{options},output={theirs}", t.program(prog), arg], env=env, timeout=300)
     t.check(p.returncode == 0, f"{prog} {arg} under Mono's profiler: exit {p.returncode}: {p.stderr[-300:]}")
-    env.update(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"{options},output={ours}")
+    env.update(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"{options},output={ours}", **(extra_env or {}))
     q = t.run([t.MONO, t.program(prog), arg], env=env, timeout=300)
     t.check(q.returncode == 0, f"{prog} {arg} under mlpd: exit {q.returncode}: {q.stderr[-300:]}")
     t.check(p.stdout == q.stdout, f"{prog} {arg}: output differs: {p.stdout!r} vs {q.stdout!r}")
+    v = t.run([t.MLPD, "verify", "--strict", ours], timeout=300)
+    t.check(v.returncode == 0, f"{prog} {arg} ({options}): mlpd verify --strict: {v.stdout[-300:]}{v.stderr[-300:]}")
     (a, _), (b, nprof) = enters(ours), enters(theirs)
     t.check(sum(b.values()) > 10000, f"{prog} {arg}: only {sum(b.values())} calls in Mono's file")
     diff = sorted(((m, a[m], b[m]) for m in set(a) | set(b) if a[m] != b[m] and not allowed(m, a[m], b[m], nprof)),
                   key=lambda x: -abs(x[1] - x[2]))
     for m, x, y in diff[:10]:
         t.check(False, f"{prog} {arg} ({options}): {m}: {x} calls in ours, {y} in Mono's")
-    print(f"ok  {prog} {arg} ({options}): {sum(a.values())} calls in ours, {sum(b.values())} in Mono's, "
+    print(f"ok  {prog} {arg} ({options}{', ' + str(extra_env) if extra_env else ''}): {sum(a.values())} calls in ours, {sum(b.values())} in Mono's, "
           f"{len(diff)} methods differ", flush=True)
 
 
@@ -87,6 +91,9 @@ def main():
         compare(work, "callcounts", "threads", "calls")
         compare(work, "callcounts", "alloc", "calls")
         compare(work, "callcounts", "alloc", "nodefaults,calls")
+        # The enter/leave callbacks' full path for every event: without the TSC the fast path
+        # (docs/design.md, "The calls hot path") is never taken.
+        compare(work, "callcounts", "threads", "calls", {"MLPD_CLOCK": "monotonic"})
     t.finish("agent_callcounts")
 
 

@@ -40,6 +40,21 @@ inline uint64_t now_ns() {
   return monotonic_ns();
 }
 
+// now_ns() when the TSC is the clock (no call: for hot paths that leave the other case to a slower
+// path); false otherwise.
+inline bool now_ns_tsc(uint64_t& t) {
+#if defined(__x86_64__)
+  if (!g_clock.tsc) [[unlikely]] return false;
+  const uint64_t ticks = __rdtsc() - g_clock.tsc0;
+  t = static_cast<int64_t>(ticks) < 0 ? g_clock.ns0
+                                      : g_clock.ns0 + static_cast<uint64_t>((static_cast<u128>(ticks) * g_clock.mult) >> 32);
+  return true;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
 // Chooses the clock (call once, before any event): the TSC if `prefer_tsc` and the CPU has an
 // invariant one (calibration spins ~2 ms), else CLOCK_MONOTONIC. Returns the clock's name.
 const char* init_clock(bool prefer_tsc);

@@ -51,19 +51,25 @@ inline constexpr size_t backtrace_bytes(const Backtrace* bt) { return bt ? kMaxL
 // TYPE_METHOD enter (TYPE_ENTER), leave (TYPE_LEAVE) or exceptional leave (TYPE_EXC_LEAVE). Always
 // inlined: it is the `calls` hot path, and the compiler's size heuristics stopped inlining it into the
 // leave callback once the kind counting made it a little larger (a call per event, measured).
-[[gnu::always_inline]] inline void write_method(ThreadLog& log, uint8_t ext, uint64_t time, uint64_t method) {
-  uint8_t* p = log.reserve(kHead + kMaxLeb128);
-  if (!p) [[unlikely]] return;
+inline constexpr size_t kMethodEventBytes = kHead + kMaxLeb128;
+// Writes it at `p`, room for kMethodEventBytes that reserve() gave or has_room() found at cursor().
+[[gnu::always_inline]] inline void write_method_at(ThreadLog& log, uint8_t* p, uint8_t ext, uint64_t time,
+                                                   uint64_t method) {
   *p++ = TYPE_METHOD | ext;
   p = log.put_time(p, time);
   p = log.put_method(p, method);
   log.commit(p, method_kind(ext));
 }
+[[gnu::always_inline]] inline void write_method(ThreadLog& log, uint8_t ext, uint64_t time, uint64_t method) {
+  uint8_t* p = log.reserve(kMethodEventBytes);
+  if (!p) [[unlikely]] return;
+  write_method_at(log, p, ext, time, method);
+}
 
 // An enter held back for short-call elision (calls-min): written like write_method's, not yet
 // published (ThreadLog::begin_held / hold).
 [[gnu::always_inline]] inline void write_enter_held(ThreadLog& log, uint64_t time, uint64_t method) {
-  uint8_t* p = log.reserve(kHead + kMaxLeb128);
+  uint8_t* p = log.reserve(kMethodEventBytes);
   if (!p) [[unlikely]] {
     log.drop_held();
     return;

@@ -54,6 +54,10 @@ class ThreadLog {
     if (static_cast<size_t>(end_ - cur_) >= max_bytes) [[likely]] return cur_;
     return refill(max_bytes);
   }
+  // Whether the current buffer has room for `max_bytes` at cursor() (never calls; when it has not,
+  // reserve() is the way).
+  bool has_room(size_t max_bytes) const { return static_cast<size_t>(end_ - cur_) >= max_bytes; }
+  uint8_t* cursor() const { return cur_; }
   // Makes the bytes up to `p` -- one event of `kind` -- visible to the helper, and counts the event
   // (the "Event: KIND" profiler counters; docs/format.md).
   void commit(uint8_t* p, EventKind kind) {
