@@ -269,11 +269,6 @@ uint64_t heapshot_now() {
 namespace heapshot {
 
 namespace {
-// The finalizer thread ran its finalizers (it is woken by every collection with finalizable objects,
-// and by wake_finalizer()): if a request is pending, force the major collection that serves it. On a
-// handle of its own, so that hooks.cpp's finalization events are installed independently of it.
-void on_finalized(MonoProfiler*) { collect_while_pending(); }
-
 // GC roots (Mono reports them during a collection), in chunks as Mono writes them.
 void on_gc_roots(MonoProfiler*, uint64_t count, const mono_byte* const* addresses, MonoObject* const* objects) {
   if (!state::active() || !state::enabled(MASK_GC_ROOT)) return;
@@ -303,9 +298,13 @@ void apply_roots_callback(bool in_heapshot) {
 
 void install() {
   g_gc.max_generation = mono.mono_gc_max_generation();
-  MonoProfilerHandle h = mono.mono_profiler_create(nullptr);
-  mono.mono_profiler_set_gc_finalized_callback(h, on_finalized);
   g_bound = true;
+}
+
+// No profiler handle of its own: Mono calls every handle's slot for each event it raises, so a
+// second handle costs a few instructions on every method enter and leave of a `calls` run.
+void finalized() {
+  if (g_bound) collect_while_pending();
 }
 
 void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation, bool serial) {

@@ -10,8 +10,12 @@
 
 namespace mlpd::hooks::heapshot {
 
-// At hooks::install, before the runtime starts (binds the finalizer callback).
+// At hooks::install, before the runtime starts (binds the Mono GC functions the engine calls).
 void install();
+// The finalizer thread ran its finalizers (hooks.cpp's gc_finalized callback, installed always: it is
+// woken by every collection with finalizable objects, and by wake_finalizer()): if a heapshot request
+// is pending, forces the major collection that serves it.
+void finalized();
 // Every GC event of an active agent, after the TYPE_GC event and the world-stop sync point were
 // written and before the world-start sync point (`log` may be nullptr: nothing is written then).
 void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation, bool serial);

@@ -492,7 +492,12 @@ void finalization_event(uint8_t event_byte) {
   if (rt::ThreadLog* l = log()) rt::write_bare(*l, event_byte, now_ns());
 }
 void on_gc_finalizing(MonoProfiler*) { finalization_event(TYPE_GC | TYPE_GC_FINALIZE_START); }
-void on_gc_finalized(MonoProfiler*) { finalization_event(TYPE_GC | TYPE_GC_FINALIZE_END); }
+// Installed always (the heapshot engine's pending requests are served here), the event only with
+// finalization events on.
+void on_gc_finalized(MonoProfiler*) {
+  heapshot::finalized();
+  finalization_event(TYPE_GC | TYPE_GC_FINALIZE_END);
+}
 void finalization_object(uint8_t event_byte, MonoObject* obj) {
   if (!active() || !enabled(MASK_GC_FINALIZATION)) return;
   if (rt::ThreadLog* l = log()) rt::write_with_object(*l, event_byte, now_ns(), u(obj));
@@ -543,7 +548,7 @@ void apply_mask(uint32_t mask) {
   mono.mono_profiler_set_gc_handle_deleted_callback(h, handles ? on_gc_handle_deleted : nullptr);
   const bool fin = mask & MASK_GC_FINALIZATION;
   mono.mono_profiler_set_gc_finalizing_callback(h, fin ? on_gc_finalizing : nullptr);
-  mono.mono_profiler_set_gc_finalized_callback(h, fin ? on_gc_finalized : nullptr);
+  mono.mono_profiler_set_gc_finalized_callback(h, on_gc_finalized);  // heapshot requests too
   mono.mono_profiler_set_gc_finalizing_object_callback(h, fin ? on_gc_finalizing_object : nullptr);
   mono.mono_profiler_set_gc_finalized_object_callback(h, fin ? on_gc_finalized_object : nullptr);
 }
