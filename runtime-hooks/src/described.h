@@ -64,9 +64,9 @@ extern thread_local constinit DescribedCache* tls_cache __attribute__((tls_model
 void method_miss(MonoMethod* m);
 void vtable_miss(MonoVTable* vt);
 
-// ensure_method / ensure_vtable through the calling thread's cache: no lock for one seen before.
 // True when this thread's cache says `m` is described (no call, no lock; false says nothing).
 inline bool method_cached(MonoMethod* m) { return tls_cache->methods.contains(reinterpret_cast<uint64_t>(m)); }
+// ensure_method / ensure_vtable through the calling thread's cache: no lock for one seen before.
 inline void ensure_method_cached(MonoMethod* m) {
   if (tls_cache->methods.contains(reinterpret_cast<uint64_t>(m))) [[likely]] return;
   method_miss(m);

@@ -253,12 +253,11 @@ bool grow(CallStack& cs) {
   return cs.grow();
 }
 
-// An enter of a method not yet described describes it first: a method's code can run before its
-// jit_done event is raised (another thread that finds the code published while the compiling thread
-// has not yet raised the event; P/Invoke methods, whose event follows their wrapper's), and its enter
-// must not reach the file before its description. Described without a code range; jit_done
-// describes it again with one.
-// The full enter: every case.
+// The full enter, every case. An enter of a method not yet described describes it first: a method's
+// code can run before its jit_done event is raised (another thread that finds the code published
+// while the compiling thread has not yet raised the event; P/Invoke methods, whose event follows their
+// wrapper's), and its enter must not reach the file before its description. Described without a code
+// range; jit_done describes it again with one.
 [[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
   CallStack& cs = tls_calls;
   if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
@@ -329,6 +328,7 @@ void on_method_leave(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   }
   method_leave_slow(m);
 }
+
 // calls-min (short-call elision): the same callbacks, installed instead of the two above so that
 // calls without calls-min run exactly the code they ran before. An enter is held in the thread's
 // buffer unpublished (rt::write_enter_held); the usual leave of the innermost held enter, when
