@@ -71,12 +71,11 @@ measure() {
     return
   fi
   case $kind in
-    plain) /usr/bin/time -f "%U %S %e %M" -o "$work/t" env -u LD_PRELOAD mono $cmd >/dev/null ;;
-    mono)  /usr/bin/time -f "%U %S %e %M" -o "$work/t" mono --profile=log:$opts,output="$out" $cmd >/dev/null ;;
-    mlpd)  /usr/bin/time -f "%U %S %e %M" -o "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" \
-             mono $cmd >/dev/null ;;
+    plain) "$here/cputime.py" "$work/t" env -u LD_PRELOAD mono $cmd ;;
+    mono)  "$here/cputime.py" "$work/t" mono --profile=log:$opts,output="$out" $cmd ;;
+    mlpd)  "$here/cputime.py" "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" mono $cmd ;;
   esac
-  awk '{printf "%.3f %.3f %d\n", $1 + $2, $3, $4}' "$work/t"
+  awk '{printf "%.4f %.4f %d\n", $1, $2, $3}' "$work/t"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
@@ -119,4 +118,4 @@ echo "ovh ratio = (mlpd cpu - plain cpu) / (mono-log cpu - plain cpu): our CPU o
 echo "(n/a where Mono's CPU overhead is below 0.05 s, i.e. within noise: compare the wall columns there)."
 echo "MODE=callgrind: columns are millions of instructions; the mlpd 'wall' column is then our instruction"
 echo "overhead over the plain run. walker: share of backtraces made by our stack walker (verbose counts)."
-echo "peak RSS: medians of /usr/bin/time's maximum resident set size (MiB), CPU mode only."
+echo "peak RSS: medians of the maximum resident set size (wait4's rusage, MiB), CPU mode only."
