@@ -68,6 +68,7 @@ class OutBuffer {
   }
 
   OutBuffer& put(std::string_view s) {
+    if (s.empty()) return *this;  // nothing to copy, and the block may not exist yet (memcpy of null)
     if (len_ + s.size() > end_) [[unlikely]] {
       if (!make_room(s.size())) return put_through(s);
     }

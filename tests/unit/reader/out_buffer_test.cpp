@@ -109,6 +109,12 @@ TEST_CASE("OutBuffer numbers: decimal, hex, eight-digit groups and seconds as pr
 // The memory kind: it grows up to its limit, then drops the line being written (back to the mark)
 // and says so; a file kind writes everything through.
 TEST_CASE("OutBuffer in memory stops at its limit and rewinds to the line's start", "[dump]") {
+  // Empty text into a buffer whose block is not allocated yet: nothing is copied (a memcpy to a null
+  // block, found by decoder_fuzz under UBSan, which the sanitizer runs of this test also catch).
+  mlpd::cli::OutBuffer fresh(100);
+  fresh.put(std::string_view{});
+  REQUIRE(fresh.size() == 0);
+  REQUIRE(fresh.view().empty());
   mlpd::cli::OutBuffer m(100);
   m.mark();
   m.put("first line\n");
