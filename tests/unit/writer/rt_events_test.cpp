@@ -152,31 +152,29 @@ struct NamedWriter {
   Writer write;
 };
 
+// The three TYPE_METHOD events and their kinds, cycled by the method writers below.
+constexpr uint8_t kMethodExt[] = {TYPE_ENTER, TYPE_LEAVE, TYPE_EXC_LEAVE};
+constexpr EventKind kMethodKind[] = {EventKind::method_enter, EventKind::method_leave, EventKind::method_exc_leave};
+
 const std::vector<NamedWriter>& writers() {
   static const std::vector<NamedWriter> all = {
       {"write_method",
        [](Twin& t, size_t i) {
-         static constexpr uint8_t kExt[] = {TYPE_ENTER, TYPE_LEAVE, TYPE_EXC_LEAVE};
-         static constexpr EventKind kKind[] = {EventKind::method_enter, EventKind::method_leave,
-                                               EventKind::method_exc_leave};
-         Event e = make(kKind[i % 3], at(i));
+         Event e = make(kMethodKind[i % 3], at(i));
          e.method = value(i * 5 + 1);
-         rt::write_method(t.log(), kExt[i % 3], e.time, e.method);
+         rt::write_method(t.log(), kMethodExt[i % 3], e.time, e.method);
          t.expect(e);
        }},
       {"write_method_at",
        [](Twin& t, size_t i) {
          // As the calls hot path writes: at cursor() when has_room() says so (no call), else
          // where reserve() gives room (a new buffer).
-         static constexpr uint8_t kExt[] = {TYPE_ENTER, TYPE_LEAVE, TYPE_EXC_LEAVE};
-         static constexpr EventKind kKind[] = {EventKind::method_enter, EventKind::method_leave,
-                                               EventKind::method_exc_leave};
-         Event e = make(kKind[i % 3], at(i));
+         Event e = make(kMethodKind[i % 3], at(i));
          e.method = value(i * 11 + 2);
          rt::ThreadLog& log = t.log();
          uint8_t* p = log.has_room(rt::kMethodEventBytes) ? log.cursor() : log.reserve(rt::kMethodEventBytes);
          REQUIRE(p != nullptr);
-         rt::write_method_at(log, p, kExt[i % 3], e.time, e.method);
+         rt::write_method_at(log, p, kMethodExt[i % 3], e.time, e.method);
          t.expect(e);
        }},
       {"write_enter_held",
