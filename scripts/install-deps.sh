@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of mlpd from Debian's packages. Safe to run again.
+# Installs every build and test dependency of mlpd from Debian's packages (Debian 12 or 13). Safe to run again.
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
@@ -7,7 +7,9 @@ packages=(
   libc6-dbg  # libc's full symbol table: sampled waits named __futex_abstimed_wait_common, not a gap
   libmono-2.0-dev
   mono-runtime mono-mcs mono-utils libmono-profiler
-  clang libclang-rt-14-dev
+  # clang and its runtime (libFuzzer, sanitizers) through Debian's default-version packages: clang 14 on
+  # Debian 12, clang 19 on Debian 13. catch2 is v2 on 12 and v3 on 13 (tests/support/mlpd_catch.h).
+  clang libclang-rt-dev
   chromium  # headless: the HTML flame graph test (tests/integration/report) and docs/reports.md's picture
   # Exports (issue 10), checked by the tools they are for: go tool pprof, protobuf for writing pprof,
   # jsonschema for speedscope files (chromium above also opens speedscope's viewer).

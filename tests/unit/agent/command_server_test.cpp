@@ -1,6 +1,6 @@
 // The command port with fake handlers: the line protocol (CommandSession, no sockets) and the server
 // on real loopback sockets (CommandServer driven by a poll loop in the test).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

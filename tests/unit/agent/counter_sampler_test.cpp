@@ -2,7 +2,7 @@
 // helper samples and flushes; the final sample's "Event: KIND" values, added up as mprof-report does,
 // equal the number of KIND events in the decoded file, every sampled counter is described before, and
 // a counter discovered later (as Mono's runtime counters are) is described and sampled after it.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <atomic>
 #include <map>

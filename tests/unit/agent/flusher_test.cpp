@@ -1,7 +1,7 @@
 // The writer's concurrency protocol end to end: threads write events through their ThreadLogs (with
 // metadata added just before use) while the helper's flush rounds run concurrently; the decoded file
 // must hold every event of every thread, in order, with all metadata before use.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <atomic>
 #include <map>

@@ -2,7 +2,7 @@
 // with reference chunks, and the metadata (vtable, class) described inline just before first use.
 // Written through a ThreadLog, flushed, decoded: every field must come back, and the strict
 // reference check must pass (the inline descriptions count as "before use").
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <string>
 #include <vector>

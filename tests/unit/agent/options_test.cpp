@@ -1,6 +1,6 @@
 // agent::parse_options and friends: every option, the Mono-compatible masks (FORMAT-NOTES 1.3), the
 // places where we refuse what Mono 6.8 silently misreads, and robustness against arbitrary input.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <csignal>
 #include <cstdint>

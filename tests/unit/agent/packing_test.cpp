@@ -3,7 +3,7 @@
 // reuse them. The backlog (and so the pool) stays bounded however late the helper is, and the file --
 // the helper's rounds through a gzip sink, members written as they are -- holds every event of every
 // thread in order, with metadata before use. Also in the TSan build (scripts/sanitize.sh).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <atomic>
 #include <map>

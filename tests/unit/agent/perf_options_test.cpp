@@ -1,5 +1,5 @@
 // The `jitdump[=DIR]` and `perfmap` options (docs/options.md, docs/perf.md).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <string>
 

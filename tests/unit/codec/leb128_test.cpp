@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <cstdint>
 #include <limits>
 #include <random>

@@ -2,7 +2,7 @@
 // buffer, many interleaved threads, plain and gzip files, and the file header. A few kinds are also
 // checked against bytes written out by hand from the format description, so that a mistake shared by
 // both sides still fails.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <iterator>

@@ -2,7 +2,7 @@
 // on, the number of samples over many bytes is about bytes / interval (a Poisson process), objects much
 // larger than the interval are (nearly) always taken, and each sample's weight 1/p(size) makes the
 // estimated bytes match the bytes allocated.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // CallStack (runtime-hooks/src/call_stack.h): the shadow stack that gives every recorded enter
 // exactly one leave.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <utility>
 #include <vector>
 

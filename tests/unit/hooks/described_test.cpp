@@ -1,7 +1,7 @@
 // What has been described (runtime-hooks/src/described.h): dependencies first, each pointer once
 // (unless forced), the per-thread cache that skips the lock, and the queries of the heap walk and
 // the sample drain. Mono is replaced by fakes in the bound API table (mlpd::hooks::mono).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <cstdlib>
 #include <cstring>
 #include <string>

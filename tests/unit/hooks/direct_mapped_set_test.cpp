@@ -1,5 +1,5 @@
 // DirectMappedSet (runtime-hooks/src/direct_mapped_set.h): the per-thread caches' set type.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <cstdlib>
 
 #include "direct_mapped_set.h"

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <cstring>
 #include <fstream>
 #include <map>

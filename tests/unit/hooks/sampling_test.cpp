@@ -12,7 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 #include <chrono>
 #include <cstdlib>
 #include <cstring>

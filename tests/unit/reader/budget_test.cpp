@@ -1,6 +1,6 @@
 // The reader's memory budget (mlpd/budget.h): sizes, the heap measure, and decode() ending with one
 // problem (the limit, the offset) once a visitor's memory passes it.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <memory>

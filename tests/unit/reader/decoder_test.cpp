@@ -1,7 +1,7 @@
 // The decoder rejects malformed input precisely: each hand-built case asserts the problem's message
 // and the byte offset it reports (the offset of the offending field), the buffer index, and what was
 // delivered before and after. Also ReferenceChecker (verify --strict).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -59,7 +59,7 @@ DecodedFile expect_one_problem(const Bytes& file, const std::string& message, ui
   DecodedFile d = decode_bytes(file, options);
   INFO(d.problems_text());
   REQUIRE(d.problems.size() == 1);
-  CHECK_THAT(d.problems[0].message, Catch::Contains(message));
+  CHECK_THAT(d.problems[0].message, mlpd_test::contains(message));
   CHECK(d.problems[0].offset == offset);
   CHECK(d.problems[0].buffer == buffer);
   CHECK(d.summary.problems == 1);
@@ -542,7 +542,7 @@ TEST_CASE("after a malformed buffer the decoder continues with the next one", "[
     INFO(d.problems_text());
     REQUIRE(d.problems.size() == 3);
     CHECK(d.problems[0].buffer == 1);
-    CHECK_THAT(d.problems[0].message, Catch::Contains("unknown GC event 3"));
+    CHECK_THAT(d.problems[0].message, mlpd_test::contains("unknown GC event 3"));
     CHECK(d.problems[1].buffer == 2);
     CHECK(d.problems[2].buffer == 3);
     CHECK(d.events_of_buffer(4) == third);

@@ -1,5 +1,5 @@
 // enum_names: the names of the format's enum values, and no name for values outside the enums.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include "mlpd/enum_names.h"
 #include "mlpd/format.h"

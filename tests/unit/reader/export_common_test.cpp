@@ -1,6 +1,6 @@
 // The exporters' helpers (reader/views/export_common.h): JSON escaping of hostile names, the
 // per-thread record spill, and the open-frame tracking that keeps evented output balanced.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstring>
 #include <string>

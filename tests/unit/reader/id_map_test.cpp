@@ -1,6 +1,6 @@
 // The reader's compact containers (mlpd/id_map.h), checked against the standard ones with random
 // operations, including the id 0, colliding ids and keys that arrive out of order.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <map>

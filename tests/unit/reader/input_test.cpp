@@ -1,5 +1,5 @@
 // Input: files and stdin, plain and gzip (one or several members), truncated and corrupt gzip.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include "temp_dir.h"
 
@@ -70,7 +70,7 @@ TEST_CASE("Input::open of a missing file gives an error", "[input]") {
   std::string error;
   std::unique_ptr<Input> in = Input::open((dir.path / "does-not-exist.mlpd").string(), error);
   CHECK(!in);
-  CHECK_THAT(error, Catch::Contains("No such file or directory"));
+  CHECK_THAT(error, mlpd_test::contains("No such file or directory"));
 }
 
 TEST_CASE("plain and gzip files give identical events", "[input]") {
@@ -161,8 +161,8 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
       INFO(d->problems_text());
       CHECK(d->problems.empty());
       REQUIRE(d->warnings.size() == 1);
-      CHECK_THAT(d->warnings[0].message, Catch::Contains("truncated"));
-      CHECK_THAT(d->warnings[0].message, Catch::Contains("inside a gzip member that starts at compressed byte 0"));
+      CHECK_THAT(d->warnings[0].message, mlpd_test::contains("truncated"));
+      CHECK_THAT(d->warnings[0].message, mlpd_test::contains("inside a gzip member that starts at compressed byte 0"));
       CHECK(d->warnings[0].offset < s.plain.size());
       CHECK(d->warnings[0].offset > 0);
       // What was delivered is a prefix of what was written.
@@ -183,8 +183,8 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
     INFO(d.problems_text());
     CHECK(d.problems.empty());
     REQUIRE(d.warnings.size() == 1);
-    CHECK_THAT(d.warnings[0].message, Catch::Contains("starts at compressed byte " + std::to_string(first_member)));
-    CHECK_THAT(d.warnings[0].message, Catch::Contains("last complete member ends at offset " + std::to_string(half)));
+    CHECK_THAT(d.warnings[0].message, mlpd_test::contains("starts at compressed byte " + std::to_string(first_member)));
+    CHECK_THAT(d.warnings[0].message, mlpd_test::contains("last complete member ends at offset " + std::to_string(half)));
   }
   SECTION("a complete gzip stream whose last buffer is cut (a kill inside a round of more than 32 MiB)") {
     // The agent writes such a round through member by member, each member ending wherever its stage
@@ -201,10 +201,10 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
           INFO(d.problems_text());
           CHECK(d.problems.empty());
           REQUIRE(d.warnings.size() == 1);
-          CHECK_THAT(d.warnings[0].message, Catch::Contains("truncated: the compressed data ends after a complete "
+          CHECK_THAT(d.warnings[0].message, mlpd_test::contains("truncated: the compressed data ends after a complete "
                                                             "gzip member (compressed byte " +
                                                             std::to_string(bytes.size()) + ") inside an mlpd buffer"));
-          CHECK_THAT(d.warnings[0].message, Catch::Contains("read up to offset " + std::to_string(cut)));
+          CHECK_THAT(d.warnings[0].message, mlpd_test::contains("read up to offset " + std::to_string(cut)));
           CHECK(d.warnings[0].offset == cut);
           const std::vector<Event> got = d.event_list();
           REQUIRE(got.size() < s.events.size());
@@ -217,7 +217,7 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
     const Bytes part(s.plain.begin(), s.plain.begin() + static_cast<ptrdiff_t>(s.plain.size() / 2));
     const DecodedFile d = decode_path(dir.write("cut.mlpd", part));
     REQUIRE(d.problems.size() == 1);
-    CHECK_THAT(d.problems[0].message, Catch::Contains("truncated"));
+    CHECK_THAT(d.problems[0].message, mlpd_test::contains("truncated"));
     CHECK(d.problems[0].offset == part.size());
   }
   SECTION("gzip cut inside its trailer is still reported (files and memory)") {
@@ -228,7 +228,7 @@ TEST_CASE("gzip truncated in the middle gives a truncation warning", "[input][gz
       INFO(d.problems_text());
       CHECK(d.problems.empty());
       REQUIRE(d.warnings.size() == 1);
-      CHECK_THAT(d.warnings[0].message, Catch::Contains("ends inside a gzip member"));
+      CHECK_THAT(d.warnings[0].message, mlpd_test::contains("ends inside a gzip member"));
       CHECK(d.warnings[0].offset == s.plain.size());
       CHECK(d.event_list() == s.events);
     }

@@ -1,6 +1,6 @@
 // OutBuffer::text() (mlpd dump's names and strings): the eight-bytes-at-a-time skip must escape exactly
 // the bytes the plain byte loop escapes, wherever they fall in a word, quoted or not.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdio>
 #include <cstdlib>

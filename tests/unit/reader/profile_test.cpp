@@ -1,7 +1,7 @@
 // The profile model (reader/profile) on hand-built files: call-tree times with recursion, exception
 // leaves, unwinding and calls left open at the end; names resolved after the pass; sample stacks
 // merged leaf to root; backtrace order; weights and the collapsed export.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <algorithm>
 #include <cstdint>

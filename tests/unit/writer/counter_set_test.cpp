@@ -2,7 +2,7 @@
 // 5): indices from 1, each counter described once, only changed values after the first sample, integer
 // values as deltas with each type's width and signedness, doubles absolute. Also checked through the
 // bytes: encoded, decoded and added up the way mprof-report does, the values come back.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <cstring>

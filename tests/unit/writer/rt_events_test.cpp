@@ -3,7 +3,7 @@
 // with boundary values (0, 1, one- and two-byte LEB128 edges, INT64_MIN/MAX, UINT64_MAX), deltas going
 // backwards (time, pointers, objects, methods), empty and maximal backtraces and lists, empty and long
 // strings. Each write also counts one event of its kind (ThreadLog::commit).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <cstdio>

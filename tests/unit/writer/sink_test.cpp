@@ -1,5 +1,5 @@
 // Output sinks: files, gzip, pipes to commands, inherited descriptors, failure states and SIGPIPE safety.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include "temp_dir.h"
 
