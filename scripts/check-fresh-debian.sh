@@ -16,6 +16,17 @@ debootstrap --variant=minbase --include=git,ca-certificates,sudo "$suite" "$dir"
   > "$dir.debootstrap.log" 2>&1 || { echo "debootstrap failed: $dir.debootstrap.log"; exit 1; }
 echo "check-fresh: root made in $(( $(date +%s) - start )) s"
 git clone -q "$here" "$dir/src"
+# What a fresh machine of this kind has that a new root has not: the machine's own local CA certificates
+# (a network that inspects TLS) and its proxy and CA variables; nothing of the project's.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  mkdir -p "$dir/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
+  chroot "$dir" update-ca-certificates >/dev/null 2>&1 || true
+fi
+passenv=""
+for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE_EXTRA_CA_CERTS SSL_CERT_FILE; do
+  [ -n "${!v:-}" ] && passenv="$passenv $v=${!v}"
+done
 # Inside: a private mount namespace with /proc, /dev, /dev/shm, /sys and its own /tmp.
 run_in() {
   unshare --mount --propagation private /bin/sh -c '
@@ -24,8 +35,9 @@ run_in() {
     mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"; mount --rbind /sys "$r/sys"
     mount -t tmpfs tmpfs "$r/tmp"
     exec chroot "$r" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /src && $*"' sh "$dir" "$@"
+      LANG=C.UTF-8 TERM=dumb $MLPD_PASSENV /bin/bash -c "cd /src && $*"' sh "$dir" "$@"
 }
+export MLPD_PASSENV="$passenv"
 status=0
 for cmd in scripts/demo.sh scripts/test.sh; do
   t0=$(date +%s)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs a program of a Debian root made by scripts/mono-root.sh (Mono 6.12 of Debian 13, or arm64's Mono
 # under qemu-user) as if it were this machine's: same process (the PID a test signals is the program's),
-# same environment (LD_PRELOAD, MLPD_OPTIONS), same working directory, and this machine's /tmp, /dev,
+# same environment (LD_PRELOAD, MLPD_OPTIONS), same working directory, and this machine's /tmp, /dev, /sys,
 # /proc and the directories named in MLPD_ROOT_BINDS (the checkout and the build tree) at their own paths.
 # The mounts live in a private mount namespace that ends with the program: nothing stays mounted in the
 # root, so deleting the build tree never reaches through into /tmp or the checkout.
@@ -19,6 +19,7 @@ exec unshare --mount --propagation private /bin/sh -c '
   root=$1 wd=$2; shift 2
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
+  mount --rbind /sys "$root/sys"
   mount --bind /tmp "$root/tmp"
   for d in $MLPD_ROOT_BINDS; do
     [ -d "$d" ] || continue

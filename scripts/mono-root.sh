@@ -10,7 +10,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:?usage: mono-root.sh trixie|arm64}"
 roots="${MLPD_ROOTS:-$here/build/roots}"
-pkgs=mono-runtime,mono-mcs,mono-utils,libmono-profiler,libmono-system-net-http4.0-cil,libunwind8,libdeflate0,zlib1g,libstdc++6,python3,procps,ca-certificates
+# libc6-dbg: libc's full symbol table, so that sampled waits are named (as on the host, install-deps.sh).
+pkgs=mono-runtime,mono-mcs,mono-utils,libmono-profiler,libmono-system-net-http4.0-cil,libunwind8,libdeflate0,zlib1g,libstdc++6,libc6-dbg,python3,procps,ca-certificates
 case "$name" in
   trixie) suite=trixie arch=amd64 ;;
   arm64)  suite=bookworm arch=arm64 ;;
@@ -50,7 +51,13 @@ if [ ! -e "$dir/.mlpd-root-ok" ]; then
   start=$(date +%s)
   debootstrap --variant=minbase --arch="$arch" --include="$pkgs" "$suite" "$dir" http://deb.debian.org/debian \
     > "$roots/$name.debootstrap.log" 2>&1 || { log "debootstrap failed: see $roots/$name.debootstrap.log"; tail -n 20 "$roots/$name.debootstrap.log" >&2; exit 1; }
-  chroot "$dir" mono --version | head -n1 > "$dir/.mlpd-root-ok"
-  log "made in $(( $(date +%s) - start )) s: $(cat "$dir/.mlpd-root-ok")"
+  echo "$pkgs" > "$dir/.mlpd-root-ok"
+  log "made in $(( $(date +%s) - start )) s: $(chroot "$dir" mono --version | head -n1)"
+elif [ "$(cat "$dir/.mlpd-root-ok")" != "$pkgs" ]; then
+  # A root made by an earlier version of this script: add what the list has gained.
+  log "updating the packages of $dir"
+  chroot "$dir" /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(echo "$pkgs" | tr , ' ')" \
+    > "$roots/$name.update.log" 2>&1 || { log "apt-get in the root failed: see $roots/$name.update.log"; exit 1; }
+  echo "$pkgs" > "$dir/.mlpd-root-ok"
 fi
 echo "$dir"

@@ -34,7 +34,7 @@ CHURN = ("churn", "300000")
 BIG_NURSERY = {"MONO_GC_PARAMS": "nursery-size=64m"}
 
 SHOT_RE = re.compile(r"^\tHeap shot (\d+) at [\d.]+ secs: size: (\d+), object count: (\d+), class count: (\d+), "
-                     r"roots: (\d+)$")
+                     r"roots: (\d+)d?$")
 LIVE_ROW_RE = re.compile(r"^\t\s+(\d+)\s+(\d+)\s+(\d+) LiveNode(?: \(bytes: [+-]\d+, count: [+-]\d+\))?$")
 REFS_RE = re.compile(r"^\t\t(\d+) references from: (.+)$")
 OUR_SHOT_RE = re.compile(r"^heapshot (\d+) at -?[\d.]+ s: (\d+) objects, (\d+) bytes, (\d+) classes, (\d+) roots")

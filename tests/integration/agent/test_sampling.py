@@ -26,7 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|__nptl_death_event|lll_lock_wait")
+# glibc 2.41 (Debian 13) enters blocking system calls through __syscall_cancel_arch, which is then the leaf.
+WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|__nptl_death_event|lll_lock_wait|"
+                   r"__syscall_cancel_arch|__internal_syscall_cancel")
 
 
 def profile(prog, args, options, out, timeout=120):

@@ -30,7 +30,9 @@ import mlpdtest as t  # noqa: E402
 MLPD = t.MLPD
 
 EXPECTED_CLASSES = {"Leaf": (5000, 160000), "Twig": (5000, 120000)}
-EXPECTED_OBJECTS = [10070, 10070, 10431]  # tests/programs/README.md
+# tests/programs/README.md; the last heapshot (at shutdown) also holds one object of the runtime's own
+# that Mono 6.12 keeps alive and 6.8 does not.
+EXPECTED_OBJECTS = [10070, 10070, 10432 if t.RUNTIME == "mono612" else 10431]
 
 HEADER_RE = re.compile(r"^heapshot (\d+) at (-?\d+\.\d{3}) s: (\d+) objects, (\d+) bytes, (\d+) classes, "
                        r"(\d+) roots( \(incomplete: no heap_end\))?$")
@@ -39,7 +41,7 @@ DIFF_ROW_RE = re.compile(r"^  +([+-]\d+) +([+-]\d+)  (.+)$")
 TOTAL_RE = re.compile(r"^total: ([+-]\d+) bytes, ([+-]\d+) objects \((\d+) -> (\d+) bytes, (\d+) -> (\d+) objects\)$")
 MORE_RE = re.compile(r"^  \((\d+) more classes\)$")
 MPROF_SHOT_RE = re.compile(r"^\tHeap shot (\d+) at ([\d.]+) secs: size: (\d+), object count: (\d+), "
-                           r"class count: (\d+), roots: (\d+)$")
+                           r"class count: (\d+), roots: (\d+)d?$")
 MPROF_ROW_RE = re.compile(r"^\t\s+(\d+)\s+(\d+)\s+(\d+) (.+?)( \(bytes: [+-]?\d+, count: [+-]?\d+\))?$")
 PROBLEM_RE = re.compile(r"^(.+): offset (\d+) \((?:buffer \d+|header)\): .+$")
 

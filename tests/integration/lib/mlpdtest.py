@@ -1,7 +1,7 @@
 """Shared helpers for mlpd's integration tests (Python 3, stdlib only).
 
 The tools' paths come from the environment that tests/integration/CMakeLists.txt sets:
-MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT.
+MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT, MLPD_RUNTIME.
 """
 import json
 import os
@@ -13,6 +13,9 @@ MLPD = os.environ.get("MLPD", "mlpd")
 MONO = os.environ.get("MONO", "mono")
 MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
 PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
+# Which Mono the test runs against: "mono68" (this machine's, Debian 12) or "mono612" (Debian 13's, in the
+# root of scripts/mono-root.sh; tests/integration/CMakeLists.txt sets it for the NAME.mono612 tests).
+RUNTIME = os.environ.get("MLPD_RUNTIME", "mono68")
 TOOLS = os.environ.get("MLPD_TOOLS", ".")
 
 failures = []
@@ -103,7 +106,9 @@ def mprof_report(path, *args):
         m = re.match(r"^Total calls: (\d+)$", line)
         if m:
             t["calls"] = int(m.group(1))
-        m = re.match(r"^Total memory allocated: (\d+) bytes in (\d+) objects$", line)
+        # Mono 6.12's mprof-report prints a stray "d" after this count and after a heapshot's roots
+        # ("13255d objects", "roots: 0d": a format of PRIu64 followed by "d"); 6.8's does not.
+        m = re.match(r"^Total memory allocated: (\d+) bytes in (\d+)d? objects$", line)
         if m:
             t["alloc_bytes"], t["alloc_objects"] = int(m.group(1)), int(m.group(2))
         m = re.match(r"^\tThrows: (\d+)$", line)

@@ -184,7 +184,7 @@ def parse_report(text):
         m = re.match(r"^Total calls: (\d+)$", line)
         if m:
             got["calls"] = int(m[1])
-        m = re.match(r"^Total memory allocated: (\d+) bytes in (\d+) objects$", line)
+        m = re.match(r"^Total memory allocated: (\d+) bytes in (\d+)d? objects$", line)
         if m:
             got["alloc_bytes"], got["alloc_objects"] = int(m[1]), int(m[2])
         m = re.match(r"^\tThrows: (\d+)$", line)
@@ -194,7 +194,7 @@ def parse_report(text):
         if m:
             got[f"exception_clause.{m[1]}"] = int(m[2])
         m = re.match(r"^\tHeap shot (\d+) at ([\d.]+) secs: size: (\d+), object count: (\d+), "
-                     r"class count: (\d+), roots: (\d+)$", line)
+                     r"class count: (\d+), roots: (\d+)d?$", line)
         if m:
             heapshots += 1
             p = f"heapshot.{m[1]}."
