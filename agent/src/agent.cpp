@@ -646,7 +646,10 @@ void start(std::string_view text) {
   if (o.dump_signal) install_dump_signal(o);
   if (o.ring_bytes) hooks::set_after_trigger_heapshot(after_trigger_heapshot);
   agent->announce_server();
-  if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
+  if (o.verbose) {
+    say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
+    say("mlpd: " + hooks::runtime_summary());
+  }
 }
 
 void shutdown() {

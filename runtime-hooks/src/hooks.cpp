@@ -38,6 +38,7 @@
 #include "os_threads.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
+#include "mono/runtime_version.h"
 #include "state.h"
 
 namespace mlpd::hooks {
@@ -71,6 +72,8 @@ std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install
 // (class addresses may have been reused since).
 bool g_lazy_methods = false;
 bool g_lazy_classes = false;
+// constinit: the agent starts from an ELF constructor, before this file's dynamic initialisers run.
+constinit mono_runtime::Runtime g_runtime;  // the runtime's version and the internals' readers chosen for it
 std::atomic<bool> g_unloaded{false};
 
 // ---- backtraces --------------------------------------------------------------------------------
@@ -579,8 +582,23 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   set_max_frames(config.maxframes);
   g_calls_key_ok = pthread_key_create(&g_calls_key, free_call_stack) == 0;
   {
+    // The runtime's version picks the readers of its internals; an unknown one leaves every backtrace
+    // to Mono's own walk. MLPD_TEST_MONO_VERSION stands in for the runtime's answer (tests only).
+    const char* info = std::getenv("MLPD_TEST_MONO_VERSION");
+    if (!info) {
+      if (auto build_info = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "mono_get_runtime_build_info"))) {
+        char* text = build_info();
+        g_runtime = mono_runtime::detect(text);
+        if (text) mono.mono_free(text);
+      } else {
+        g_runtime = mono_runtime::detect(nullptr);
+      }
+    } else {
+      g_runtime = mono_runtime::detect(info);
+    }
     const char* w = std::getenv("MLPD_WALKER");  // `mono`: all by mono_stack_walk_no_il; `check`: all compared
-    walker::init(!(w && std::strcmp(w, "mono") == 0), w && std::strcmp(w, "check") == 0, config.verbose);
+    const bool internals = g_runtime.internals != mono_runtime::Internals::off;
+    walker::init(internals && !(w && std::strcmp(w, "mono") == 0), w && std::strcmp(w, "check") == 0, config.verbose);
   }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public
@@ -665,6 +683,8 @@ void stop() {
 }
 
 std::string backtrace_summary() { return walker::summary(); }
+
+std::string runtime_summary() { return mono_runtime::describe(g_runtime); }
 
 void end_remaining_threads() {
   if (!g) return;

@@ -54,6 +54,7 @@ void set_call_depth(uint32_t depth);
 uint32_t max_frames();  // backtrace depth now (0: none)
 void set_max_frames(uint32_t frames);  // clamped to format::kMaxFrames
 std::string backtrace_summary();       // for `verbose`: which stack walker made the backtraces
+std::string runtime_summary();         // for `verbose`: "runtime: Mono 6.8.0.105, internals v6_8" (after install)
 bool calls_enabled();   // `calls` was given at start (instrumentation cannot be added later)
 
 // Synthesizes thread end events for threads that started and never ended (at shutdown), as Mono does.
