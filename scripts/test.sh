@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds mlpd and runs every test: unit tests, integration tests against real Mono 6.8 and (in a Debian 13
-# root) Mono 6.12, and a short
-# libFuzzer run of the decoder (clang build). Installs missing Debian packages first.
+# root) Mono 6.12, and a short libFuzzer run of the decoder (clang build). Installs missing Debian packages
+# first.
 # Usage: scripts/test.sh            (from anywhere; builds in build/ and build-fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +12,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # Debian 13's Mono 6.12 in a root of its own (scripts/mono-root.sh: made once, about 4 minutes, then
 # reused): every integration test runs there too (ctest label mono612). MLPD_MONO612=0 skips it.
+# On Debian 13 itself the host's Mono is 6.12 already.
 mono612_root=""
-if [ "${MLPD_MONO612:-1}" != 0 ]; then
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+if [ "${MLPD_MONO612:-1}" != 0 ] && [ "$codename" != trixie ]; then
   echo "== Debian 13 root with Mono 6.12 (scripts/mono-root.sh trixie) =="
   mono612_root="$(scripts/mono-root.sh trixie)"
 fi

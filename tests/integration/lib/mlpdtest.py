@@ -13,9 +13,24 @@ MLPD = os.environ.get("MLPD", "mlpd")
 MONO = os.environ.get("MONO", "mono")
 MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
 PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
-# Which Mono the test runs against: "mono68" (this machine's, Debian 12) or "mono612" (Debian 13's, in the
-# root of scripts/mono-root.sh; tests/integration/CMakeLists.txt sets it for the NAME.mono612 tests).
-RUNTIME = os.environ.get("MLPD_RUNTIME", "mono68")
+
+
+def _runtime():
+    """Which Mono the test runs against: "mono68" (Debian 12's 6.8) or "mono612" (Debian 13's 6.12, on a
+    Debian 13 machine or in the root of scripts/mono-root.sh, where tests/integration/CMakeLists.txt sets
+    MLPD_RUNTIME for the NAME.mono612 tests); asked of `mono --version` when not set."""
+    if os.environ.get("MLPD_RUNTIME"):
+        return os.environ["MLPD_RUNTIME"]
+    try:
+        out = subprocess.run([MONO, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=60).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return "mono68"
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    return f"mono{m.group(1)}{m.group(2)}" if m else "mono68"
+
+
+RUNTIME = _runtime()
 TOOLS = os.environ.get("MLPD_TOOLS", ".")
 
 failures = []
