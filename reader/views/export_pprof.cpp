@@ -77,6 +77,11 @@ bool gzip_to(const std::string& data, std::FILE* out, std::string& error) {
 class PprofExporter final : public Exporter {
  public:
   explicit PprofExporter(const ExportOptions& o) : o_(o) {}
+  // Uncompressed (the gzip output is smaller): a sample per weighted node, a varint per location.
+  uint64_t estimate(const Profile& p) override {
+    const What w = effective_what(p, o_);
+    return estimate_names(p) + estimate_stacks(p, w == What::alloc_bytes ? What::alloc : w, false, 3, 32);
+  }
 
   bool write(const Profile& p, std::FILE* out, std::string& error) override {
     what_ = effective_what(p, o_);
