@@ -249,7 +249,16 @@ int cmd_export(int argc, char** argv) {
   }
   std::FILE* target = stdout;
   std::string tmp_path;
-  if (!out_path.empty() && out_path != "-") {
+  struct stat existing{};
+  const bool special = !out_path.empty() && out_path != "-" && ::stat(out_path.c_str(), &existing) == 0 &&
+                       !S_ISREG(existing.st_mode);
+  if (special) {  // /dev/null, a FIFO, a terminal: written in place (renaming over it would replace it)
+    target = std::fopen(out_path.c_str(), "wb");
+    if (!target) {
+      std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+  } else if (!out_path.empty() && out_path != "-") {
     // A temporary name in OUT's directory, renamed to OUT once complete; removed on any failure.
     const size_t slash = out_path.find_last_of('/');
     const std::string dir = slash == std::string::npos ? std::string() : out_path.substr(0, slash + 1);
@@ -286,11 +295,11 @@ int cmd_export(int argc, char** argv) {
       if (ok) error = std::string("write error: ") + std::strerror(errno);
       ok = false;
     }
-    if (ok && std::rename(tmp_path.c_str(), out_path.c_str()) != 0) {
+    if (!special && ok && std::rename(tmp_path.c_str(), out_path.c_str()) != 0) {
       error = "cannot rename " + tmp_path + " to " + out_path + ": " + std::strerror(errno);
       ok = false;
     }
-    if (!ok) ::unlink(tmp_path.c_str());
+    if (!special && !ok) ::unlink(tmp_path.c_str());
   } else if (std::fflush(stdout) != 0 && ok) {
     ok = false;
     error = "write error";

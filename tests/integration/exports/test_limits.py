@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,11 @@ def main():
             t.check(open(out).read() == "old", f"{name}: a failed export changed the OUT that was there")
             t.check(leftovers(work, name) == [name], f"{name}: a failed export left {leftovers(work, name)}")
             print(f"ok  {name}: a write failure leaves no partial file: {err.strip()!r}", flush=True)
+
+        # A special file is written in place, never renamed over.
+        q = t.run([t.MLPD, "export", "--format", "collapsed", "--what", "calls", "-o", "/dev/null", path])
+        t.check(q.returncode == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode),
+                f"-o /dev/null: exit {q.returncode}, {q.stderr[-200:]!r}")
     t.finish("exports_limits")
 
 
