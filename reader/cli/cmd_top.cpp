@@ -301,11 +301,11 @@ int cmd_top(int argc, char** argv) {
       std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
       return 1;
     }
-    const bool live_caught_up = eof;
-    if (!read_history(deadline)) {
+    if (!read_history(deadline) || (hist_end && !read_live(deadline))) {  // the history, then what came meanwhile
       std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
       return 1;
     }
+    const bool live_caught_up = eof;
     const int pid = live.writer_pid();
     // The writer is done: a pipe closed, or (a file) the pid is gone -- then what is left is read
     // to the end (its last bytes, the rest of a backlog, the names before the start).

@@ -138,7 +138,7 @@ def live_server(workdir):
         m = re.match(r"\+([\d.]+) s", s)
         return float(m.group(1)) if m else 1e9
     first = next((s for s in live if has_data(s)), None)
-    t.check(first is not None and at(first) <= 2.5,
+    t.check(first is not None and at(first) <= 3.0,  # two intervals, and some slack for a loaded machine
             f"server: no live view with allocations within two intervals of 1 s (file {size_at_start >> 20} MiB "
             f"at the start; views at {[at(s) for s in live][:5]} s)")
     t.check(any("counting since top started" in s.splitlines()[0] for s in live),
