@@ -241,9 +241,9 @@ std::string short_member(std::string_view full) {
   return std::string(name);
 }
 
-// The sampling rate the agent says it got, when the file records it. HOOK for the sampling work of
-// issue 22.2 (the agent recording the delivered rate): a counter whose name mentions "delivered"
-// (e.g. "mlpd/sample delivered rate"), in hits per second. 0 when the file does not say.
+// The sampling rate the agent says it got, when the file records it (issue 22.2): a counter whose name
+// mentions "delivered" -- the agent's "Sample rate delivered (Hz)" -- in hits per second. 0 when the
+// file does not say.
 double delivered_rate(const Profile& p) {
   for (const CounterInfo& c : p.counters())
     if (!c.is_string && c.name.find("delivered") != std::string::npos && c.last > 0) return c.last;
@@ -368,7 +368,10 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
     const auto by_total = top(rows, n, [](const MethodStat& s) { return s.samples_total; });
     // The groups (cpu_group): self hits of their frames, and the hits whose stack holds one of them.
     bool wall_clock = false;
-    const std::string asked = asked_rate(h.args, wall_clock);
+    std::string asked = asked_rate(h.args, wall_clock);
+    for (const CounterInfo& c : p.counters())  // the agent's "Sample rate asked (Hz)" counter, when no sample=N
+      if (asked.empty() && !c.is_string && c.name.find("rate asked") != std::string::npos && c.last > 0)
+        asked = fmt("%.0f", c.last);
     struct GroupRow {
       CpuGroup g;
       uint64_t self = 0, total = 0;
