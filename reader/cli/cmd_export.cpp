@@ -1,4 +1,8 @@
 // mlpd export [--format F] [--what W] [--threads] [-o OUT] FILE
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +14,7 @@
 #include "commands.h"
 #include "load.h"
 #include "window.h"
+#include "mlpd/budget.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -65,7 +70,12 @@ std::string help_text() {
       "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
       "  --from T, --to T  only the events from T to T (as in 'mlpd report --help'): seconds from\n"
       "              the start or a time of day HH:MM:SS; several FILEs of one run are read as one\n"
-      "  -o OUT      write to OUT (default: standard output, which needs --format)\n"
+      "  -o OUT      write to OUT (default: standard output, which needs --format); OUT is written\n"
+      "              under a temporary name in its directory and renamed when complete, so an export\n"
+      "              that fails leaves no partial file\n"
+      "  --max-output SIZE  the most the export may write (default 2G; 512M, 10G, 0 = no limit): an\n"
+      "              output estimated above it is refused before anything is written, with the\n"
+      "              formats that fit named (a --what calls timeline can be tens of times the file)\n"
       "\n"
       "Exit status: 0 success, 1 FILE has problems (reported on standard error; what could be read\n"
       "is exported) or cannot be read or written, 2 bad usage (including a --what the file lacks).\n";
@@ -75,6 +85,40 @@ std::string help_text() {
 int usage_error(const std::string& m) {
   std::fprintf(stderr, "mlpd export: %s (try 'mlpd export --help')\n", m.c_str());
   return 2;
+}
+
+constexpr uint64_t kDefaultMaxOutput = uint64_t{2} << 30;
+
+std::string size_h(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (1u << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f KiB", static_cast<double>(b) / 1024);
+  return buf;
+}
+
+// Bytes written through a stdio stream, failing (EFBIG) past a limit: whatever an estimate missed,
+// the export stops at the limit instead of filling the disk.
+struct Capped {
+  std::FILE* to;
+  uint64_t limit, written;
+  bool over;
+};
+
+ssize_t capped_write(void* cookie, const char* data, size_t n) {
+  auto* c = static_cast<Capped*>(cookie);
+  if (c->limit && c->written + n > c->limit) {
+    c->over = true;
+    errno = EFBIG;
+    return -1;
+  }
+  const size_t w = std::fwrite(data, 1, n, c->to);
+  c->written += w;
+  if (w != n) return -1;
+  return static_cast<ssize_t>(n);
 }
 
 const ExporterEntry* by_name(std::string_view name) {
@@ -108,6 +152,7 @@ int cmd_export(int argc, char** argv) {
   std::vector<std::string> files;
   profile::BuildOptions window;
   std::string file, out_path, format;
+  uint64_t max_output = kDefaultMaxOutput;
   bool have_file = false, options_done = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -130,6 +175,15 @@ int cmd_export(int argc, char** argv) {
       } else {
         out_path = v;
       }
+    } else if (!options_done && (a == "--max-output" || a.rfind("--max-output=", 0) == 0)) {
+      std::string v;
+      if (a == "--max-output") {
+        if (i + 1 >= argc) return usage_error(a + " needs a value");
+        v = argv[++i];
+      } else {
+        v = a.substr(13);
+      }
+      if (!parse_size(v, max_output)) return usage_error("bad --max-output '" + v + "': expected a size such as 512M or 2G");
     } else if (!options_done && (a == "--from" || a == "--to")) {
       if (i + 1 >= argc) return usage_error(a + " needs a value");
       std::string why;
@@ -172,21 +226,80 @@ int cmd_export(int argc, char** argv) {
     o.what_given = true;
     exporter = entry->make(o);
   }
-  std::FILE* out = stdout;
-  if (!out_path.empty() && out_path != "-") {
-    out = std::fopen(out_path.c_str(), "wb");
-    if (!out) {
+  // The size, before anything is written.
+  const uint64_t estimate = exporter->estimate(p);
+  if (max_output && estimate > max_output) {
+    std::string fit;
+    for (const ExporterEntry& e : kExporters) {
+      if (&e == entry) continue;
+      views::ExportOptions eo = o;
+      eo.what = what;
+      eo.what_given = true;
+      auto other = e.make(eo);
+      if (other->listener()) continue;  // needs the events of the pass: not estimated here
+      const uint64_t size = other->estimate(p);
+      if (size <= max_output) fit += (fit.empty() ? "" : ", ") + std::string(e.name) + " (about " + size_h(size) + ")";
+    }
+    std::fprintf(stderr,
+                 "mlpd export: %s: the %s export would be about %s, above --max-output %s: nothing written; %s%s\n",
+                 file.c_str(), entry->name, size_h(estimate).c_str(), size_h(max_output).c_str(),
+                 fit.empty() ? "no other format fits either; " : ("formats that fit: " + fit + "; ").c_str(),
+                 "--max-output SIZE raises the limit, --from/--to narrow the time");
+    return 1;
+  }
+  std::FILE* target = stdout;
+  std::string tmp_path;
+  struct stat existing{};
+  const bool special = !out_path.empty() && out_path != "-" && ::stat(out_path.c_str(), &existing) == 0 &&
+                       !S_ISREG(existing.st_mode);
+  if (special) {  // /dev/null, a FIFO, a terminal: written in place (renaming over it would replace it)
+    target = std::fopen(out_path.c_str(), "wb");
+    if (!target) {
       std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
       return 1;
     }
-  }
-  std::string error;
-  bool ok = exporter->write(p, out, error);
-  if (out != stdout) {
-    if (std::fclose(out) != 0 && ok) {
-      ok = false;
-      error = "write error";
+  } else if (!out_path.empty() && out_path != "-") {
+    // A temporary name in OUT's directory, renamed to OUT once complete; removed on any failure.
+    const size_t slash = out_path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? std::string() : out_path.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? out_path : out_path.substr(slash + 1);
+    tmp_path = dir + "." + base + ".partial-XXXXXX";
+    const int fd = ::mkostemp(tmp_path.data(), O_CLOEXEC);
+    if (fd < 0 || !(target = ::fdopen(fd, "wb"))) {
+      std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
+      if (fd >= 0) {
+        ::close(fd);
+        ::unlink(tmp_path.c_str());
+      }
+      return 1;
     }
+    ::fchmod(fd, 0666 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
+  }
+  Capped cap{target, max_output, 0, false};
+  std::FILE* out = ::fopencookie(&cap, "wb", cookie_io_functions_t{nullptr, capped_write, nullptr, nullptr});
+  std::string error;
+  bool ok = out != nullptr;
+  if (!ok) error = std::string("cannot set up the output: ") + std::strerror(errno);
+  if (ok) ok = exporter->write(p, out, error);
+  if (out && std::fclose(out) != 0 && ok) {
+    ok = false;
+    error = "write error";
+  }
+  if (cap.over) {
+    ok = false;
+    error = "the output reached --max-output " + size_h(max_output) + " (estimated " + size_h(estimate) +
+            "): stopped" + (target != stdout ? ", nothing kept" : "") + "; --max-output SIZE raises the limit";
+  }
+  if (target != stdout) {
+    if (std::fflush(target) != 0 || std::fclose(target) != 0) {
+      if (ok) error = std::string("write error: ") + std::strerror(errno);
+      ok = false;
+    }
+    if (!special && ok && std::rename(tmp_path.c_str(), out_path.c_str()) != 0) {
+      error = "cannot rename " + tmp_path + " to " + out_path + ": " + std::strerror(errno);
+      ok = false;
+    }
+    if (!special && !ok) ::unlink(tmp_path.c_str());
   } else if (std::fflush(stdout) != 0 && ok) {
     ok = false;
     error = "write error";

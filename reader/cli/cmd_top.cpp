@@ -1,27 +1,40 @@
 // mlpd top FILE | mlpd top -
-// A live view of a file that a running agent is writing (profile with flush=MS): every interval the
-// buffers written since the last one are decoded into the same model (IncrementalBuilder; only the
-// last, partly written buffer is held back, so memory and work do not grow with the file) and a
-// snapshot of it is shown as a short report -- CPU samples by method, calls by inclusive time,
-// allocations by type, GC pauses, per thread -- with the events per second since the last view.
+// A live view of a file that a running agent is writing (profile with flush=MS). It streams: the file
+// is read in chunks of at most kChunk bytes, each decoded at once into the same model
+// (IncrementalBuilder; LiveFile holds back only a partly written buffer), so memory is bounded by
+// what the model holds, however large the file. Every interval a snapshot is shown as a short
+// report -- CPU samples by method, calls by inclusive time, allocations by type, GC pauses, per
+// thread -- with the events per second since the last view.
+//
+// Where counting starts: by default where the file is when top starts (the numbers are what the
+// program does while it is watched). A plain file is entered at the first buffer boundary at or
+// after its size then (found by walking the buffer headers, not by decoding); the part before it is
+// read as well, but only for what it names (methods, classes, symbols, threads), a slice per
+// interval, so the first views come at once and the names fill in. A gzip file cannot be entered in
+// the middle: what was written before top started is decoded for its names only. --from-start counts
+// the whole file, and so does top on a file whose writer has already exited, or on a pipe.
+//
 // When the writer (the pid in the header) has exited, the final figures are shown and top ends; a
 // file the gone writer left cut inside a buffer ends with a message and exit status 1.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstring>
-#include <algorithm>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "commands.h"
+#include "mlpd/decoder.h"
+#include "mlpd/format.h"
 #include "mlpd/input.h"
 #include "mlpd/live.h"
 #include "mlpd/profile.h"
@@ -31,20 +44,33 @@ namespace mlpd::cli {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kChunk = 1 << 20;        // plain bytes read (and decoded) at a time
+constexpr size_t kGzipChunk = 64 << 10;   // compressed bytes at a time: what one read can inflate to stays small
+constexpr size_t kMaxHeader = 1 << 20;    // a file header longer than this is not waited for
+constexpr uint32_t kMaxBufferLength = 64u << 20;
+
 const char kHelp[] =
-    "usage: mlpd top [--interval SECONDS] [--top N] [--stats] FILE|-\n"
+    "usage: mlpd top [--interval SECONDS] [--top N] [--from-start] [--stats] FILE|-\n"
     "\n"
     "Follows FILE while a running program's agent writes it (profile with flush=MS, e.g. flush=500) and\n"
     "shows, every interval (1 s by default): CPU samples by method, calls by inclusive time,\n"
     "allocations by type, GC pauses, per thread, and the events per second. On a terminal the view is\n"
     "redrawn in place; otherwise one snapshot per interval is printed, each after a line\n"
-    "'== mlpd top: +SECONDS s, EVENTS events, RATE events/s =='. A partly written buffer at the end is\n"
-    "waited for while the writer (the pid in FILE's header) lives; once it has exited, the final\n"
-    "figures are printed and top ends. '-' reads standard input (a pipe) until it closes.\n"
-    "Each interval decodes only what was written since the last one; --stats prints at the end (on\n"
-    "stderr) the bytes read, the bytes decoded and the most bytes held back for a partly written buffer.\n"
-    "Exit status: 0 when the program's file was complete, 1 when the writer left it cut or it cannot be\n"
-    "read, 2 bad usage.\n";
+    "'== mlpd top: +SECONDS s, EVENTS events, RATE events/s =='.\n"
+    "\n"
+    "The figures count from where the file is when top starts (what the program does while it is\n"
+    "watched); the part written before is read only for its names. --from-start counts the whole file,\n"
+    "as top does when the writer has already exited and on '-' (standard input, a pipe, read until it\n"
+    "closes). The file is read in chunks, so memory stays bounded however large it is; a large backlog\n"
+    "is caught up a little every interval (the heading line says so).\n"
+    "A partly written buffer at the end is waited for while the writer (the pid in FILE's header)\n"
+    "lives; once it has exited, the final figures are printed and top ends.\n"
+    "--stats prints at the end (on stderr) the bytes read, the bytes decoded and the most bytes held\n"
+    "back for a partly written buffer.\n"
+    "Exit status: 0 when the file was complete, 1 when the writer left it cut, it has other problems or\n"
+    "cannot be read, 2 bad usage.\n";
 
 int usage_error(const std::string& m) {
   std::fprintf(stderr, "mlpd top: %s (try 'mlpd top --help')\n", m.c_str());
@@ -64,24 +90,69 @@ bool pid_alive(int pid) {
   return true;
 }
 
-// Hands what has been written since the last call to `live` (the file grows; a pipe delivers).
-bool read_more(int fd, profile::LiveFile& live, bool& eof, uint64_t& raw) {
-  static uint8_t buf[1 << 16];
-  for (;;) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r > 0) {
-      raw += static_cast<uint64_t>(r);
-      live.add(buf, static_cast<size_t>(r));  // corrupt compressed data: live.error(), shown at the end
-      continue;
-    }
-    if (r == 0) {
-      eof = true;
-      return true;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) return true;
-    return false;
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+ssize_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t at) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(at + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
   }
+  return static_cast<ssize_t>(got);
+}
+
+// Where a plain file is entered: the file header's bytes, and the first buffer boundary at or before
+// `size` reached by walking the buffer headers (their lengths), with the number of buffers before it.
+struct Entry {
+  std::vector<uint8_t> header;
+  int pid = 0;
+  bool gzip = false;
+  uint64_t offset = 0, buffers = 0;
+};
+
+enum class HeaderState { ok, wait, bad };
+
+HeaderState read_entry(int fd, uint64_t size, Entry& e) {
+  std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(size, kMaxHeader)));
+  const ssize_t got = pread_full(fd, head.data(), head.size(), 0);
+  if (got < 2) return HeaderState::wait;
+  head.resize(static_cast<size_t>(got));
+  if (head[0] == 0x1f && head[1] == 0x8b) {  // the header's pid: from the start, inflated
+    e.gzip = true;
+    profile::LiveFile lf;
+    profile::IncrementalBuilder scratch;
+    lf.add(head.data(), std::min<size_t>(head.size(), kGzipChunk));
+    lf.feed(scratch, true);
+    e.pid = lf.writer_pid();
+    return lf.header_seen() ? HeaderState::ok : !lf.error().empty() || head.size() >= kMaxHeader ? HeaderState::bad
+                                                                                                : HeaderState::wait;
+  }
+  auto in = Input::from_memory(head.data(), head.size());
+  FileHeader h;
+  Problem problem;
+  if (!parse_file_header(*in, h, problem))
+    return problem.message.rfind("truncated", 0) == 0 && head.size() < kMaxHeader ? HeaderState::wait : HeaderState::bad;
+  e.pid = h.pid;
+  e.header.assign(head.begin(), head.begin() + static_cast<ptrdiff_t>(in->offset()));
+  uint64_t pos = e.header.size(), n = 0;
+  uint8_t bh[format::kBufferHeaderSize];
+  while (pos + sizeof bh <= size) {
+    if (pread_full(fd, bh, sizeof bh, pos) != static_cast<ssize_t>(sizeof bh)) break;
+    const uint32_t length = le32(bh + 4);
+    if (le32(bh) != format::kBufferId || length > kMaxBufferLength) break;  // the live stream reports it
+    if (pos + sizeof bh + length > size) break;
+    pos += sizeof bh + length;
+    ++n;
+  }
+  e.offset = pos;
+  e.buffers = n;
+  return HeaderState::ok;
 }
 
 }  // namespace
@@ -90,7 +161,7 @@ int cmd_top(int argc, char** argv) {
   std::string file;
   double interval = 1.0;
   size_t top = 5;
-  bool stats = false;
+  bool stats = false, from_start = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -98,6 +169,8 @@ int cmd_top(int argc, char** argv) {
       return 0;
     } else if (a == "--stats") {
       stats = true;
+    } else if (a == "--from-start") {
+      from_start = true;
     } else if (a == "--interval" || a == "--top") {
       if (i + 1 >= argc) return usage_error(a + " needs a value");
       char* end = nullptr;
@@ -121,43 +194,149 @@ int cmd_top(int argc, char** argv) {
     std::fprintf(stderr, "mlpd top: %s: cannot open: %s\n", file.c_str(), std::strerror(errno));
     return 1;
   }
+  struct stat st{};
+  const bool regular = !pipe_in && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   const bool tty = isatty(1);
-  profile::LiveFile live;
+  profile::LiveFile live, hist;
   profile::IncrementalBuilder builder;
-  uint64_t raw = 0, held_max = 0;
+  const auto t_start = Clock::now();
+
+  // Where counting starts (see the top of this file).
+  uint64_t hist_end = 0, hist_pos = 0;  // plain file entered in the middle: its history [0, hist_end)
+  uint64_t skipped = 0;                 // the bytes of the live stream's jump (hist_end - header)
+  uint64_t names_until_raw = 0;         // gzip: raw bytes up to here are read for their names only
+  bool counting_from_start = true;
+  if (regular && !from_start) {
+    Entry entry;
+    HeaderState hs = HeaderState::wait;
+    for (;;) {
+      struct stat now{};
+      if (fstat(fd, &now) != 0) break;
+      hs = read_entry(fd, static_cast<uint64_t>(now.st_size), entry);
+      if (hs != HeaderState::wait || std::chrono::duration<double>(Clock::now() - t_start).count() > 30) break;
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(interval, 0.2)));
+    }
+    if (hs == HeaderState::ok && entry.gzip && pid_alive(entry.pid)) {
+      struct stat now{};
+      if (fstat(fd, &now) == 0 && now.st_size > 0) {
+        names_until_raw = static_cast<uint64_t>(now.st_size);
+        counting_from_start = false;
+      }
+    } else if (hs == HeaderState::ok && pid_alive(entry.pid) && entry.offset > entry.header.size()) {
+      live.add(entry.header.data(), entry.header.size());
+      live.feed(builder);
+      if (live.skip_to(entry.offset, entry.buffers) &&
+          ::lseek(fd, static_cast<off_t>(entry.offset), SEEK_SET) == static_cast<off_t>(entry.offset)) {
+        hist_end = entry.offset;
+        skipped = entry.offset - entry.header.size();
+        counting_from_start = false;
+      } else {
+        std::fprintf(stderr, "mlpd top: %s: cannot start at offset %llu\n", file.c_str(),
+                     static_cast<unsigned long long>(entry.offset));
+        return 1;
+      }
+    }
+  }
+
+  std::vector<uint8_t> buf(kChunk);
+  uint64_t raw = 0, hist_raw = 0, held_max = 0;
+  uint64_t named_events = 0;  // events decoded only for their names (not counted)
   uint64_t last_events = 0;
-  const auto t_start = std::chrono::steady_clock::now();
   auto t_last = t_start;
   views::ReportOptions ro;
   ro.top = top;
   ro.input_name = file;
+  auto feed = [&](profile::LiveFile& lf, bool names_only) {
+    const uint64_t before = builder.events();
+    lf.feed(builder, names_only);
+    if (names_only) named_events += builder.events() - before;
+    held_max = std::max(held_max, lf.held());
+  };
+  // Reads what the writer added since the last call, a chunk at a time, until the end of what is
+  // written or `deadline`. False on a read error.
+  bool eof = false;
+  auto read_live = [&](Clock::time_point deadline) {
+    eof = false;
+    for (;;) {
+      const size_t want = live.compressed() ? kGzipChunk : kChunk;
+      const ssize_t r = ::read(fd, buf.data(), want);
+      if (r > 0) {
+        raw += static_cast<uint64_t>(r);
+        live.add(buf.data(), static_cast<size_t>(r));  // corrupt compressed data: live.error(), shown at the end
+        feed(live, raw <= names_until_raw);
+        if (Clock::now() >= deadline) return true;
+        continue;
+      }
+      if (r == 0) {
+        eof = true;
+        return true;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        eof = true;
+        return true;
+      }
+      return false;
+    }
+  };
+  // Reads the history (for names) up to `deadline`.
+  auto read_history = [&](Clock::time_point deadline) {
+    while (hist_pos < hist_end) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, hist_end - hist_pos));
+      const ssize_t r = pread_full(fd, buf.data(), want, hist_pos);
+      if (r <= 0) return false;
+      hist_pos += static_cast<uint64_t>(r);
+      hist_raw += static_cast<uint64_t>(r);
+      hist.add(buf.data(), static_cast<size_t>(r));
+      feed(hist, true);
+      if (Clock::now() >= deadline) break;
+    }
+    return true;
+  };
+
   for (;;) {
-    bool eof = false;
-    if (!read_more(fd, live, eof, raw)) {
+    const auto t_begin = Clock::now();
+    const auto deadline = t_begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
+    if (!read_live(deadline)) {
       std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
       return 1;
     }
-    held_max = std::max(held_max, live.held());
-    live.feed(builder);  // the header and every buffer now complete; the last may be partly written
+    if (!read_history(deadline) || (hist_end && !read_live(deadline))) {  // the history, then what came meanwhile
+      std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
+      return 1;
+    }
+    const bool live_caught_up = eof;
     const int pid = live.writer_pid();
-    // The writer is done: a pipe closed, or (a file) the pid is gone -- then one more read catches
-    // its last bytes.
-    bool done = pipe_in ? eof : (pid && !pid_alive(pid));
-    if (done && !pipe_in) read_more(fd, live, eof, raw);
+    // The writer is done: a pipe closed, or (a file) the pid is gone -- then what is left is read
+    // to the end (its last bytes, the rest of a backlog, the names before the start).
+    const bool done = pipe_in ? eof : (pid && !pid_alive(pid));
+    if (done && !pipe_in) {
+      if (!read_live(Clock::time_point::max()) || !read_history(Clock::time_point::max())) {
+        std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
+        return 1;
+      }
+    }
     if (done) live.finish(builder);  // a buffer still cut now is a problem
     profile::Profile p;
     builder.snapshot(p);
     const bool clean = p.problem_count() == 0 && live.error().empty();
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::now();
     const double secs = std::chrono::duration<double>(now - t_last).count();
-    const uint64_t events = p.summary().events;
+    const uint64_t events = builder.events() - std::min(builder.events(), named_events);
     const double rate = secs > 0 ? static_cast<double>(events - std::min(events, last_events)) / secs : 0;
     last_events = events;
     t_last = now;
+    std::string notes;
+    if (done) notes += ", program exited (final)";
+    if (!counting_from_start && !done) notes += ", counting since top started";
+    if (hist_pos < hist_end)
+      notes += ", reading names: " + std::to_string(hist_pos * 100 / hist_end) + "% of the first " +
+               std::to_string(hist_end >> 20) + " MiB";
+    if (!live_caught_up && !done) notes += ", catching up";
     if (tty) std::fputs("\x1b[H\x1b[2J", stdout);
     std::printf("== mlpd top: +%.1f s, %llu events, %.0f events/s%s ==\n",
                 std::chrono::duration<double>(now - t_start).count(), static_cast<unsigned long long>(events), rate,
-                done ? ", program exited (final)" : "");
+                notes.c_str());
     if (p.header_ok()) {
       std::string error;
       views::write_report(p, ro, stdout, error);
@@ -168,15 +347,22 @@ int cmd_top(int argc, char** argv) {
     if (done) {
       if (stats)
         std::fprintf(stderr, "mlpd top: read %llu bytes, decoded %llu bytes, held at most %llu bytes\n",
-                     static_cast<unsigned long long>(raw), static_cast<unsigned long long>(live.fed()),
+                     static_cast<unsigned long long>(raw + hist_raw),
+                     static_cast<unsigned long long>(live.fed() - skipped + (hist.fed() ? hist.fed() - (hist_end - skipped) : 0)),
                      static_cast<unsigned long long>(held_max));
       if (!live.error().empty()) std::fprintf(stderr, "%s: %s\n", file.c_str(), live.error().c_str());
       if (!clean) {
         for (const Problem& pr : p.problems())
           std::fprintf(stderr, "%s: offset %llu: %s\n", file.c_str(), static_cast<unsigned long long>(pr.offset),
                        pr.message.c_str());
-        std::fprintf(stderr, "mlpd top: %s: the writer (pid %d) has exited and left the file incomplete\n",
-                     file.c_str(), pid);
+        bool cut = false;  // the decoder's "truncated ..." problems: the file ends inside a buffer
+        for (const Problem& pr : p.problems()) cut = cut || pr.message.rfind("truncated", 0) == 0;
+        if (cut)
+          std::fprintf(stderr, "mlpd top: %s: the writer (pid %d) has exited and left the file incomplete\n",
+                       file.c_str(), pid);
+        else if (p.problem_count())
+          std::fprintf(stderr, "mlpd top: %s: %llu problem%s (the figures show what could be read)\n", file.c_str(),
+                       static_cast<unsigned long long>(p.problem_count()), p.problem_count() == 1 ? "" : "s");
         return 1;
       }
       return 0;
@@ -185,7 +371,8 @@ int cmd_top(int argc, char** argv) {
       std::fprintf(stderr, "mlpd top: %s: no file header after 30 s\n", file.c_str());
       return 1;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    // Caught up: wait for the rest of the interval; behind: go on at once.
+    if (live_caught_up && hist_pos >= hist_end && now < deadline) std::this_thread::sleep_until(deadline);
   }
 }
 

@@ -125,15 +125,23 @@ void LiveFile::take_header() {
   offset_ = header_len_;
 }
 
+bool LiveFile::skip_to(uint64_t offset, uint64_t buffers) {
+  if (!header_seen() || gzip_ || stopped_ || !tail_.empty() || offset < offset_) return false;
+  offset_ = offset;
+  buffers_ = buffers;
+  return true;
+}
+
 void LiveFile::feed_part(IncrementalBuilder& builder, size_t body_len, uint64_t buffers) {
   PartInput in(head_.data(), header_len_, tail_.data(), body_len, offset_);
-  builder.feed(in, buffers_);
+  builder.feed(in, buffers_, names_only_);
   offset_ += body_len;
   buffers_ += buffers;
   tail_.erase(tail_.begin(), tail_.begin() + static_cast<ptrdiff_t>(body_len));
 }
 
-void LiveFile::feed(IncrementalBuilder& builder) {
+void LiveFile::feed(IncrementalBuilder& builder, bool names_only) {
+  names_only_ = names_only;
   if (stopped_) return;
   if (!header_seen()) {
     take_header();
@@ -177,7 +185,7 @@ void LiveFile::feed(IncrementalBuilder& builder) {
 void LiveFile::finish(IncrementalBuilder& builder) {
   if (stopped_) return;
   if (!sniffed_) tail_.swap(pending_raw_);  // a file of one byte
-  feed(builder);
+  feed(builder, names_only_);
   if (stopped_) return;
   stopped_ = true;
   if (!header_seen()) {

@@ -192,6 +192,7 @@ class Builder final : public Visitor {
   }
 
   void on_buffer(const BufferInfo& b) override {
+    if (names_only_) return;
     if (!window_resolved_) resolve_window(b.header.time_base);
     flush_buffer_times();
     cur_thread_ = thread_index(b.header.thread_id);
@@ -238,6 +239,8 @@ class Builder final : public Visitor {
     buf_min_ = min;
     buf_max_ = max;
   }
+  // IncrementalBuilder: while set, events only describe things (Names); nothing is counted.
+  void set_names_only(bool on) { names_only_ = on; }
   // IncrementalBuilder: problems from problem `from` on name buffers counted from `first_buffer`.
   size_t problems_kept() const { return p_.problems_.size(); }
   void rebase_problems(size_t from, uint64_t first_buffer) {
@@ -628,6 +631,7 @@ class Builder final : public Visitor {
   }
 
   bool window_resolved_ = false, windowed_ = false;
+  bool names_only_ = false;  // IncrementalBuilder::feed(..., names_only)
   uint64_t win_from_ = 0, win_to_ = UINT64_MAX;
   std::vector<FrameCacheEntry> frame_cache_ = std::vector<FrameCacheEntry>(kFrameCache);
   Profile& p_;
@@ -665,6 +669,8 @@ class Builder final : public Visitor {
   // The hot path: enter/leave need neither Names nor per-event time bookkeeping (the buffer's times
   // are folded in at its end).
   if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
+    if (names_only_) [[unlikely]]
+      return;
     // Times never decrease within a buffer (unsigned deltas from its time base): its first and last
     // enter/leave times are their minimum and maximum.
     if (buf_min_ == UINT64_MAX) [[unlikely]]
@@ -681,6 +687,8 @@ class Builder final : public Visitor {
 
 void Builder::other_event(const Event& e, ThreadIndex t) {
   names_.observe(e);
+  if (names_only_) [[unlikely]]
+    return;
   if (e.time) {
     if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
     if (e.time > p_.last_time_) p_.last_time_ = e.time;
@@ -1062,9 +1070,11 @@ IncrementalBuilder::IncrementalBuilder(const BuildOptions& options)
 
 IncrementalBuilder::~IncrementalBuilder() = default;
 
-void IncrementalBuilder::feed(Input& part, uint64_t first_buffer) {
+void IncrementalBuilder::feed(Input& part, uint64_t first_buffer, bool names_only) {
   const size_t kept = builder_->problems_kept();
+  builder_->set_names_only(names_only);
   const DecodeSummary s = decode(part, *builder_, budgeted());
+  builder_->set_names_only(false);
   builder_->rebase_problems(kept, first_buffer);
   all_.header_ok = all_.header_ok || s.header_ok;
   all_.buffers += s.buffers;

@@ -1,12 +1,51 @@
 #include "mlpd/names.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+
 namespace mlpd {
 
 namespace {
 
 constexpr uint64_t kMaxSymbolDistance = 4096;
 
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
 }  // namespace
+
+std::string Names::display_symbol(std::string_view raw) {
+  if (starts_with(raw, kOwnPrefix)) return std::string(raw);  // the agent marked it itself
+  // "symbol (module+0xOFF)": the symbol part; "?? (module+0xOFF)" has no symbol.
+  std::string_view sym = raw, rest;
+  if (!raw.empty() && raw.back() == ')') {
+    if (const size_t open = raw.rfind(" ("); open != std::string_view::npos) {
+      sym = raw.substr(0, open);
+      rest = raw.substr(open);
+    }
+  }
+  std::string_view version;  // "@@GLIBCXX_3.4" and the like: not part of the mangling
+  if (const size_t at = sym.find('@'); at != std::string_view::npos) {
+    version = sym.substr(at);
+    sym = sym.substr(0, at);
+  }
+  std::string name(sym);
+  // Bounded: a hostile file's names go to the demangler only up to a length whose demangling is cheap.
+  if (starts_with(sym, "_Z") && sym.size() <= kMaxDemangle) {
+    int status = -1;
+    char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    if (status == 0 && d) name = d;
+    std::free(d);
+  }
+  const bool own = starts_with(name, "mlpd::") || starts_with(name, "mlpd_") || starts_with(name, "mono_profiler_init_mlpd");
+  std::string out;
+  out.reserve((own ? kOwnPrefix.size() : 0) + name.size() + version.size() + rest.size());
+  if (own) out += kOwnPrefix;
+  out += name;
+  out += version;
+  out += rest;
+  return out;
+}
 
 void Names::observe(const Event& e) {
   switch (e.kind) {
@@ -50,7 +89,7 @@ void Names::observe(const Event& e) {
       threads_[e.ptr].name = strings_.intern(e.name);
       break;
     case EventKind::sample_usym:
-      symbols_.set(e.ptr, Symbol{strings_.intern(e.name), e.size});
+      symbols_.set(e.ptr, Symbol{strings_.intern(display_symbol(e.name)), e.size});
       break;
     case EventKind::counter_descriptors:
       for (const CounterDesc& d : e.counter_descs) counters_[d.index] = d;

@@ -32,6 +32,9 @@ void append_frame(std::string& s, std::string_view name) {
 class CollapsedExporter final : public Exporter {
  public:
   explicit CollapsedExporter(const ExportOptions& o) : o_(o) {}
+  uint64_t estimate(const Profile& p) override {
+    return estimate_stacks(p, effective_what(p, o_), true, 1, o_.threads ? 64 : 24);
+  }
   bool write(const Profile& p, std::FILE* out, std::string& error) override {
     std::string buf;
     bool failed = false;

@@ -1,10 +1,43 @@
 #include "export_common.h"
+#include "mlpd/views.h"
 
 #include "json.h"
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+
+namespace mlpd::views {
+
+uint64_t estimate_names(const profile::Profile& p) {
+  uint64_t n = 0;
+  for (const profile::Frame& f : p.frames()) n += f.name.size() + f.module.size() + 16;
+  return n;
+}
+
+uint64_t estimate_stacks(const profile::Profile& p, profile::What what, bool with_names, uint64_t per_frame,
+                         uint64_t per_stack) {
+  const auto& nodes = p.nodes();
+  const auto& frames = p.frames();
+  uint64_t total = 0;
+  for (profile::NodeId n = 1; n < nodes.size(); ++n) {
+    if (p.weight(what, n) == 0) continue;
+    total += per_stack;
+    if (!with_names) {
+      total += static_cast<uint64_t>(nodes[n].depth) * per_frame;
+      continue;
+    }
+    for (profile::NodeId k = n; k != 0 && nodes[k].frame != profile::kNoFrame; k = nodes[k].parent)
+      total += (nodes[k].frame < frames.size() ? frames[nodes[k].frame].name.size() : 8) + per_frame;
+  }
+  return total;
+}
+
+uint64_t Exporter::estimate(const profile::Profile& p) {
+  return estimate_names(p) + estimate_stacks(p, profile::What::cpu, false, 8, 24);
+}
+
+}  // namespace mlpd::views
 
 namespace mlpd::views::detail {
 

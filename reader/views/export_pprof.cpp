@@ -77,6 +77,11 @@ bool gzip_to(const std::string& data, std::FILE* out, std::string& error) {
 class PprofExporter final : public Exporter {
  public:
   explicit PprofExporter(const ExportOptions& o) : o_(o) {}
+  // Uncompressed (the gzip output is smaller): a sample per weighted node, a varint per location.
+  uint64_t estimate(const Profile& p) override {
+    const What w = effective_what(p, o_);
+    return estimate_names(p) + estimate_stacks(p, w == What::alloc_bytes ? What::alloc : w, false, 3, 32);
+  }
 
   bool write(const Profile& p, std::FILE* out, std::string& error) override {
     what_ = effective_what(p, o_);
@@ -138,10 +143,21 @@ class PprofExporter final : public Exporter {
         it->second.second = std::max(it->second.second, f.address + 1);
       }
     }
+    // pprof calls the first mapping the main binary ("File:" in its reports; its own heuristic skips
+    // only names in brackets and shared libraries): the program when the file names one, else the
+    // real files before pseudo-modules such as [vdso].
     std::map<std::string, uint64_t> mapping_id;
-    for (const auto& [name, range] : modules) {
+    if (!p.program().empty() && !modules.count(p.program())) {
       auto* m = pb.add_mapping();
-      m->set_id(mapping_id.size() + 1);
+      m->set_id(1);
+      m->set_filename(str(p.program()));
+      m->set_has_functions(true);
+    }
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> ordered(modules.begin(), modules.end());
+    std::stable_partition(ordered.begin(), ordered.end(), [](const auto& m) { return m.first.rfind('[', 0) != 0; });
+    for (const auto& [name, range] : ordered) {
+      auto* m = pb.add_mapping();
+      m->set_id(static_cast<uint64_t>(pb.mapping_size()));
       m->set_memory_start(range.first);
       m->set_memory_limit(range.second);
       m->set_filename(str(name));
@@ -160,7 +176,9 @@ class PprofExporter final : public Exporter {
       auto* fn = pb.add_function();
       fn->set_id(i + 1);
       fn->set_name(str(name));
-      fn->set_system_name(fn->name());
+      // No system_name: pprof takes a function whose name equals its system name for one still to be
+      // demangled and, when it "looks like C++", cuts every <...> and (...) out of it (mcs's
+      // "<Main>m__0" would lose "<Main>", a wrapper its "(wrapper ...)"). A name of its own it keeps.
       auto* loc = pb.add_location();
       loc->set_id(i + 1);
       if (i < frames.size()) {

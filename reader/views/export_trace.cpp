@@ -75,6 +75,27 @@ class TraceExporter final : public Exporter, public profile::Listener {
     last_time_ = std::max(last_time_, e.time);
   }
 
+  // Each record as write() spells it: a span or JIT event with its frame's name, a sample, throw or
+  // contention with the names of up to kMaxStackArg frames of its stack.
+  uint64_t estimate(const Profile& p) override {
+    const auto& frames = p.frames();
+    const auto& nodes = p.nodes();
+    uint64_t names = 0;
+    for (const auto& f : frames) names += f.name.size();
+    const uint64_t mean = frames.empty() ? 16 : names / frames.size() + 4;
+    uint64_t total = estimate_names(p) + (p.gc_pauses().size() + p.heapshots().size()) * 160;
+    spill_.for_each(0, [&](const void* raw) {
+      Record r;
+      std::memcpy(&r, raw, sizeof r);
+      total += 80;
+      if (r.kind == Rec::sample || r.kind == Rec::exception || r.kind == Rec::monitor)
+        total += (r.id < nodes.size() ? std::min<uint64_t>(nodes[r.id].depth, kMaxStackArg) + 1 : 1) * (mean + 2);
+      else if (r.kind == Rec::span || r.kind == Rec::jit)
+        total += r.id < frames.size() ? frames[r.id].name.size() : mean;
+    });
+    return total;
+  }
+
   bool write(const Profile& p, std::FILE* out, std::string& error) override {
     // Calls still open at the end (the model closes them itself; this is a safety net).
     for (ThreadIndex th = 0; th < open_.threads(); ++th) {

@@ -221,6 +221,20 @@ class HtmlExporter final : public Exporter {
  public:
   explicit HtmlExporter(const ExportOptions& o) : o_(o) {}
   bool write(const Profile& p, std::FILE* out, std::string& error) override;
+  // The page, the names once, and one tree node for every stack node on a weighted path.
+  uint64_t estimate(const Profile& p) override {
+    const What what = effective_what(p, o_);
+    const auto& nodes = p.nodes();
+    std::vector<bool> on_path(nodes.size(), false);
+    uint64_t tree = 0;
+    for (profile::NodeId n = static_cast<profile::NodeId>(nodes.size()); n-- > 1;) {
+      if (p.weight(what, n) == 0 && !on_path[n]) continue;
+      if (!on_path[n]) on_path[n] = true;
+      ++tree;
+      on_path[nodes[n].parent] = true;
+    }
+    return sizeof kPageHead + sizeof kPageTail + estimate_names(p) + tree * 40;
+  }
 
  private:
   ExportOptions o_;

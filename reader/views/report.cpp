@@ -183,6 +183,88 @@ class Writer {
   bool json_;
 };
 
+// The CPU ranking's groups (issue 22.2): frames that are not the program's own code, each kind
+// gathered on one named line so that the first screen ranks the program. A frame is a wait when it
+// is a native function that blocks (the leaf of a thread parked in the kernel); the runtime's
+// unnamed frames are Mono's code without a symbol ("?? (libmono...+0x...)"); the profiler's own
+// frames are those the reader names "[mlpd] ..." (mlpd/names.h).
+enum CpuGroup : uint8_t { kNoGroup = 0, kWaits = 1, kRuntimeUnnamed = 2, kOverhead = 4 };
+constexpr CpuGroup kCpuGroups[] = {kWaits, kRuntimeUnnamed, kOverhead};
+
+bool is_wait_symbol(std::string_view name) {
+  // The symbol alone: no " (module+0x...)", no "@@VERSION", no leading underscores or glibc's
+  // internal prefixes (__GI___poll, __libc_accept).
+  if (const size_t open = name.find(" ("); open != std::string_view::npos) name = name.substr(0, open);
+  if (const size_t at = name.find('@'); at != std::string_view::npos) name = name.substr(0, at);
+  for (bool again = true; again;) {
+    again = false;
+    while (!name.empty() && name[0] == '_') name.remove_prefix(1), again = true;
+    for (std::string_view pre : {"GI_", "libc_", "pthread_", "new_", "old_"})
+      if (name.substr(0, pre.size()) == pre) name.remove_prefix(pre.size()), again = true;
+  }
+  for (std::string_view part : {"futex", "lll_lock_wait", "cond_wait", "cond_timedwait", "cond_clockwait", "sem_wait",
+                                "sem_timedwait", "sem_clockwait", "nanosleep", "epoll_wait", "epoll_pwait", "sigtimedwait",
+                                "sigwaitinfo", "sigsuspend"})
+    if (name.find(part) != std::string_view::npos) return true;
+  for (std::string_view exact : {"poll", "ppoll", "select", "pselect", "pselect6", "usleep", "sleep", "pause", "accept",
+                                 "accept4", "recv", "recvfrom", "recvmsg", "wait4", "waitpid", "waitid", "sigwait",
+                                 "do_futex_wait", "join", "timedjoin_np", "clock_nanosleep"})
+    if (name == exact) return true;
+  return false;
+}
+
+CpuGroup cpu_group(const Frame& f) {
+  if (f.name.rfind("[mlpd] ", 0) == 0) return kOverhead;
+  if (f.kind != FrameKind::native && f.kind != FrameKind::runtime) return kNoGroup;
+  if (f.kind == FrameKind::runtime && f.name.rfind("?? (", 0) == 0) return kRuntimeUnnamed;
+  return is_wait_symbol(f.name) ? kWaits : kNoGroup;
+}
+
+std::string cpu_group_name(CpuGroup g, bool wall_clock) {
+  switch (g) {
+    case kWaits: return wall_clock ? "[waits] (threads blocked, sampled on the wall clock)" : "[waits]";
+    case kRuntimeUnnamed: return "[runtime, unnamed]";
+    case kOverhead: return "[mlpd overhead]";
+    default: return "";
+  }
+}
+
+// A group member as its line lists it: without the "[mlpd] " mark and a C++ parameter list, cut short.
+std::string short_member(std::string_view full) {
+  std::string kept(full.rfind("[mlpd] ", 0) == 0 ? full.substr(7) : full);
+  for (size_t at; (at = kept.find("(anonymous namespace)::")) != std::string::npos;) kept.erase(at, 23);
+  std::string_view name = kept;
+  if (const size_t paren = name.find('('); paren != std::string_view::npos && paren > 0 && name.rfind("??", 0) != 0)
+    name = name.substr(0, paren);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  if (name.size() > 48) return std::string(name.substr(0, 45)) + "...";
+  return std::string(name);
+}
+
+// The sampling rate the agent says it got, when the file records it (issue 22.2): a counter whose name
+// mentions "delivered" -- the agent's "Sample rate delivered (Hz)" -- in hits per second. 0 when the
+// file does not say.
+double delivered_rate(const Profile& p) {
+  for (const CounterInfo& c : p.counters())
+    if (!c.is_string && c.name.find("delivered") != std::string::npos && c.last > 0) return c.last;
+  return 0;
+}
+
+// The rate asked for: sample=N / sample-real=N in the header's options ("" when not given).
+std::string asked_rate(const std::string& args, bool& wall_clock) {
+  wall_clock = args.find("sample-real") != std::string::npos || args.find("sampling-real") != std::string::npos;
+  for (std::string_view key : {"sample=", "sample-real=", "sampling-real=", "sampling="}) {
+    size_t at = args.find(key);
+    while (at != std::string::npos && at > 0 && args[at - 1] != ',' && args[at - 1] != ':') at = args.find(key, at + 1);
+    if (at == std::string::npos) continue;
+    const size_t from = at + key.size();
+    size_t to = from;
+    while (to < args.size() && args[to] >= '0' && args[to] <= '9') ++to;
+    if (to > from) return args.substr(from, to - from);
+  }
+  return {};
+}
+
 std::string counter_value(const CounterInfo& c) {
   if (c.is_string) return c.last_string;
   if (c.type == format::COUNTER_DOUBLE) return fmt("%g", c.last);
@@ -284,6 +366,82 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
   if (hits) {
     const auto by_self = top(rows, n, [](const MethodStat& s) { return s.samples_self; });
     const auto by_total = top(rows, n, [](const MethodStat& s) { return s.samples_total; });
+    // The groups (cpu_group): self hits of their frames, and the hits whose stack holds one of them.
+    bool wall_clock = false;
+    std::string asked = asked_rate(h.args, wall_clock);
+    for (const CounterInfo& c : p.counters())  // the agent's "Sample rate asked (Hz)" counter, when no sample=N
+      if (asked.empty() && !c.is_string && c.name.find("rate asked") != std::string::npos && c.last > 0)
+        asked = fmt("%.0f", c.last);
+    struct GroupRow {
+      CpuGroup g;
+      uint64_t self = 0, total = 0;
+      std::vector<const Row*> members;  // by self hits
+    };
+    std::vector<GroupRow> groups;
+    std::vector<uint8_t> frame_group(p.frames().size());
+    for (FrameId f = 0; f < p.frames().size(); ++f) frame_group[f] = cpu_group(p.frames()[f]);
+    {
+      std::vector<uint8_t> path(p.nodes().size(), 0);
+      uint64_t totals[5] = {};
+      for (NodeId i = 1; i < p.nodes().size(); ++i) {
+        const Node& nd = p.nodes()[i];
+        path[i] = path[nd.parent] | (nd.frame < frame_group.size() ? frame_group[nd.frame] : 0);
+        const uint64_t w = mask[nd.thread] ? p.weight(What::cpu, i) : 0;
+        if (w)
+          for (CpuGroup g : kCpuGroups)
+            if (path[i] & g) totals[g] += w;
+      }
+      for (CpuGroup g : kCpuGroups) {
+        groups.push_back(GroupRow{g, 0, totals[g], {}});
+      }
+    }
+    std::unordered_map<std::string_view, uint8_t> group_by_name;
+    for (FrameId f = 0; f < p.frames().size(); ++f)
+      if (frame_group[f]) group_by_name[p.frames()[f].name] = frame_group[f];
+    auto group_of_row = [&](const Row& r) -> uint8_t {
+      auto it = group_by_name.find(r.name);
+      return it == group_by_name.end() ? 0 : it->second;
+    };
+    for (GroupRow& gr : groups) {
+      for (const Row& r : rows)
+        if (group_of_row(r) == gr.g && r.s.samples_self) {
+          gr.self += r.s.samples_self;
+          gr.members.push_back(&r);
+        }
+      std::sort(gr.members.begin(), gr.members.end(), [](const Row* a, const Row* b) {
+        return a->s.samples_self != b->s.samples_self ? a->s.samples_self > b->s.samples_self : a->name < b->name;
+      });
+    }
+    // The text's rankings: the program's frames and the group lines, in one order.
+    struct Line {
+      std::string name;
+      std::string kind;
+      uint64_t self, total;
+    };
+    auto ranked = [&](bool by_self_hits) {
+      std::vector<Line> v;
+      for (const Row& r : rows)
+        if (!group_of_row(r) && (by_self_hits ? r.s.samples_self : r.s.samples_total))
+          v.push_back({r.name, std::string(frame_kind_name(r.kind)), r.s.samples_self, r.s.samples_total});
+      for (const GroupRow& gr : groups) {
+        if (!(by_self_hits ? gr.self : gr.total)) continue;
+        std::string name = cpu_group_name(gr.g, wall_clock);
+        if (!gr.members.empty()) {
+          name += "  (";
+          for (size_t k = 0; k < gr.members.size() && k < 3; ++k)
+            name += (k ? ", " : "") + short_member(gr.members[k]->name);
+          if (gr.members.size() > 3) name += ", " + u64(gr.members.size() - 3) + " more";
+          name += ")";
+        }
+        v.push_back({name, "group", gr.self, gr.total});
+      }
+      std::sort(v.begin(), v.end(), [&](const Line& a, const Line& b) {
+        const uint64_t ka = by_self_hits ? a.self : a.total, kb = by_self_hits ? b.self : b.total;
+        return ka != kb ? ka > kb : a.name < b.name;
+      });
+      if (v.size() > n) v.resize(n);
+      return v;
+    };
     // Hits per thread (Mono's sampler hits idle threads too: this tells them apart).
     std::vector<std::pair<uint64_t, ThreadIndex>> per_thread(p.threads().size());
     for (ThreadIndex t = 0; t < per_thread.size(); ++t) per_thread[t].second = t;
@@ -310,22 +468,40 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
       for (size_t i = 0; i < per_thread.size(); ++i)
         out += (i ? "," : "") + std::string("{\"name\":") + js(thread_label(p.threads()[per_thread[i].second])) +
                ",\"hits\":" + u64(per_thread[i].first) + "}";
-      out += "]}";
+      out += "],\"groups\":[";
+      bool first = true;
+      for (const GroupRow& gr : groups) {
+        if (!gr.total) continue;
+        out += (first ? "" : ",") + std::string("{\"name\":") + js(cpu_group_name(gr.g, false)) + ",\"self\":" +
+               u64(gr.self) + ",\"total\":" + u64(gr.total) + ",\"members\":[";
+        for (size_t k = 0; k < gr.members.size(); ++k)
+          out += (k ? "," : "") + std::string("{\"name\":") + js(gr.members[k]->name) + ",\"self\":" +
+                 u64(gr.members[k]->s.samples_self) + "}";
+        out += "]}";
+        first = false;
+      }
+      out += "]";
+      if (!asked.empty()) out += ",\"asked_hz\":" + asked;
+      if (const double hz = delivered_rate(p); hz > 0) out += fmt(",\"delivered_hz\":%.1f", hz);
+      out += ",\"wall_clock\":" + std::string(wall_clock ? "true" : "false") + "}";
     } else {
       line("");
-      line("== CPU samples: " + u64(hits) + " hits ==");
-      line("   self%     self  total%    total  kind     method (by self)");
-      for (const Row* r : by_self)
-        line(fmt("  %6.2f %8" PRIu64 "  %6.2f %8" PRIu64 "  %-7s  ", pct(r->s.samples_self, hits), r->s.samples_self,
-                 pct(r->s.samples_total, hits), r->s.samples_total, std::string(frame_kind_name(r->kind)).c_str()) +
-             r->name);
+      std::string rate;
+      if (!asked.empty()) rate += ", " + std::string(wall_clock ? "sample-real=" : "sample=") + asked + " Hz asked";
+      if (const double hz = delivered_rate(p); hz > 0) rate += fmt(", delivered rate %.0f Hz", hz);
+      line("== CPU samples: " + u64(hits) + " hits" + rate + " ==");
+      line("   self%     self  total%    total  kind     method (by self; waits, the runtime's unnamed code and");
+      line("                                             the profiler's own frames each on one [group] line)");
+      for (const Line& r : ranked(true))
+        line(fmt("  %6.2f %8" PRIu64 "  %6.2f %8" PRIu64 "  %-7s  ", pct(r.self, hits), r.self, pct(r.total, hits),
+                 r.total, r.kind.c_str()) +
+             r.name);
       std::string threads;
       for (const auto& [hits_t, t] : per_thread)
         threads += (threads.empty() ? "" : ", ") + thread_label(p.threads()[t]) + " " + u64(hits_t);
       line("  by thread: " + threads);
       line("  by total (inclusive):");
-      for (const Row* r : by_total)
-        line(fmt("  %6.2f %8" PRIu64 "  ", pct(r->s.samples_total, hits), r->s.samples_total) + r->name);
+      for (const Line& r : ranked(false)) line(fmt("  %6.2f %8" PRIu64 "  ", pct(r.total, hits), r.total) + r.name);
     }
   }
 

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "mlpd/id_map.h"
 #include "mlpd/event.h"
@@ -58,6 +59,15 @@ class Names {
   // agent writes real symbol ranges), else at most 4096 bytes below it — the rule mprof-report uses,
   // since Mono writes probe addresses with size 0 rather than symbol ranges.
   const std::string* symbol_at(uint64_t ip) const;
+
+  // How a native symbol's name is shown (what sample_usym names become in symbol_at()): a C++
+  // mangled name demangled (abi::__cxa_demangle, for names up to kMaxDemangle bytes; a version
+  // suffix "@@V" and a " (module+0xOFF)" part kept as they are), and the profiler's own code -- the
+  // agent's namespace mlpd::, its mlpd_* functions, or a name the agent already wrote as "[mlpd] ..."
+  // -- marked "[mlpd] NAME" so that every view can tell profiler overhead from the program.
+  static std::string display_symbol(std::string_view raw);
+  static constexpr size_t kMaxDemangle = 1024;
+  static constexpr std::string_view kOwnPrefix = "[mlpd] ";
 
   size_t method_count() const { return methods_.size(); }
   size_t class_count() const { return classes_.size(); }

@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """mlpd top (issue 14.3) on a file that a running program writes (flush=300), stdout to a file:
 snapshots while the program runs show its hot method, the last one is the final figures after it
-exited (exit 0); a file cut inside a buffer by a writer that is gone ends with a clear message."""
+exited (exit 0; --from-start: the same figures as the report); a file cut inside a buffer by a writer
+that is gone ends with a clear message.
+
+Streaming (issue 22.7): a large generated file (mlpd_synth, larger than the memory budget) is read
+under a small --max-memory with the same figures as the report, exit 0 and no false "incomplete";
+a live server (service.exe under sample,alloc,flush=200, a file of many MB by then) watched from where
+its file is: its data within two intervals, counting only what came after top started."""
+import gzip
 import os
 import re
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -25,7 +34,7 @@ def main():
             time.sleep(0.05)
         snap_path = os.path.join(workdir, "top.txt")
         with open(snap_path, "w") as snaps:
-            top = subprocess.Popen([t.MLPD, "top", "--stats", "--interval", "0.5", out], stdout=snaps,
+            top = subprocess.Popen([t.MLPD, "top", "--stats", "--from-start", "--interval", "0.5", out], stdout=snaps,
                                    stderr=subprocess.PIPE)
             prog.communicate(timeout=60)
             try:
@@ -60,7 +69,100 @@ def main():
         t.check(p.returncode == 1 and "has exited and left the file incomplete" in p.stderr,
                 f"cut file: exit {p.returncode}, {p.stderr[-300:]!r}")
         print("ok  a cut file of a gone writer ends with a message", flush=True)
+        big_file(workdir)
+        live_server(workdir)
     t.finish("report_top")
+
+
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def big_file(workdir):
+    """A file larger than the memory budget, of a writer that is gone: read whole, in bounded memory."""
+    big = os.path.join(workdir, "big.mlpd")
+    p = t.run([os.path.join(t.TOOLS, "mlpd_synth"), "--scale", "300", big], timeout=300)
+    if not t.check(p.returncode == 0, f"mlpd_synth: {p.stderr[-300:]}"):
+        return
+    with open(big, "r+b") as f:  # the header's pid (bytes 32..35): one that is surely gone
+        f.seek(32)
+        f.write(struct.pack("<i", dead_pid()))
+    size = os.path.getsize(big)
+    rep = t.run([t.MLPD, "report", "--max-memory", "0", big], timeout=300).stdout
+    want = [l for l in rep.splitlines() if l.startswith("== CPU samples") or l.startswith("== Calls")]
+    ev = re.search(r"(\d+) events, \d+ threads", rep)
+    zipped = big + ".gz"  # the same file gzipped (as `zip` writes it, inflated as it is read)
+    with open(big, "rb") as src, gzip.open(zipped, "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst)
+    for path in (big, zipped):
+        name = os.path.basename(path)
+        p = t.run([t.MLPD, "top", "--max-memory", "32M", "--stats", path], timeout=300)
+        t.check(p.returncode == 0 and "incomplete" not in p.stderr and "budget" not in p.stderr,
+                f"top on {name} ({size >> 20} MiB) under --max-memory 32M: exit {p.returncode}, {p.stderr[-400:]!r}")
+        final = p.stdout.split("== mlpd top: ")[-1]
+        t.check(len(want) == 2 and all(w in final for w in want), f"{name}: top's final view lacks {want}")
+        t.check(ev is not None and re.search(r"^[^\n]*?, %s events," % ev.group(1), final) is not None,
+                f"{name}: top's event count is not the report's ({ev and ev.group(1)}): {final[:120]!r}")
+        m = re.search(r"held at most (\d+) bytes", p.stderr)
+        t.check(m is not None and int(m.group(1)) < (4 << 20), f"{name}: held {m and m.group(1)} bytes")
+        print(f"ok  {name} ({size >> 20} MiB uncompressed) under --max-memory 32M: {want}", flush=True)
+
+
+def live_server(workdir):
+    """top on a busy live file, from where the file is: the program's data within two intervals."""
+    out = os.path.join(workdir, "server.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"sample,alloc,flush=200,output={out}")
+    prog = subprocess.Popen([t.MONO, t.program("service"), "9"], stdout=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 30
+    # Until the file is large (tens of MB: more than --max-memory), or the program has run for a while.
+    while time.monotonic() < deadline and prog.poll() is None and (
+            not os.path.exists(out) or os.path.getsize(out) < (80 << 20)):
+        time.sleep(0.05)
+    size_at_start = os.path.getsize(out) if os.path.exists(out) else 0
+    snap_path = os.path.join(workdir, "server-top.txt")
+    with open(snap_path, "w") as snaps:
+        top = subprocess.Popen([t.MLPD, "top", "--max-memory", "64M", "--stats", "--interval", "1", out],
+                               stdout=snaps, stderr=subprocess.PIPE)
+        prog.communicate(timeout=120)
+        try:
+            _, err = top.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            top.kill()
+            _, err = top.communicate()
+            t.check(False, "server: top did not end after the program exited")
+    err = err.decode()
+    t.check(top.returncode == 0, f"server: top exit {top.returncode}: {err[-400:]}")
+    parts = open(snap_path).read().split("== mlpd top: ")[1:]
+    live = [s for s in parts if "program exited (final)" not in s.splitlines()[0]]
+
+    def has_data(s):
+        m = re.search(r"== Allocations: (\d+) objects", s)
+        return m is not None and int(m.group(1)) > 0
+
+    def at(s):
+        m = re.match(r"\+([\d.]+) s", s)
+        return float(m.group(1)) if m else 1e9
+    first = next((s for s in live if has_data(s)), None)
+    t.check(first is not None and at(first) <= 3.0,  # two intervals, and some slack for a loaded machine
+            f"server: no live view with allocations within two intervals of 1 s (file {size_at_start >> 20} MiB "
+            f"at the start; views at {[at(s) for s in live][:5]} s)")
+    t.check(any("counting since top started" in s.splitlines()[0] for s in live),
+            "server: the heading does not say that it counts since top started")
+    if parts:
+        final = parts[-1]
+        full = t.run([t.MLPD, "report", "--max-memory", "0", out], timeout=300).stdout
+        got = re.search(r"== Allocations: (\d+) objects", final)
+        whole = re.search(r"== Allocations: (\d+) objects", full)
+        t.check(got is not None and whole is not None and 0 < int(got.group(1)) < int(whole.group(1)),
+                f"server: top counted {got and got.group(1)} objects, the whole file {whole and whole.group(1)}")
+        t.check("[unknown method" not in final.split("== Allocations")[0],
+                "server: the final view has unnamed methods (the names before the start were not read)")
+    m = re.search(r"decoded (\d+) bytes", err)
+    t.check(m is not None and int(m.group(1)) == os.path.getsize(out), f"server: {m and m.group(0)}")
+    print(f"ok  live server: file {size_at_start >> 20} MiB when top started; first view with data at "
+          f"{first and at(first)} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,13 @@ class LiveFile {
   // Feeds the builder every buffer complete so far (and, the first time, sees the file header).
   // A file or buffer header that cannot be right (not an mlpd file, a bad buffer id, an impossible
   // length) is fed as it is, so that the builder reports it, and then nothing more is read.
-  void feed(IncrementalBuilder& builder);
+  // With `names_only`, what is fed only names things (IncrementalBuilder::feed): mlpd top's reading
+  // of the part of a file written before it started.
+  void feed(IncrementalBuilder& builder, bool names_only = false);
+  // A plain file read from the middle: after the file header has been fed, the bytes added next are
+  // those from file offset `offset` on, which starts the file's buffer number `buffers` (the start
+  // of a buffer). False (and nothing changes) for a gzip file, before the header or with bytes held.
+  bool skip_to(uint64_t offset, uint64_t buffers);
   // The end of the input: complete buffers, then whatever is left (a cut buffer: the builder gets the
   // decoder's truncation problem). A gzip stream cut inside a member (a writer killed mid-round) ends
   // where the last whole buffer before the cut ends, as the reader treats such a file (cut_member()).
@@ -48,7 +54,8 @@ class LiveFile {
   void take_header();
 
   bool sniffed_ = false, gzip_ = false, stopped_ = false, cut_member_ = false;
-  bool in_member_ = false;  // gzip: inside a member (its trailer not yet seen)
+  bool in_member_ = false;
+  bool names_only_ = false;  // the last feed()'s  // gzip: inside a member (its trailer not yet seen)
   z_stream zs_{};
   std::string error_;
   std::vector<uint8_t> pending_raw_;  // the first byte of a file, until the gzip magic can be told

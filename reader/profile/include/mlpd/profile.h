@@ -344,8 +344,11 @@ class IncrementalBuilder {
 
   // Decodes `part`: the file header (read again each time; the first one stands), then the next
   // buffers of the file, whose first is the file's buffer number `first_buffer` (problems name it).
-  // Offsets are `part`'s (an Input whose offsets are the file's).
-  void feed(Input& part, uint64_t first_buffer);
+  // Offsets are `part`'s (an Input whose offsets are the file's). With `names_only`, the part's
+  // events only describe things (methods, classes, symbols, threads...: what names the frames and
+  // types of the other parts, before or after it); nothing in it is counted (mlpd top reads the
+  // file's history that way while it counts only what is written after it started).
+  void feed(Input& part, uint64_t first_buffer, bool names_only = false);
   // The model so far, as build_profile() would give it over the bytes fed (calls still open are
   // closed in the snapshot only).
   void snapshot(Profile& out);

@@ -42,7 +42,19 @@ class Exporter {
   // Writes the export of `p` to `out` (opened in binary mode). Returns false with a one-line `error`
   // when nothing sensible can be written.
   virtual bool write(const profile::Profile& p, std::FILE* out, std::string& error) = 0;
+  // About how many bytes write() would produce, from the model (and what the listener kept), without
+  // writing: `mlpd export --max-output` refuses an output estimated above its limit. Meant to be close
+  // (within a factor of about two), erring on the large side. Default: the frame names plus every
+  // weighted stack as a list of frame indexes.
+  virtual uint64_t estimate(const profile::Profile& p);
 };
+
+// Estimates shared by the exporters (export_common.cpp): the frames' names (each once), and the
+// stacks of `what` written out once per weighted node, either as frame names joined by a separator
+// (`with_names`) or as `per_frame` bytes per frame; `per_stack` bytes more for each.
+uint64_t estimate_names(const profile::Profile& p);
+uint64_t estimate_stacks(const profile::Profile& p, profile::What what, bool with_names, uint64_t per_frame,
+                         uint64_t per_stack);
 
 std::unique_ptr<Exporter> make_collapsed_exporter(const ExportOptions& o);
 std::unique_ptr<Exporter> make_html_exporter(const ExportOptions& o);
