@@ -202,9 +202,11 @@ bool is_wait_symbol(std::string_view name) {
     for (std::string_view pre : {"GI_", "libc_", "pthread_", "new_", "old_"})
       if (name.substr(0, pre.size()) == pre) name.remove_prefix(pre.size()), again = true;
   }
+  // glibc 2.41 (Debian 13) enters every cancellable system call (futex waits, poll, read, nanosleep...)
+  // through __syscall_cancel_arch, which is then the leaf of a blocked thread: a wait.
   for (std::string_view part : {"futex", "lll_lock_wait", "cond_wait", "cond_timedwait", "cond_clockwait", "sem_wait",
                                 "sem_timedwait", "sem_clockwait", "nanosleep", "epoll_wait", "epoll_pwait", "sigtimedwait",
-                                "sigwaitinfo", "sigsuspend"})
+                                "sigwaitinfo", "sigsuspend", "syscall_cancel"})
     if (name.find(part) != std::string_view::npos) return true;
   for (std::string_view exact : {"poll", "ppoll", "select", "pselect", "pselect6", "usleep", "sleep", "pause", "accept",
                                  "accept4", "recv", "recvfrom", "recvmsg", "wait4", "waitpid", "waitid", "sigwait",

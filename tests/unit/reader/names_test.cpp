@@ -1,6 +1,6 @@
 // Native symbol names as the reader shows them (issue 22.10): C++ names demangled, the profiler's own
 // frames marked "[mlpd] ", everything else kept whole.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <string>
 

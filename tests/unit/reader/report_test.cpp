@@ -1,6 +1,6 @@
 // The text report's CPU ranking (issue 22.2): waits, the runtime's unnamed code and the profiler's own
 // frames each on one group line; the rate asked for and the rate delivered in the heading.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdio>
 #include <string>
