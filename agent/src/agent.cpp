@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "exit_signals.h"
 #include "helper_thread.h"
 #include "ring_sink.h"
 #include "mlpd/agent/command_server.h"
@@ -29,6 +30,7 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/output_cut.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
@@ -188,7 +190,10 @@ class Agent final : private HelperOutput {
     bytes.clear();
     encode_file_header(h, bytes);
     if (ring_) return true;  // the ring holds buffers only
-    if (write_out(bytes) && sink_->flush()) return true;
+    if (write_out(bytes) && sink_->flush()) {
+      sink_->mark_whole();
+      return true;
+    }
     why = sink_->error();
     if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
     return false;
@@ -244,6 +249,7 @@ class Agent final : private HelperOutput {
     // host's exit. After the limit the data still in flight is given up, with one message.
     if (!helper_.stop(kExitWriteLimitSeconds)) {
       failed_ = true;
+      output_cut::cut(0);  // the helper may be inside a write: the file ends with its last whole round
       say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
           " s (" + sink_->describe() + "); the rest is lost");
       return;
@@ -310,7 +316,9 @@ class Agent final : private HelperOutput {
     ++file_seq_;
     const ResolvedOutput where = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), file_seq_);
     std::string error;
-    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error);
+    SinkOptions sink_options;
+    sink_options.cut_on_kill = true;
+    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error, sink_options);
     if (!sink) {
       // The old sink is closed; a sink that only reports this error takes its place.
       auto failed = std::make_unique<MemorySink>(where.target);
@@ -321,6 +329,7 @@ class Agent final : private HelperOutput {
     }
     set_sink(std::move(sink), where.target);
     if (!write_out(header_bytes_) || !sink_->write(metadata.data(), metadata.size()) || !sink_->flush()) return false;
+    sink_->mark_whole();
     // rotate-keep: the oldest files beyond N go (the current one counts).
     while (options_.rotate_keep && files_.size() > options_.rotate_keep) {
       ::unlink(files_.front().c_str());
@@ -371,6 +380,7 @@ class Agent final : private HelperOutput {
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
   bool write_member(const uint8_t* data, size_t size) override { return sink_->write_member(data, size); }
   bool flush() override { return sink_->flush(); }
+  void round_written() override { sink_->mark_whole(); }
   void hurry(bool behind) override { sink_->set_hurry(behind); }
   bool failed() const override { return failed_; }
   void report_failure() override {
@@ -431,6 +441,7 @@ void fork_child() {
     sigaction(g_dump_signal, &dfl, nullptr);
     g_dump_signal = 0;
   }
+  reset_exit_signals_after_fork();    // the parent's file is not the child's to cut
   hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
 }
@@ -566,6 +577,7 @@ void start(std::string_view text) {
   child_env.push_back(nullptr);
   SinkOptions sink_options;
   sink_options.child_env = child_env.data();
+  sink_options.cut_on_kill = true;  // files only (sink.h); a kill cuts the file back to its last whole round
   if (o.ring_bytes) {
     agent->use_ring();
   } else {
@@ -644,6 +656,8 @@ void start(std::string_view text) {
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
   if (o.dump_signal) install_dump_signal(o);
+  // After the dump signal (HUP may be it). Only for a file of ours: a pipe or #FD cannot be cut back.
+  if (!o.ring_bytes && where.kind == ResolvedOutput::Kind::File) install_exit_signals();
   if (o.ring_bytes) hooks::set_after_trigger_heapshot(after_trigger_heapshot);
   agent->announce_server();
   if (o.verbose) say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
