@@ -542,10 +542,11 @@ mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
 
 }  // namespace
 
-void start(std::string_view text) {
+void start(std::string_view text, std::string_view note) {
   // Not Mono: do nothing, write nothing, print nothing.
   if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return;
   if (g_started.exchange(true)) return;
+  if (!note.empty()) say(std::string(note));
 
   Options options;
   std::string error;
@@ -590,7 +591,11 @@ void start(std::string_view text) {
     const std::string first = where.target;
     where.target += "." + std::to_string(getpid());
     sink = open_sink(sink_kind(where.kind), where.target, o.zip, error, sink_options);
-    if (sink) say("mlpd: output file '" + first + "' is being written by another process; writing '" + where.target + "' instead");
+    // Only with `verbose`: the process is profiled, and its stderr may be another program's output
+    // (a compiler's child, whose stderr its build prints).
+    if (sink && o.verbose) {
+      say("mlpd: output file '" + first + "' is being written by another process; writing '" + where.target + "' instead");
+    }
   }
   if (!sink) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
