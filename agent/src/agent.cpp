@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -122,15 +123,19 @@ class Agent final : private HelperOutput {
   std::string dump(const std::string& file, bool round_first) {
     if (!ring_) return "ERR dump: not in flight-recorder mode";
     if (round_first) helper_.round_now();
-    const uint64_t seq = dump_seq_++;
-    std::string target;
-    if (!file.empty()) {
-      target = expand_output_name(file, static_cast<long>(getpid()), std::time(nullptr), seq);
-    } else if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
-      target = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), seq).target;
-    } else {
-      target = expand_output_name("mlpd-dump.%p.%n.mlpd", static_cast<long>(getpid()), std::time(nullptr), seq);
-    }
+    // %n numbers the dumps written under a name that has it: a dump named without it, or one that
+    // failed, takes no number (the next is still the next in sequence).
+    const long pid = static_cast<long>(getpid());
+    const std::time_t now = std::time(nullptr);
+    auto name_for = [&](uint64_t seq) {
+      if (!file.empty()) return expand_output_name(file, pid, now, seq);
+      if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
+        return resolve_output(options_, pid, now, seq).target;
+      }
+      return expand_output_name(options_.zip ? "mlpd-dump.%p.%n.mlpd.gz" : "mlpd-dump.%p.%n.mlpd", pid, now, seq);
+    };
+    const std::string target = name_for(dump_seq_);
+    const bool numbered = target != name_for(dump_seq_ + 1);
     std::string error;
     std::unique_ptr<OutputSink> out = open_sink(mlpd::OutputKind::File, target, options_.zip, error);
     auto fail = [](std::string e) {
@@ -152,6 +157,7 @@ class Agent final : private HelperOutput {
       ::unlink(target.c_str());
       return fail(out->error());
     }
+    if (numbered) ++dump_seq_;
     std::string name = target;
     for (char& c : name) {
       if (static_cast<unsigned char>(c) < 0x20) c = '?';
@@ -580,6 +586,23 @@ void start(std::string_view text, std::string_view note) {
   sink_options.child_env = child_env.data();
   sink_options.cut_on_kill = true;  // files only (sink.h); a kill cuts the file back to its last whole round
   if (o.ring_bytes) {
+    // The dumps (the exit dump among them) go to output='s directory: one that cannot take them is
+    // refused now, with one line, not found out at exit when the recorded events are lost.
+    if (o.output_kind == OutputKind::File || o.output_kind == OutputKind::FileAppendPid) {
+      const size_t slash = where.target.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : where.target.substr(0, slash);
+      struct stat st{};
+      int err = ::stat(dir.c_str(), &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+      if (!err && ::access(dir.c_str(), W_OK | X_OK) != 0) err = errno;
+      if (err) {
+        std::string shown = dir;
+        for (char& c : shown) {
+          if (static_cast<unsigned char>(c) < 0x20) c = '?';
+        }
+        say("mlpd: ring: cannot write dumps into '" + shown + "' (output=): " + std::strerror(err) + "; profiling is off");
+        return;
+      }
+    }
     agent->use_ring();
   } else {
   bool taken = false;  // another live process writes this file (it holds the lock): write NAME.PID

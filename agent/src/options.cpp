@@ -784,7 +784,9 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
   return out;
 }
 
-std::string default_output_name(long pid) { return "output." + std::to_string(pid) + ".mlpd"; }
+std::string default_output_name(long pid, bool zip) {
+  return "output." + std::to_string(pid) + (zip ? ".mlpd.gz" : ".mlpd");
+}
 
 ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when, uint64_t seq) {
   ResolvedOutput r;
@@ -794,7 +796,7 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
         r.kind = ResolvedOutput::Kind::Pipe;
         r.target = "mprof-report -";
       } else {
-        r.target = default_output_name(pid);
+        r.target = default_output_name(pid, options.zip);
       }
       return r;
     case OutputKind::Pipe:

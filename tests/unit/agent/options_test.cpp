@@ -387,11 +387,14 @@ TEST_CASE("options: output name expansion", "[options]") {
   CHECK(expand_output_name("%%p", 12, t) == "%p");
   CHECK(expand_output_name("", 12, t) == "");
   CHECK(default_output_name(77) == "output.77.mlpd");
+  CHECK(default_output_name(77, true) == "output.77.mlpd.gz");  // zip: the name says gzip
 
   Options o = parse_ok("");
   ResolvedOutput r = resolve_output(o, 77, t);
   CHECK(r.kind == ResolvedOutput::Kind::File);
   CHECK(r.target == "output.77.mlpd");
+  CHECK(resolve_output(parse_ok("zip"), 77, t).target == "output.77.mlpd.gz");
+  CHECK(resolve_output(parse_ok("zip,output=x.mlpd"), 77, t).target == "x.mlpd");  // a name given is kept
 
   r = resolve_output(parse_ok("output=run-%p-%t.mlpd"), 5, t);
   CHECK(r.kind == ResolvedOutput::Kind::File);

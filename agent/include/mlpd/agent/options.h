@@ -163,8 +163,8 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
 // Whether rotation (rotate= or rotate-size=) is on.
 inline bool rotation_on(const Options& o) { return o.rotate_ms != 0 || o.rotate_bytes != 0; }
 
-// "output.<pid>.mlpd": the file written when no output= is given.
-std::string default_output_name(long pid);
+// "output.<pid>.mlpd" ("output.<pid>.mlpd.gz" with `zip`): the file written when no output= is given.
+std::string default_output_name(long pid, bool zip = false);
 
 // Where the data goes, with +FILE, %-expansion, the default name and `report` applied.
 struct ResolvedOutput {
