@@ -7,6 +7,7 @@
 // When both give options, one precedence (choose_options, docs/options.md): the constructor leaves
 // the start to mono_profiler_init_mlpd when Mono is going to call it.
 // In a process that is not Mono both do nothing.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -60,7 +61,8 @@ bool profile_option_coming() {
 
 __attribute__((constructor)) static void mlpd_preload_constructor() {
   const char* opts = std::getenv("MLPD_OPTIONS");
-  if (!opts || profile_option_coming()) return;
+  // Not Mono (a child such as /bin/sh): nothing at all, not even a look at the command line.
+  if (!opts || !dlsym(RTLD_DEFAULT, "mono_profiler_create") || profile_option_coming()) return;
   mlpd::agent::start(opts);
 }
 
