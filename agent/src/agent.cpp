@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "exit_signals.h"
 #include "helper_thread.h"
 #include "ring_sink.h"
 #include "mlpd/agent/command_server.h"
@@ -29,6 +31,7 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/output_cut.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/sink.h"
@@ -120,15 +123,19 @@ class Agent final : private HelperOutput {
   std::string dump(const std::string& file, bool round_first) {
     if (!ring_) return "ERR dump: not in flight-recorder mode";
     if (round_first) helper_.round_now();
-    const uint64_t seq = dump_seq_++;
-    std::string target;
-    if (!file.empty()) {
-      target = expand_output_name(file, static_cast<long>(getpid()), std::time(nullptr), seq);
-    } else if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
-      target = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), seq).target;
-    } else {
-      target = expand_output_name("mlpd-dump.%p.%n.mlpd", static_cast<long>(getpid()), std::time(nullptr), seq);
-    }
+    // %n numbers the dumps written under a name that has it: a dump named without it, or one that
+    // failed, takes no number (the next is still the next in sequence).
+    const long pid = static_cast<long>(getpid());
+    const std::time_t now = std::time(nullptr);
+    auto name_for = [&](uint64_t seq) {
+      if (!file.empty()) return expand_output_name(file, pid, now, seq);
+      if (options_.output_kind == OutputKind::File || options_.output_kind == OutputKind::FileAppendPid) {
+        return resolve_output(options_, pid, now, seq).target;
+      }
+      return expand_output_name(options_.zip ? "mlpd-dump.%p.%n.mlpd.gz" : "mlpd-dump.%p.%n.mlpd", pid, now, seq);
+    };
+    const std::string target = name_for(dump_seq_);
+    const bool numbered = target != name_for(dump_seq_ + 1);
     std::string error;
     std::unique_ptr<OutputSink> out = open_sink(mlpd::OutputKind::File, target, options_.zip, error);
     auto fail = [](std::string e) {
@@ -150,6 +157,7 @@ class Agent final : private HelperOutput {
       ::unlink(target.c_str());
       return fail(out->error());
     }
+    if (numbered) ++dump_seq_;
     std::string name = target;
     for (char& c : name) {
       if (static_cast<unsigned char>(c) < 0x20) c = '?';
@@ -188,7 +196,10 @@ class Agent final : private HelperOutput {
     bytes.clear();
     encode_file_header(h, bytes);
     if (ring_) return true;  // the ring holds buffers only
-    if (write_out(bytes) && sink_->flush()) return true;
+    if (write_out(bytes) && sink_->flush()) {
+      sink_->mark_whole();
+      return true;
+    }
     why = sink_->error();
     if (const size_t p = why.find("; profiling stopped"); p != std::string::npos) why.erase(p);
     return false;
@@ -244,6 +255,7 @@ class Agent final : private HelperOutput {
     // host's exit. After the limit the data still in flight is given up, with one message.
     if (!helper_.stop(kExitWriteLimitSeconds)) {
       failed_ = true;
+      output_cut::cut(0);  // the helper may be inside a write: the file ends with its last whole round
       say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
           " s (" + sink_->describe() + "); the rest is lost");
       return;
@@ -310,7 +322,9 @@ class Agent final : private HelperOutput {
     ++file_seq_;
     const ResolvedOutput where = resolve_output(options_, static_cast<long>(getpid()), std::time(nullptr), file_seq_);
     std::string error;
-    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error);
+    SinkOptions sink_options;
+    sink_options.cut_on_kill = true;
+    std::unique_ptr<OutputSink> sink = open_sink(mlpd::OutputKind::File, where.target, options_.zip, error, sink_options);
     if (!sink) {
       // The old sink is closed; a sink that only reports this error takes its place.
       auto failed = std::make_unique<MemorySink>(where.target);
@@ -321,6 +335,7 @@ class Agent final : private HelperOutput {
     }
     set_sink(std::move(sink), where.target);
     if (!write_out(header_bytes_) || !sink_->write(metadata.data(), metadata.size()) || !sink_->flush()) return false;
+    sink_->mark_whole();
     // rotate-keep: the oldest files beyond N go (the current one counts).
     while (options_.rotate_keep && files_.size() > options_.rotate_keep) {
       ::unlink(files_.front().c_str());
@@ -371,6 +386,7 @@ class Agent final : private HelperOutput {
   bool write(const uint8_t* data, size_t size) override { return sink_->write(data, size); }
   bool write_member(const uint8_t* data, size_t size) override { return sink_->write_member(data, size); }
   bool flush() override { return sink_->flush(); }
+  void round_written() override { sink_->mark_whole(); }
   void hurry(bool behind) override { sink_->set_hurry(behind); }
   bool failed() const override { return failed_; }
   void report_failure() override {
@@ -431,6 +447,7 @@ void fork_child() {
     sigaction(g_dump_signal, &dfl, nullptr);
     g_dump_signal = 0;
   }
+  reset_exit_signals_after_fork();    // the parent's file is not the child's to cut
   hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
 }
@@ -531,10 +548,11 @@ mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
 
 }  // namespace
 
-void start(std::string_view text) {
+void start(std::string_view text, std::string_view note) {
   // Not Mono: do nothing, write nothing, print nothing.
   if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return;
   if (g_started.exchange(true)) return;
+  if (!note.empty()) say(std::string(note));
 
   Options options;
   std::string error;
@@ -566,7 +584,25 @@ void start(std::string_view text) {
   child_env.push_back(nullptr);
   SinkOptions sink_options;
   sink_options.child_env = child_env.data();
+  sink_options.cut_on_kill = true;  // files only (sink.h); a kill cuts the file back to its last whole round
   if (o.ring_bytes) {
+    // The dumps (the exit dump among them) go to output='s directory: one that cannot take them is
+    // refused now, with one line, not found out at exit when the recorded events are lost.
+    if (o.output_kind == OutputKind::File || o.output_kind == OutputKind::FileAppendPid) {
+      const size_t slash = where.target.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : where.target.substr(0, slash);
+      struct stat st{};
+      int err = ::stat(dir.c_str(), &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+      if (!err && ::access(dir.c_str(), W_OK | X_OK) != 0) err = errno;
+      if (err) {
+        std::string shown = dir;
+        for (char& c : shown) {
+          if (static_cast<unsigned char>(c) < 0x20) c = '?';
+        }
+        say("mlpd: ring: cannot write dumps into '" + shown + "' (output=): " + std::strerror(err) + "; profiling is off");
+        return;
+      }
+    }
     agent->use_ring();
   } else {
   bool taken = false;  // another live process writes this file (it holds the lock): write NAME.PID
@@ -578,7 +614,11 @@ void start(std::string_view text) {
     const std::string first = where.target;
     where.target += "." + std::to_string(getpid());
     sink = open_sink(sink_kind(where.kind), where.target, o.zip, error, sink_options);
-    if (sink) say("mlpd: output file '" + first + "' is being written by another process; writing '" + where.target + "' instead");
+    // Only with `verbose`: the process is profiled, and its stderr may be another program's output
+    // (a compiler's child, whose stderr its build prints).
+    if (sink && o.verbose) {
+      say("mlpd: output file '" + first + "' is being written by another process; writing '" + where.target + "' instead");
+    }
   }
   if (!sink) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
@@ -644,6 +684,8 @@ void start(std::string_view text) {
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
   if (o.dump_signal) install_dump_signal(o);
+  // After the dump signal (HUP may be it). Only for a file of ours: a pipe or #FD cannot be cut back.
+  if (!o.ring_bytes && where.kind == ResolvedOutput::Kind::File) install_exit_signals();
   if (o.ring_bytes) hooks::set_after_trigger_heapshot(after_trigger_heapshot);
   agent->announce_server();
   if (o.verbose) {

@@ -165,6 +165,7 @@ bool HelperThread::round(bool live) {
       if (!(ok = p.member ? out.write_member(p.data, p.size) : out.write(p.data, p.size))) break;
     }
     if (ok && live && !pieces.empty()) ok = out.flush();
+    if (ok) out.round_written();
     if (!ok) out.report_failure();
   }
   flusher_.end_round();

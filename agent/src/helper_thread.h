@@ -30,6 +30,9 @@ class HelperOutput {
   // A complete gzip member a thread made (zip: OutputSink::write_member).
   virtual bool write_member(const uint8_t* /*data*/, size_t /*size*/) { return false; }
   virtual bool flush() = 0;
+  // A round was written whole (after its flush, if live): a kill cuts the file back to here
+  // (OutputSink::mark_whole).
+  virtual void round_written() {}
   // The helper is behind (OutputSink::set_hurry): favour speed over size for this round.
   virtual void hurry(bool /*behind*/) {}
   // The output failed (now or earlier): nothing more is written.

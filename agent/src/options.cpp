@@ -741,6 +741,21 @@ std::string_view options_from_profiler_desc(std::string_view desc) noexcept {
   return colon == std::string_view::npos ? std::string_view() : desc.substr(colon + 1);
 }
 
+ChosenOptions choose_options(std::optional<std::string_view> env, std::string_view profile) {
+  ChosenOptions c;
+  const std::string_view e = env.value_or(std::string_view());
+  if (profile.empty()) {
+    c.text = std::string(e);
+    return c;
+  }
+  c.text = std::string(profile);
+  if (!e.empty() && e != profile) {
+    c.note = "mlpd: using the options of --profile=mlpd:" + printable(profile) + "; MLPD_OPTIONS='" + printable(e) +
+             "' is ignored";
+  }
+  return c;
+}
+
 std::string expand_output_name(std::string_view pattern, long pid, std::time_t when, uint64_t seq) {
   std::string out;
   out.reserve(pattern.size() + 16);
@@ -769,7 +784,9 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
   return out;
 }
 
-std::string default_output_name(long pid) { return "output." + std::to_string(pid) + ".mlpd"; }
+std::string default_output_name(long pid, bool zip) {
+  return "output." + std::to_string(pid) + (zip ? ".mlpd.gz" : ".mlpd");
+}
 
 ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when, uint64_t seq) {
   ResolvedOutput r;
@@ -779,7 +796,7 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
         r.kind = ResolvedOutput::Kind::Pipe;
         r.target = "mprof-report -";
       } else {
-        r.target = default_output_name(pid);
+        r.target = default_output_name(pid, options.zip);
       }
       return r;
     case OutputKind::Pipe:

@@ -23,6 +23,8 @@
 #include <cstring>
 #include <optional>
 
+#include "mlpd/output_cut.h"
+
 extern char** environ;
 
 namespace mlpd {
@@ -145,12 +147,28 @@ class DescriptorSink final : public OutputSink {
 
   bool write(const void* data, size_t size) override {
     if (failed_ || closed_) return false;
-    if (const int err = write_all(fd_, static_cast<const uint8_t*>(data), size, guard_sigpipe_)) {
+    // The process is ending by a signal and the file was cut back (output_cut.h): write nothing more,
+    // and say nothing either.
+    if (cut_guard_ && !output_cut::enter()) return true;
+    const int err = write_all(fd_, static_cast<const uint8_t*>(data), size, guard_sigpipe_);
+    if (cut_guard_) output_cut::leave();
+    if (err) {
       fail(write_failure(name_, err));
       return false;
     }
     written_ += size;
     return true;
+  }
+
+  // The process's output file (SinkOptions::cut_on_kill): from now on a kill cuts it back to here.
+  void guard_for_kill() {
+    if (owns_fd_ && !guard_sigpipe_) {  // a regular file we opened (and truncated): offsets are written_
+      cut_guard_ = true;
+      output_cut::attach(fd_);
+    }
+  }
+  void mark_whole() override {
+    if (cut_guard_ && !failed_ && !closed_) output_cut::mark_whole(written_);
   }
 
   // write(2) already handed the bytes to the kernel: readers see them. Durability against a machine crash
@@ -160,6 +178,12 @@ class DescriptorSink final : public OutputSink {
   bool close() override {
     if (closed_) return !failed_;
     closed_ = true;
+    if (cut_guard_) {
+      if (!output_cut::enter()) return !failed_;  // cut back at a kill: the descriptor is left as it is
+      output_cut::detach();
+      output_cut::leave();
+      cut_guard_ = false;
+    }
     if (owns_fd_ && fd_ >= 0) {
       // On Linux the descriptor is released even when close fails (EINTR included): never retry.
       if (::close(fd_) < 0 && errno != EINTR) {
@@ -175,6 +199,7 @@ class DescriptorSink final : public OutputSink {
     if (closed_) return;
     closed_ = true;
     failed_ = true;  // close() after this reports nothing went well: nothing was finished here
+    if (cut_guard_) output_cut::forget();
     if (owns_fd_ && fd_ >= 0) ::close(fd_);
     fd_ = -1;
     child_ = -1;  // the parent's child, not ours to wait for
@@ -235,6 +260,7 @@ class DescriptorSink final : public OutputSink {
   int fd_;
   bool owns_fd_;
   bool guard_sigpipe_ = true;
+  bool cut_guard_ = false;
   uint64_t written_ = 0;
   std::string name_;
   pid_t child_ = -1;
@@ -347,6 +373,10 @@ class GzipSink final : public OutputSink {
   std::string describe() const override { return inner_->describe(); }
   uint64_t written() const override { return inner_->written(); }
   void set_hurry(bool hurry) override { hurry_ = hurry; }
+  // Whole only right after a flush: then the target ends with complete members.
+  void mark_whole() override {
+    if (!failed_ && !closed_ && staged_ == 0 && held_.empty()) inner_->mark_whole();
+  }
 
  private:
   bool emit_member(bool even_empty = false) {
@@ -420,7 +450,8 @@ int above_stdio(int fd) {
   return moved;
 }
 
-std::unique_ptr<OutputSink> open_file(const std::string& path, bool* taken, std::string& error) {
+std::unique_ptr<OutputSink> open_file(const std::string& path, const SinkOptions& options, std::string& error) {
+  bool* const taken = options.file_taken;
   int fd;
   do {
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
@@ -450,7 +481,9 @@ std::unique_ptr<OutputSink> open_file(const std::string& path, bool* taken, std:
       return nullptr;
     }
   }
-  return std::make_unique<DescriptorSink>(fd, true, path);
+  auto sink = std::make_unique<DescriptorSink>(fd, true, path);
+  if (options.cut_on_kill) sink->guard_for_kill();
+  return sink;
 }
 
 std::unique_ptr<OutputSink> open_descriptor(const std::string& target, std::string& error) {
@@ -561,7 +594,7 @@ std::unique_ptr<OutputSink> open_sink(OutputKind kind, const std::string& target
   std::unique_ptr<OutputSink> sink;
   switch (kind) {
     case OutputKind::File:
-      sink = open_file(target, options.file_taken, error);
+      sink = open_file(target, options, error);
       break;
     case OutputKind::Pipe:
       sink = open_pipe(target, options, error);

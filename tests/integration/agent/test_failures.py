@@ -68,16 +68,25 @@ def check_children(workdir):
     print("ok  child processes: one file each, parent's data complete", flush=True)
 
     # Issue 12: a fixed output=FILE. The parent holds the file; the Mono child finds it taken and writes
-    # FILE.PID, saying so in one line (it once truncated and overwrote the parent's file).
+    # FILE.PID (it once truncated and overwrote the parent's file). Issue 22: silently -- the child's
+    # stderr may be a build's output (xbuild prints its compiler's); with `verbose` it says so.
     fixed = os.path.join(run_dir, "fixed.mlpd")
-    p = t.run([t.MONO, t.program("spawn"), t.program("alloc")],
-              env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gcalloc,output={fixed}"))
+    for verbose in (True, False):
+        for f in os.listdir(run_dir):
+            os.remove(os.path.join(run_dir, f))
+        p = t.run([t.MONO, t.program("spawn"), t.program("alloc")],
+                  env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gcalloc{',verbose' if verbose else ''},output={fixed}"))
+        lines = [l for l in mlpd_lines(p.stderr) if "instead" in l]
+        if verbose:
+            m = len(lines) == 1 and re.fullmatch(
+                rf"mlpd: output file '{re.escape(fixed)}' is being written by another process; writing "
+                rf"'{re.escape(fixed)}\.(\d+)' instead", lines[0])
+            t.check(m, f"fixed, verbose: expected one line about the taken file, got {lines}")
     t.check(p.stdout == plain.stdout and p.returncode == 0, f"fixed: output changed: {p.stdout!r}")
-    lines = mlpd_lines(p.stderr)
-    m = len(lines) == 1 and re.fullmatch(
-        rf"mlpd: output file '{re.escape(fixed)}' is being written by another process; writing "
-        rf"'{re.escape(fixed)}\.(\d+)' instead", lines[0])
-    t.check(m, f"fixed: expected one line about the taken file, got {lines}")
+    t.check(not mlpd_lines(p.stderr), f"fixed: the agent wrote to stderr: {mlpd_lines(p.stderr)}")
+    children = [f for f in os.listdir(run_dir) if re.fullmatch(r"fixed\.mlpd\.\d+", f)]
+    t.check(len(children) == 1, f"fixed: expected the child's file fixed.mlpd.PID, got {os.listdir(run_dir)}")
+    m = re.fullmatch(r".*\.(\d+)", children[0]) if len(children) == 1 else None
     rc, v, _ = t.verify_json(fixed, strict=True)
     t.check(rc == 0 and v["ok"], f"fixed: the parent's file does not verify: {v and v['errors'][:3]}")
     d = t.run([t.MLPD, "dump", fixed]).stdout
@@ -97,7 +106,8 @@ def check_children(workdir):
     t.check(os.listdir(run_dir) == ["fixed.mlpd"], f"nochildren: files {os.listdir(run_dir)} (the child was profiled?)")
     rc, v, _ = t.verify_json(fixed, strict=True)
     t.check(rc == 0 and v["ok"], "nochildren: the file does not verify")
-    print("ok  child processes, fixed output=FILE: the child writes FILE.PID and says so; nochildren", flush=True)
+    print("ok  child processes, fixed output=FILE: the child writes FILE.PID, silently (a line with verbose); "
+          "nochildren", flush=True)
 
 
 def check_fork_without_exec(workdir):
@@ -131,9 +141,53 @@ def check_fork_without_exec(workdir):
     print(f"ok  fork without exec, output=|cat: parent exited in {elapsed:.2f} s, file complete", flush=True)
 
 
+def check_option_precedence(workdir):
+    """Issue 22: MLPD_OPTIONS and --profile=mlpd:OPTS together. The non-empty one is used (an empty
+    MLPD_OPTIONS once won silently, the file going to output.PID.mlpd); both non-empty: --profile's,
+    with one line saying MLPD_OPTIONS is ignored."""
+    sub = os.path.join(workdir, "precedence")
+    os.makedirs(sub)
+    a, b = os.path.join(sub, "a.mlpd"), os.path.join(sub, "b.mlpd")
+    agent_dir = os.path.dirname(AGENT)
+    preload = {"LD_PRELOAD": AGENT}
+    module = {"LD_LIBRARY_PATH": agent_dir}  # mono finds libmono-profiler-mlpd.so by itself
+    ignored = re.escape("mlpd: using the options of --profile=mlpd:nodefaults,gcalloc,output=") + ".*a\\.mlpd" + \
+        re.escape("; MLPD_OPTIONS='nodefaults,gcalloc,output=") + ".*b\\.mlpd' is ignored"
+    cases = [
+        # (what, extra env, mono options before the program, program args after it, expected file, stderr line)
+        ("empty MLPD_OPTIONS, preloaded", dict(preload, MLPD_OPTIONS=""), [f"--profile=mlpd:nodefaults,gcalloc,output={a}"], [], a, None),
+        ("empty MLPD_OPTIONS, module", dict(module, MLPD_OPTIONS=""), [f"--profile=mlpd:nodefaults,gcalloc,output={a}"], [], a, None),
+        ("no MLPD_OPTIONS, preloaded", dict(preload), [f"--profile=mlpd:nodefaults,gcalloc,output={a}"], [], a, None),
+        ("empty MLPD_OPTIONS, MONO_ENV_OPTIONS", dict(preload, MLPD_OPTIONS="", MONO_ENV_OPTIONS=f"--profile=mlpd:nodefaults,gcalloc,output={a}"), [], [], a, None),
+        ("both", dict(preload, MLPD_OPTIONS=f"nodefaults,gcalloc,output={b}"), [f"--profile=mlpd:nodefaults,gcalloc,output={a}"], [], a, ignored),
+        ("--profile=mlpd without options", dict(preload, MLPD_OPTIONS=f"nodefaults,gcalloc,output={b}"), ["--profile=mlpd"], [], b, None),
+        ("--profile=mlpd: as the program's argument", dict(preload, MLPD_OPTIONS=f"nodefaults,gcalloc,output={b}"), [], [f"--profile=mlpd:output={a}"], b, None),
+    ]
+    plain = t.run([t.MONO, t.program("exitcode")], env=env_with())
+    for what, extra, mono_opts, prog_args, expected, line in cases:
+        for f in os.listdir(sub):
+            os.remove(os.path.join(sub, f))
+        env = env_with(**extra)
+        if "MONO_ENV_OPTIONS" not in extra:
+            env.pop("MONO_ENV_OPTIONS", None)
+        p = t.run([t.MONO, *mono_opts, t.program("exitcode"), *prog_args], env=env, cwd=sub)
+        t.check(p.returncode == 3 and p.stdout == plain.stdout, f"{what}: program changed: {p.returncode} {p.stdout!r}")
+        t.check(os.listdir(sub) == [os.path.basename(expected)], f"{what}: files {os.listdir(sub)}, expected {expected}")
+        lines = mlpd_lines(p.stderr)
+        if line is None:
+            t.check(not lines, f"{what}: the agent wrote {lines}")
+        else:
+            t.check(len(lines) == 1 and re.fullmatch(line, lines[0]), f"{what}: expected one line, got {lines}")
+        if os.path.exists(expected):
+            rc, v, _ = t.verify_json(expected, strict=True)
+            t.check(rc == 0 and v["ok"] and v["counts"].get("alloc", 0) >= 500, f"{what}: {expected} does not verify")
+    print("ok  option precedence: the non-empty one; both: --profile=mlpd's, one line", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="mlpd-failures-") as workdir:
         check_output_errors(workdir)
+        check_option_precedence(workdir)
         os.chdir(workdir)
         check_children(workdir)
         check_fork_without_exec(workdir)

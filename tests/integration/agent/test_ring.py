@@ -81,12 +81,13 @@ def main():
         out, err = proc.communicate(timeout=120)
         t.check(proc.returncode == 0 and out.startswith("done"), f"program exit {proc.returncode} {out!r}")
         t.check(re.fullmatch(r"OK dump \S+d1\.mlpd \d+", a1) is not None, f"first dump answered {a1!r}")
-        t.check(re.fullmatch(r"OK dump \S+d-0001\.mlpd \d+", a2) is not None, f"second dump answered {a2!r}")
+        # The first dump was named without %n: it took no number (issue 22).
+        t.check(re.fullmatch(r"OK dump \S+d-0000\.mlpd \d+", a2) is not None, f"second dump answered {a2!r}")
         t.check(a3.startswith("ERR dump: cannot create output file") and ("Permission denied" in a3 or "Not a directory" in a3),
                 f"dump into a directory that cannot be written answered {a3!r}")
         t.check(not os.path.exists(bad), "a failed dump left a file")
         t.check(a4.startswith("OK "), f"stats after the failed dump: {a4!r} (profiling goes on)")
-        dumps = [d1, os.path.join(workdir, "d-0001.mlpd")]
+        dumps = [d1, os.path.join(workdir, "d-0000.mlpd")]
         exits = sorted(f for f in os.listdir(workdir) if f.startswith("exit-"))
         t.check(len(exits) == 1, f"exit dumps: {exits}")
         dumps += [os.path.join(workdir, f) for f in exits]
@@ -128,7 +129,88 @@ def main():
         t.check(rc == 0 and obj and obj["counts"].get("exception_throw", 0) >= 1,
                 f"unhandled: dump {ufile}: rc {rc}, {obj and obj['counts']}")
         print(f"ok  unhandled exception: exit status {u.returncode} as unprofiled, the exit dump holds the throw", flush=True)
+        numbering(workdir)
+        refused_at_start(workdir)
+        zip_default_names(workdir)
     t.finish("ring")
+
+
+def start_service(options, seconds, cwd=None):
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=options)
+    proc = subprocess.Popen([t.MONO, t.program("service"), str(seconds)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, text=True, cwd=cwd)
+    line = proc.stderr.readline()
+    m = re.search(r"command port \S+:(\d+)", line)
+    t.check(m is not None, f"{options}: no command port line: {line!r}")
+    t.check(proc.stdout.readline().strip() == "ready", f"{options}: program not ready")
+    return proc, int(m.group(1)) if m else 0
+
+
+def numbering(workdir):
+    """%n counts the dumps written under a name that has it: a dump named without %n, and one that
+    failed, take no number (they once did: e-0000, e-0003, exit e-0004)."""
+    sub = os.path.join(workdir, "num")
+    os.mkdir(sub)
+    pattern = os.path.join(sub, "e-%n.mlpd")
+    proc, port = start_service(f"nodefaults,calls,ring=1m,port=0,output={pattern}", 3)
+    time.sleep(0.5)
+    answers = [ask(port, "dump"), ask(port, "dump " + os.path.join(sub, "named.mlpd")),
+               ask(port, "dump " + os.path.join(sub, "named.mlpd", "d-%n.mlpd")), ask(port, "dump")]
+    out, err = proc.communicate(timeout=120)
+    t.check(proc.returncode == 0, f"numbering: program exit {proc.returncode}")
+    t.check(answers[2].startswith("ERR dump:"), f"numbering: dump under a file answered {answers[2]!r}")
+    files = sorted(os.listdir(sub))
+    t.check(files == ["e-0000.mlpd", "e-0001.mlpd", "e-0002.mlpd", "named.mlpd"],
+            f"numbering: files {files} (answers {answers})")
+    for f in files:
+        rc, obj, p = t.verify_json(os.path.join(sub, f), strict=True)
+        t.check(rc == 0 and obj and obj["ok"], f"numbering: {f}: {p.stdout[-300:]}")
+    print(f"ok  dump numbers: {files} (a named and a failed dump take no number; the exit dump is the next)", flush=True)
+
+
+def refused_at_start(workdir):
+    """ring= with output= in a directory that cannot take files: one line at start, profiling off,
+    the program unchanged (it once ran profiled and lost everything at exit: 'mlpd: exit ERR dump')."""
+    plain = t.run([t.MONO, t.program("exitcode")])
+    a_file = os.path.join(workdir, "a-file")
+    open(a_file, "w").close()
+    for where in (os.path.join(workdir, "missing", "x-%n.mlpd"), os.path.join(a_file, "x-%n.mlpd")):
+        env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,alloc,ring=1m,output={where}")
+        p = t.run([t.MONO, t.program("exitcode")], env=env)
+        lines = [l for l in p.stderr.splitlines() if l.startswith("mlpd:")]
+        t.check(p.returncode == plain.returncode and p.stdout == plain.stdout, f"ring refused: program changed {p.returncode}")
+        t.check(len(lines) == 1 and "cannot write dumps into" in lines[0] and lines[0].endswith("; profiling is off"),
+                f"ring with output={where}: expected one line at start, got {lines}")
+    print(f"ok  ring= into a directory that cannot take dumps: refused at start ({lines[0] if lines else ''})", flush=True)
+
+
+def zip_default_names(workdir):
+    """`zip` without output=: the default names end in .mlpd.gz (gzip once went into output.PID.mlpd)."""
+    sub = os.path.join(workdir, "zipnames")
+    os.mkdir(sub)
+    p = t.run([t.MONO, t.program("exitcode")], env=dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS="nodefaults,alloc,zip"),
+              cwd=sub)
+    files = os.listdir(sub)
+    t.check(p.returncode == 3 and len(files) == 1 and re.fullmatch(r"output\.\d+\.mlpd\.gz", files[0]) is not None,
+            f"zip, default output: files {files}")
+    for f in files:
+        path = os.path.join(sub, f)
+        t.check(open(path, "rb").read(2) == b"\x1f\x8b", f"{f}: not gzip")
+        rc, obj, _ = t.verify_json(path, strict=True)
+        t.check(rc == 0 and obj and obj["counts"].get("alloc", 0) >= 500, f"{f}: does not verify")
+        r = t.run([t.MPROF_REPORT, path])
+        t.check(r.returncode == 0 and "Marker" in r.stdout, f"{f}: mprof-report rc {r.returncode}")
+        os.unlink(path)
+    proc, port = start_service("nodefaults,calls,ring=1m,zip,port=0", 2, cwd=sub)
+    time.sleep(0.3)
+    a = ask(port, "dump")
+    proc.communicate(timeout=120)
+    m = re.fullmatch(r"OK dump (mlpd-dump\.\d+\.0000\.mlpd\.gz) \d+", a)
+    t.check(m is not None, f"zip, ring, default dump name: answered {a!r}")
+    if m:
+        rc, obj, _ = t.verify_json(os.path.join(sub, m.group(1)), strict=True)
+        t.check(rc == 0 and obj and obj["ok"], f"{m.group(1)}: does not verify")
+    print(f"ok  zip default names: {files}, {a.split()[2] if m else a}", flush=True)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,22 @@ TEST_CASE("options: the original text and the header args", "[options]") {
   CHECK(options_from_profiler_desc("mlpd:output=a:b") == "output=a:b");
 }
 
+TEST_CASE("options: MLPD_OPTIONS and --profile=mlpd:OPTS together, one precedence", "[options]") {
+  // The non-empty one, silently.
+  CHECK(choose_options(std::nullopt, "calls").text == "calls");
+  CHECK(choose_options(std::string_view(""), "calls").text == "calls");  // an empty MLPD_OPTIONS once won
+  CHECK(choose_options(std::string_view(""), "calls").note.empty());
+  CHECK(choose_options(std::string_view("alloc"), "").text == "alloc");  // --profile=mlpd, no options
+  CHECK(choose_options(std::string_view("alloc"), "").note.empty());
+  CHECK(choose_options(std::nullopt, "").text.empty());
+  CHECK(choose_options(std::string_view("calls"), "calls").note.empty());  // the same: nothing to say
+  // Both non-empty: --profile's, and one line naming what is ignored.
+  const ChosenOptions both = choose_options(std::string_view("calls,output=b"), "alloc,output=a");
+  CHECK(both.text == "alloc,output=a");
+  CHECK(both.note == "mlpd: using the options of --profile=mlpd:alloc,output=a; MLPD_OPTIONS='calls,output=b' is ignored");
+  CHECK(choose_options(std::string_view("a\nb"), "x").note.find('\n') == std::string::npos);
+}
+
 TEST_CASE("options: parsing resets the struct", "[options]") {
   Options o;
   std::string error;
@@ -371,11 +387,14 @@ TEST_CASE("options: output name expansion", "[options]") {
   CHECK(expand_output_name("%%p", 12, t) == "%p");
   CHECK(expand_output_name("", 12, t) == "");
   CHECK(default_output_name(77) == "output.77.mlpd");
+  CHECK(default_output_name(77, true) == "output.77.mlpd.gz");  // zip: the name says gzip
 
   Options o = parse_ok("");
   ResolvedOutput r = resolve_output(o, 77, t);
   CHECK(r.kind == ResolvedOutput::Kind::File);
   CHECK(r.target == "output.77.mlpd");
+  CHECK(resolve_output(parse_ok("zip"), 77, t).target == "output.77.mlpd.gz");
+  CHECK(resolve_output(parse_ok("zip,output=x.mlpd"), 77, t).target == "x.mlpd");  // a name given is kept
 
   r = resolve_output(parse_ok("output=run-%p-%t.mlpd"), 5, t);
   CHECK(r.kind == ResolvedOutput::Kind::File);

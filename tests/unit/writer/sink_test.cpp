@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "mlpd/output_cut.h"
 #include "mlpd/sink.h"
 
 using namespace mlpd;
@@ -169,6 +170,57 @@ TEST_CASE("file sink: bytes round trip, file created 0644 and truncated", "[sink
   struct stat st {};
   REQUIRE(stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == (0644 & ~mask));
+}
+
+TEST_CASE("file sink: a kill cuts the process's output file back to its last whole round", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd");
+  const Bytes data = make_data(300000, 7);
+  SinkOptions options;
+  options.cut_on_kill = true;
+  std::string error;
+  auto sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 100000));
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data() + 100000, 150000));  // a round whose last buffer the kill would cut
+  CHECK(output_cut::cut(0));
+  CHECK(read_all(path) == Bytes(data.begin(), data.begin() + 100000));
+  CHECK(sink->write(data.data(), 1000));  // after the cut: accepted, and nothing written
+  CHECK(read_all(path).size() == 100000);
+  output_cut::forget();  // cut() froze the output (a dying process leaves the descriptor as it is)
+  CHECK(sink->close());
+  // Nothing whole yet (the header not written): the file is left as it is.
+  sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 10));
+  CHECK_FALSE(output_cut::cut(0));
+  output_cut::forget();  // cut() froze the output; a test process goes on
+  CHECK(read_all(path).size() == 10);
+  CHECK(sink->close());
+  // Closed: the descriptor is no longer the one to cut (another may get its number).
+  sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 100));
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data(), 50));
+  CHECK(sink->close());
+  CHECK_FALSE(output_cut::cut(0));
+  output_cut::forget();
+  CHECK(read_all(path).size() == 150);
+}
+
+TEST_CASE("file sink: an output that is not the process's own is never cut", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("dump.mlpd");
+  const Bytes data = make_data(5000, 8);
+  auto sink = must_open(OutputKind::File, path, false);
+  REQUIRE(sink->write(data.data(), 1000));
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data() + 1000, 4000));
+  CHECK_FALSE(output_cut::cut(0));
+  output_cut::forget();
+  CHECK(read_all(path) == data);
 }
 
 TEST_CASE("file sink: a path in a missing directory fails to open with a clear message", "[sink]") {

@@ -55,6 +55,9 @@ class OutputSink {
   // The writer is behind (buffers are waiting for it): until told otherwise, favour speed over size.
   // gzip then writes stored (uncompressed) deflate blocks, still valid gzip members; others ignore it.
   virtual void set_hurry(bool /*hurry*/) {}
+  // Everything written so far ends a whole round (complete buffers; gzip: complete members, so only
+  // right after a flush): a kill cuts the file back to here (SinkOptions::cut_on_kill). Others ignore it.
+  virtual void mark_whole() {}
 };
 
 enum class OutputKind {
@@ -77,6 +80,9 @@ struct SinkOptions {
   // writes one file. When another process holds the lock, open_sink fails, leaves the file untouched
   // and sets *file_taken (if given) to true.
   bool* file_taken = nullptr;
+  // Files: the process's own output (not a dump): registered with output_cut.h, so that a kill by
+  // TERM, INT or HUP cuts it back to its last mark_whole(). One such sink at a time.
+  bool cut_on_kill = false;
 };
 
 // Opens an output. On failure returns nullptr and sets `error` to one line naming the target and cause.

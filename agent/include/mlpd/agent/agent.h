@@ -10,7 +10,8 @@ namespace mlpd::agent {
 // description for the file header when started by Mono (`mlpd:calls`), empty otherwise. Does nothing
 // in a process that is not Mono, and nothing the second time. Never aborts the host: a bad option or
 // an output that cannot be opened prints one line on stderr and leaves profiling off.
-void start(std::string_view options);
+// `note`: a line to print once the agent knows it is in Mono (choose_options: MLPD_OPTIONS ignored).
+void start(std::string_view options, std::string_view note = {});
 
 // Writes out everything recorded and closes the output. Idempotent; safe from exit handlers.
 void shutdown();

@@ -145,6 +145,16 @@ int dump_signal_from_name(std::string_view name, std::string& why, std::string* 
 // The option part of a Mono profiler description: "mlpd:calls,zip" -> "calls,zip", "mlpd" -> "".
 std::string_view options_from_profiler_desc(std::string_view desc) noexcept;
 
+// Which options a start takes when they may come from both MLPD_OPTIONS (`env`, nullopt when absent)
+// and `mono --profile=mlpd:OPTS` (`profile`, the part after the colon; empty without options): the
+// non-empty one; both non-empty and different: --profile's, and `note` is one line saying that
+// MLPD_OPTIONS is ignored (always printed: options are never silently ignored). Empty `note` otherwise.
+struct ChosenOptions {
+  std::string text;
+  std::string note;
+};
+ChosenOptions choose_options(std::optional<std::string_view> env, std::string_view profile);
+
 // Expands %p (pid), %t (UTC time as YYYYMMDDhhmmss), %n (`seq`, the file's sequence number with at
 // least 4 digits: 0000, 0001, ...) and %% (%) in an output name. Any other %x, and a trailing lone %,
 // are kept as they are.
@@ -153,8 +163,8 @@ std::string expand_output_name(std::string_view pattern, long pid, std::time_t w
 // Whether rotation (rotate= or rotate-size=) is on.
 inline bool rotation_on(const Options& o) { return o.rotate_ms != 0 || o.rotate_bytes != 0; }
 
-// "output.<pid>.mlpd": the file written when no output= is given.
-std::string default_output_name(long pid);
+// "output.<pid>.mlpd" ("output.<pid>.mlpd.gz" with `zip`): the file written when no output= is given.
+std::string default_output_name(long pid, bool zip = false);
 
 // Where the data goes, with +FILE, %-expansion, the default name and `report` applied.
 struct ResolvedOutput {

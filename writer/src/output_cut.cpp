@@ -1,0 +1,70 @@
+// The output's cut-back point at a sudden end (output_cut.h).
+#include "mlpd/output_cut.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+
+namespace mlpd::output_cut {
+namespace {
+
+std::atomic<int> g_fd{-1};
+std::atomic<uint64_t> g_whole{0};
+std::atomic<bool> g_busy{false};
+std::atomic<bool> g_frozen{false};
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free &&
+              std::atomic<bool>::is_always_lock_free, "a signal handler reads these");
+
+}  // namespace
+
+void attach(int fd) noexcept {
+  g_whole.store(0, std::memory_order_seq_cst);
+  g_fd.store(fd, std::memory_order_seq_cst);
+}
+
+bool enter() noexcept {
+  g_busy.store(true, std::memory_order_seq_cst);
+  if (!g_frozen.load(std::memory_order_seq_cst)) return true;
+  g_busy.store(false, std::memory_order_seq_cst);
+  return false;
+}
+
+void leave() noexcept { g_busy.store(false, std::memory_order_seq_cst); }
+
+void detach() noexcept {
+  g_fd.store(-1, std::memory_order_seq_cst);
+  g_whole.store(0, std::memory_order_seq_cst);
+}
+
+void mark_whole(uint64_t offset) noexcept { g_whole.store(offset, std::memory_order_seq_cst); }
+
+void forget() noexcept {
+  g_fd.store(-1, std::memory_order_seq_cst);
+  g_whole.store(0, std::memory_order_seq_cst);
+  g_busy.store(false, std::memory_order_seq_cst);  // the parent's helper thread does not exist here
+  g_frozen.store(false, std::memory_order_seq_cst);
+}
+
+bool cut(int wait_ms) noexcept {
+  g_frozen.store(true, std::memory_order_seq_cst);
+  // A round's write of a 64 KiB buffer takes microseconds; a stuck disk is not waited for long.
+  for (int i = 0; i < wait_ms * 10 && g_busy.load(std::memory_order_seq_cst); ++i) {
+    const timespec t{0, 100000};
+    nanosleep(&t, nullptr);
+  }
+  const int fd = g_fd.load(std::memory_order_seq_cst);
+  const uint64_t whole = g_whole.load(std::memory_order_seq_cst);
+  if (fd < 0 || whole == 0) return false;  // before the header was written: nothing to cut back to
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) <= whole) return false;
+  int rc;
+  do {
+    rc = ftruncate(fd, static_cast<off_t>(whole));
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0;
+}
+
+}  // namespace mlpd::output_cut
