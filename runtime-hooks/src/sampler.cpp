@@ -16,15 +16,18 @@
 // every PLT slot is bound before the first signal). errno is saved and restored.
 // The native frames are unwound later, on the helper thread (sample_drain.cpp).
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 #include "mlpd/format.h"
@@ -65,6 +68,34 @@ bool blocked_in_kernel(const greg_t* gregs) {
   if ((rip & 0xfff) != 0xfff && at[0] == 0x0f && at[1] == 0x05) return true;  // rewound for a restart
   constexpr int64_t kMinusEintr = -EINTR;
   return (rip & 0xfff) >= 2 && at[-2] == 0x0f && at[-1] == 0x05 && static_cast<int64_t>(gregs[REG_RAX]) == kMinusEintr;
+}
+
+// True when the signal found the thread right back from a futex wait or a sleep that has ended
+// (RAX 0, -ETIMEDOUT or -EAGAIN): woken by another thread or its time-out, it was waiting until
+// then, and on a busy machine may have waited for a CPU since (the signal is handled when it gets
+// one). Not running: its CPU was used elsewhere, and a sample here would blame the wait. The system
+// call is known from the `mov $NR, %eax` that glibc puts just before the `syscall` (directly, or
+// with one 4-byte instruction between: __lll_lock_wait), the futex operation from RSI (kept across
+// the call). Reads code bytes before RIP only within RIP's page.
+bool back_from_wait(const greg_t* gregs) {
+  const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
+  const auto* at = reinterpret_cast<const unsigned char*>(rip);
+  if ((rip & 0xfff) < 11 || at[-2] != 0x0f || at[-1] != 0x05) return false;
+  const auto rax = static_cast<int64_t>(gregs[REG_RAX]);
+  if (rax != 0 && rax != -ETIMEDOUT && rax != -EAGAIN) return false;
+  uint32_t nr = 0;
+  if (at[-7] == 0xb8) {
+    std::memcpy(&nr, at - 6, 4);
+  } else if (at[-11] == 0xb8) {
+    std::memcpy(&nr, at - 10, 4);
+  } else {
+    return false;
+  }
+  if (nr == SYS_futex) {
+    const auto op = static_cast<uint64_t>(gregs[REG_RSI]) & FUTEX_CMD_MASK;
+    return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
+  }
+  return nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
 }
 
 // Each thread's clock as its signals saw it. `sample` (CPU time): Mono's sampler signals EVERY
@@ -127,7 +158,8 @@ bool charge_cpu(const ucontext_t* uc) {
   if (blocked) used = used > t.signal_ns ? used - t.signal_ns : 0;
   g_counters.clock_ns.fetch_add(used, std::memory_order_relaxed);
   t.credit_ns = std::min(t.credit_ns + static_cast<int64_t>(std::min<uint64_t>(used, INT64_MAX / 4)), kMaxCredit * period);
-  if (t.credit_ns < period || blocked) return false;  // blocked: earned, but not running; kept
+  // Earned, but not running now (blocked, or just back from a wait): the credit is kept.
+  if (t.credit_ns < period || blocked || (uc && back_from_wait(uc->uc_mcontext.gregs))) return false;
   t.credit_ns -= period;
   return true;
 }
