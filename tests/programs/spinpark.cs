@@ -3,9 +3,10 @@
 // wake every PERIOD_MS (default 2) from a timed Monitor.Wait and park again: threads that are
 // blocked in the kernel nearly all the time but run for a moment, like a server's idle thread-pool
 // workers. With DEPTH > 0 the spinning happens DEPTH calls deep (Deep recursion), for stacks deeper
-// than the sampler keeps. Prints "spin CPU_MS" (the main thread's own CPU time, from
+// than the sampler keeps. SPINNERS (default 0) more threads spin as long as the main thread, so
+// that woken workers wait for a CPU. Prints "spin CPU_MS" (the main thread's own CPU time, from
 // clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
-// Usage: spinpark.exe [SPIN_MS] [WORKERS] [PERIOD_MS] [DEPTH]
+// Usage: spinpark.exe [SPIN_MS] [WORKERS] [PERIOD_MS] [DEPTH] [SPINNERS]
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -51,6 +52,7 @@ static class SpinPark {
         int workers = args.Length > 1 ? int.Parse(args[1]) : 40;
         int period = args.Length > 2 ? int.Parse(args[2]) : 2;
         int depth = args.Length > 3 ? int.Parse(args[3]) : 0;
+        int spinners = args.Length > 4 ? int.Parse(args[4]) : 0;
         var threads = new Thread[workers];
         for (int i = 0; i < workers; i++) {
             var gate = new object();
@@ -61,11 +63,17 @@ static class SpinPark {
             });
             threads[i].Start();
         }
+        var extra = new Thread[spinners];
+        for (int i = 0; i < spinners; i++) {
+            extra[i] = new Thread(() => { while (!done) Spin(5); });
+            extra[i].Start();
+        }
         long cpu0 = ThreadCpuMs();
         sink = depth > 0 ? Deep(depth, ms) : Spin(ms);
         long cpu = ThreadCpuMs() - cpu0;
         done = true;
         foreach (var t in threads) t.Join();
+        foreach (var t in extra) t.Join();
         Console.WriteLine("spin " + cpu);
     }
 }
