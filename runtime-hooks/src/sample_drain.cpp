@@ -255,7 +255,7 @@ struct DrainState {
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<ModuleSymbols>> symbols;  // (name, bias)
   std::unordered_map<uint64_t, std::string> described;  // USYM start -> name written
   uint32_t max_native = kMaxSampleFrames;
-  bool truncated_described = false;  // the [truncated] marker's method_jit is in the MetaLog
+  const rt::MetaLog* truncated_in = nullptr;  // the MetaLog that has the [truncated] marker's method_jit
 };
 DrainState* g_drain = nullptr;
 
@@ -394,7 +394,7 @@ std::string shown_name(std::string_view raw, bool ours) {
 
 // The [truncated] marker (format::kTruncatedMethod), described once before its first use.
 void describe_truncated(DrainState& d) {
-  if (d.truncated_described) return;
+  if (d.truncated_in == g_sample_meta) return;
   Event e;
   e.kind = EventKind::method_jit;
   e.method = format::kTruncatedMethod;
@@ -402,7 +402,7 @@ void describe_truncated(DrainState& d) {
   e.size = 1;
   e.name = format::kTruncatedName;
   g_sample_meta->add(e, rt::now_ns);
-  d.truncated_described = true;
+  d.truncated_in = g_sample_meta;
 }
 
 constexpr uint64_t kMprofReach = 4096;
