@@ -28,6 +28,7 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
       {"Samples without stack copy", &hooks::SampleStats::stack_copy_failed},
       {"Samples not unwound", &hooks::SampleStats::unwind_failed},
       {"Sample managed frames left out", &hooks::SampleStats::frames_left_out},
+      {"Samples truncated", &hooks::SampleStats::truncated},
   };
   for (size_t i = 0; i < std::size(kSampleCounters); ++i) {
     sampler_.add_profiler(
@@ -35,6 +36,17 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
         [](const void*, uint64_t index) -> uint64_t { return hooks::sample_stats().*(kSampleCounters[index].field); },
         nullptr, i);
   }
+  // Issue 22: the rate asked for and the rate delivered (samples written per second of the sampled
+  // threads' clock, also given: CPU time with `sample`, wall time with `sample-real`).
+  sampler_.add_profiler("Sample rate asked (Hz)", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+                        format::COUNTER_VARIANCE_VARIABLE,
+                        [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().freq; }, nullptr);
+  sampler_.add_profiler("Sample rate delivered (Hz)", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+                        format::COUNTER_VARIANCE_VARIABLE,
+                        [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().delivered_hz(); }, nullptr);
+  sampler_.add_profiler("Sampled threads' clock", format::COUNTER_LONG, format::COUNTER_UNIT_TIME,
+                        format::COUNTER_VARIANCE_MONOTONIC,
+                        [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().clock_ns / 100; }, nullptr);
   // Issue 15: pause/resume (1 while paused, or paused at some time since the previous sample), the
   // allocation sampling interval (alloc-sample=BYTES; 0: every allocation), CPU time.
   sampler_.add_profiler("Profiling paused", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,

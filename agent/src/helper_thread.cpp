@@ -231,7 +231,9 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
         " unfinished; " + std::to_string(st.stack_copy_failed) + " without stack copy, " +
         std::to_string(st.unwind_failed) + " not unwound; " + std::to_string(st.frames_left_out) +
         " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) + " ns in the handler and " +
-        std::to_string(st.taken ? st.drain_ns / st.taken : 0) + " ns on the helper per sample");
+        std::to_string(st.taken ? st.drain_ns / st.taken : 0) + " ns on the helper per sample; rate " +
+        std::to_string(st.freq) + " Hz asked, " + std::to_string(st.delivered_hz()) + " Hz delivered; " +
+        std::to_string(st.truncated) + " truncated");
   }
   return lines;
 }

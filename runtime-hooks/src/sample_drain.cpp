@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cxxabi.h>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -42,6 +44,7 @@
 
 #include "described.h"
 #include "elf_symbols.h"
+#include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "sample_pool.h"
@@ -127,11 +130,12 @@ struct Snapshot {
 struct UnwindArg {
   const Record* record;
   const Snapshot* snapshot;
+  bool past_copy = false;  // a read failed just above a full stack copy: the stack goes on there
 };
 
 // ---- libunwind accessors -------------------------------------------------------------------------
 
-int read_word(const UnwindArg* a, uint64_t addr, uint64_t* out) {
+int read_word(UnwindArg* a, uint64_t addr, uint64_t* out) {
   const Record* r = a->record;
   if (within(addr, 8, r->stack_addr, r->stack_len)) {
     std::memcpy(out, r->stack + (addr - r->stack_addr), 8);
@@ -141,13 +145,16 @@ int read_word(const UnwindArg* a, uint64_t addr, uint64_t* out) {
     std::memcpy(out, reinterpret_cast<const void*>(addr), 8);
     return 0;
   }
+  if (r->stack_len == kStackCopyBytes && addr >= r->stack_addr && addr - r->stack_addr < 4 * kStackCopyBytes) {
+    a->past_copy = true;
+  }
   return -UNW_EINVAL;
 }
 
 int acc_access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
   if (write) return -UNW_EINVAL;
   uint64_t v;
-  const int rc = read_word(static_cast<const UnwindArg*>(arg), addr, &v);
+  const int rc = read_word(static_cast<UnwindArg*>(arg), addr, &v);
   if (rc == 0) *val = v;
   return rc;
 }
@@ -222,11 +229,14 @@ unw_accessors_t g_accessors = {acc_find_proc_info, acc_put_unwind_info, acc_get_
 struct Pending {
   Record* record;
   std::vector<uint64_t> ips;  // native instruction pointers, leaf first
+  bool truncated = false;     // the native unwinding stopped before the stack's end (depth, copy)
 };
 
 struct ModuleSymbols {
   std::string label;  // file name shown in gap names
   ElfSymbols symbols;
+  bool ours = false;  // libmlpd itself: its frames are the profiler's overhead, named "[mlpd] ..."
+  std::unordered_map<uint64_t, std::string> shown;  // symbol value -> name as written (demangled)
 };
 
 // Records unwound per dl_iterate_phdr call: bounds how long the loader's lock (and fork) waits.
@@ -244,7 +254,8 @@ struct DrainState {
   size_t chunk_begin = 0, chunk_end = 0;  // the part of `batch` the locked callback unwinds
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<ModuleSymbols>> symbols;  // (name, bias)
   std::unordered_map<uint64_t, std::string> described;  // USYM start -> name written
-  uint32_t max_native = kMaxFrames;
+  uint32_t max_native = kMaxSampleFrames;
+  const rt::MetaLog* truncated_in = nullptr;  // the MetaLog that has the [truncated] marker's method_jit
 };
 DrainState* g_drain = nullptr;
 
@@ -282,6 +293,7 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
 void unwind_one(DrainState& d, Pending& p) {
   const Record* r = p.record;
   p.ips.clear();
+  p.truncated = false;
   p.ips.push_back(r->ip);
   if (r->stack_len == 0 || !d.snapshot.find(r->ip)) return;  // no copy, or JIT code (no unwind info)
   UnwindArg arg{r, &d.snapshot};
@@ -291,10 +303,12 @@ void unwind_one(DrainState& d, Pending& p) {
     return;
   }
   int steps = 0;
-  while (p.ips.size() < d.max_native) {
+  for (;;) {
     const int rc = g_unw.step(&c);
     if (rc <= 0) {
       if (rc < 0 && steps == 0) g_counters.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+      // Stopped in native code for want of the stack beyond the copy: the stack goes on.
+      if (rc < 0 && arg.past_copy) p.truncated = true;
       break;
     }
     ++steps;
@@ -303,6 +317,10 @@ void unwind_one(DrainState& d, Pending& p) {
     // Into JIT'd code: the managed frames take over. Its return address is not kept: mprof-report
     // counts every IP of a hit as a hit of its own, and would count the P/Invoke wrapper too.
     if (!d.snapshot.find(ip - 1)) break;
+    if (p.ips.size() >= d.max_native) {  // one native frame more than kept
+      p.truncated = true;
+      break;
+    }
     p.ips.push_back(ip);
   }
 }
@@ -326,6 +344,8 @@ ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
   auto it = d.symbols.find(key);
   if (it != d.symbols.end()) return it->second.get();
   auto ms = std::make_unique<ModuleSymbols>();
+  const auto self = reinterpret_cast<uint64_t>(&drain_samples);
+  ms->ours = self >= m.lo && self < m.hi;
   const uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
   if (vdso && vdso >= m.lo && vdso < m.hi) {
     // The vDSO has no file: its ELF image (section headers included) is mapped in full.
@@ -357,6 +377,34 @@ ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
   return out;
 }
 
+// A symbol's name as samples show it: C++ names demangled (abi::__cxa_demangle allocates: helper
+// thread only, never in the signal handler), and libmlpd's own functions prefixed "[mlpd] ", so
+// that the profiler's overhead is seen as such.
+std::string shown_name(std::string_view raw, bool ours) {
+  std::string name(raw);
+  if (name.size() > 2 && name[0] == '_' && name[1] == 'Z') {
+    int status = -1;
+    if (char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status)) {
+      if (status == 0) name = out;
+      std::free(out);
+    }
+  }
+  return ours ? "[mlpd] " + name : name;
+}
+
+// The [truncated] marker (format::kTruncatedMethod), described once before its first use.
+void describe_truncated(DrainState& d) {
+  if (d.truncated_in == g_sample_meta) return;
+  Event e;
+  e.kind = EventKind::method_jit;
+  e.method = format::kTruncatedMethod;
+  e.ptr = format::kTruncatedMethod;
+  e.size = 1;
+  e.name = format::kTruncatedName;
+  g_sample_meta->add(e, rt::now_ns);
+  d.truncated_in = g_sample_meta;
+}
+
 constexpr uint64_t kMprofReach = 4096;
 
 void emit_usym(DrainState& d, Event& e) {
@@ -378,7 +426,9 @@ void describe_native(DrainState& d, uint64_t ip, bool leaf) {
   if (const ElfSymbols::Symbol* s = ms->symbols.find(probe - m->bias, gap_start, gap_end)) {
     e.ptr = m->bias + s->value;
     e.size = s->size;
-    e.name = ms->symbols.name(*s);
+    auto it = ms->shown.find(s->value);
+    if (it == ms->shown.end()) it = ms->shown.emplace(s->value, shown_name(ms->symbols.name(*s), ms->ours)).first;
+    e.name = it->second;
   } else {
     const uint64_t lo = std::max(m->lo, gap_start > UINT64_MAX - m->bias ? m->hi : m->bias + gap_start);
     const uint64_t hi = std::min(m->hi, gap_end >= UINT64_MAX - m->bias ? m->hi : m->bias + gap_end);
@@ -386,7 +436,7 @@ void describe_native(DrainState& d, uint64_t ip, bool leaf) {
     e.size = hi > lo ? hi - lo : 1;
     char off[32];
     std::snprintf(off, sizeof off, "+0x%llx)", static_cast<unsigned long long>(lo - m->bias));
-    e.name = "?? (" + ms->label + off;
+    e.name = (ms->ours ? "[mlpd] ?? (" : "?? (") + ms->label + off;
   }
   const uint64_t start = e.ptr, end = e.ptr + e.size;
   emit_usym(d, e);
@@ -460,7 +510,7 @@ void drain_samples(bool final) {
     for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
   }
   Event hit;
-  uint64_t frames_left_out = 0;
+  uint64_t frames_left_out = 0, truncated = 0;
   for (Pending& p : d.batch) {
     const Record* r = p.record;
     for (size_t i = 0; i < p.ips.size(); ++i) describe_native(d, p.ips[i], i == 0);
@@ -468,25 +518,35 @@ void drain_samples(bool final) {
     hit.time = r->time;
     hit.ptr = r->tid;
     hit.ips = p.ips;
+    bool cut = p.truncated || r->truncated;
     for (uint32_t i = 0; i < r->nframes; ++i) {
-      const ManagedFrame& f = r->frames[i];
+      const uint64_t method = r->methods[i];
       // This thread must not call Mono (it is not attached: Mono aborts in mono_method_full_name or
       // mono_jit_info_table_find), so a frame is kept only if its method was described already
       // (JIT'd methods are, at jit_done). Not kept: no method (AOT code whose jit info the async
       // walk could not load) and methods never JIT'd here (some wrappers, AOT). The chain stops at
       // the first such frame, and the frames above it are left out too: skipping only that frame
       // would join its callee to its caller (A -> C for A -> B -> C), a call that never happened.
-      if (!f.method || !described::method_known(f.method)) {
+      if (!method || !described::method_known(method)) {
         frames_left_out += r->nframes - i;
+        cut = true;
         break;
       }
-      hit.frames.push_back(f.method);
+      hit.frames.push_back(method);
+    }
+    // A stack cut short ends with the [truncated] marker at its root, so that flame graphs group
+    // the cut stacks under one name instead of scattering them as towers of their own.
+    if (cut) {
+      describe_truncated(d);
+      hit.frames.push_back(format::kTruncatedMethod);
+      ++truncated;
     }
     g_sample_meta->add_at(hit);
     pool->push(p.record);
   }
   g_counters.written.fetch_add(d.batch.size(), std::memory_order_relaxed);
   g_counters.frames_left_out.fetch_add(frames_left_out, std::memory_order_relaxed);
+  g_counters.truncated.fetch_add(truncated, std::memory_order_relaxed);
   g_counters.drain_ns.fetch_add(rt::now_ns() - t0, std::memory_order_relaxed);
 }
 

@@ -27,16 +27,13 @@ inline constexpr uint32_t kFree = 0;
 inline constexpr uint32_t kWriting = 1;
 inline constexpr uint32_t kReady = 2;
 
-inline constexpr uint32_t kMaxFrames = 32;          // managed frames per record (format::kMaxFrames)
+// Frames a sample keeps: 256 managed (the async walk's) and 256 native (the helper's unwinding),
+// where Mono's profiler keeps 32 (format::kMaxFrames, which allocation backtraces keep). A deeper
+// stack is cut at its root and marked (Record::truncated; sample_drain.cpp writes the marker).
+inline constexpr uint32_t kMaxSampleFrames = 256;
 inline constexpr uint32_t kStackCopyBytes = 16384;  // stack top copied for the helper's unwinding
 inline constexpr uint32_t kRegs = 17;               // libunwind's x86-64 numbering: RAX..R15, RIP
 inline constexpr uint64_t kMaxSamplePool = 16384;   // maxsamples=0 ("no limit") means this many
-
-struct ManagedFrame {
-  uint64_t method;      // MonoMethod*, 0 when the walk could not name it (AOT code)
-  uint64_t domain;
-  uint64_t code_start;
-};
 
 // The free stack's head index (low 32 bits of Pool::free_head) once the stack is closed.
 inline constexpr uint32_t kClosed = UINT32_MAX;
@@ -61,7 +58,11 @@ struct Record {
   uint32_t stack_len;          // bytes copied (0: copy failed)
   uint32_t nframes;
   int32_t leaf_offset;         // native offset of the innermost managed frame (-1: none)
-  ManagedFrame frames[kMaxFrames];
+  uint32_t truncated;          // 1: the managed walk had more frames than Pool::maxframes
+  uint64_t leaf_code_start;    // code start of the innermost managed frame
+  // MonoMethod* innermost first, 0 where the walk could not name one (AOT code). 8 bytes a frame:
+  // 256 frames make a record 1.3 KiB larger than 32 frames of (method, domain, code start) did.
+  uint64_t methods[kMaxSampleFrames];
   alignas(16) unsigned char stack[kStackCopyBytes];
 };
 
@@ -69,7 +70,7 @@ struct Pool {
   Record* records = nullptr;
   Slot* slots = nullptr;  // one per record, separate from the records (see the top of this file)
   uint32_t count = 0;
-  uint32_t maxframes = kMaxFrames;
+  uint32_t maxframes = kMaxSampleFrames;
   std::atomic<uint64_t> free_head{0};  // (tag << 32) | (index + 1); index part kClosed: closed
 
   uint32_t index(const Record* r) const noexcept { return static_cast<uint32_t>(r - records); }
@@ -122,7 +123,7 @@ struct Pool {
 struct Counters {
   std::atomic<uint64_t> taken{0}, written{0}, skipped_idle{0}, dropped_pool_full{0}, dropped_shutdown{0},
       dropped_unfinished{0}, stack_copy_failed{0}, unwind_failed{0}, frames_left_out{0},
-      handler_ns{0}, drain_ns{0};
+      handler_ns{0}, drain_ns{0}, truncated{0}, clock_ns{0};
 };
 
 // sample_drain.cpp: registers (once) the pthread_atfork handlers that make fork() wait for the

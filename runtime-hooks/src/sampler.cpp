@@ -9,21 +9,28 @@
 //   knowledge of where the thread's stack ends;
 // * walk the managed frames with mono_stack_walk_async_safe (the runtime's async-safe walker, made
 //   for exactly this; Mono's log profiler calls it from the same place);
-// * in CPU-time mode look at the interrupted instruction to skip threads blocked in the kernel.
+// * in CPU-time mode read the thread's CPU clock (clock_gettime, a system call) and look at the
+//   interrupted instruction, to record only threads that used CPU (ThreadClock below); the
+//   thread's clock state is in initial-exec TLS (no allocation, no lock, no dynamic linker).
 // Nothing here allocates, takes a lock, or enters the dynamic linker (libmlpd is linked -z now, so
 // every PLT slot is bound before the first signal). errno is saved and restored.
 // The native frames are unwound later, on the helper thread (sample_drain.cpp).
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
+#include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "sample_pool.h"
@@ -44,12 +51,17 @@ std::atomic<bool> g_sampling_on{false};
 std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by change_sampling()
 MonoProfilerHandle g_handle = nullptr;      // set when sampling was set up at start
 pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
+std::atomic<uint64_t> g_period_ns{10'000'000};  // 1e9 / the rate asked for
+std::atomic<uint32_t> g_freq{0};
+
 // True when the signal interrupted a blocking system call: the thread was waiting in the kernel,
 // not running. The kernel then hands the handler either the restart form (RIP back on the `syscall`
 // instruction, to run it again: SA_RESTART or restart_syscall) or the EINTR form (RIP after it, RAX
 // = -EINTR). A thread running user code, or returning from a system call that did not block, shows
 // neither. Reads code bytes at and before RIP only within RIP's page (mapped: the thread executes
-// there). No system call: cheaper and more exact than comparing the thread's CPU clock.
+// there). Not enough on its own: a thread that a futex wake or time-out has just made runnable
+// shows neither form (RAX 0 or -ETIMEDOUT) although it waited until then; the CPU clock test below
+// catches that.
 bool blocked_in_kernel(const greg_t* gregs) {
   const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
   const auto* at = reinterpret_cast<const unsigned char*>(rip);
@@ -58,17 +70,123 @@ bool blocked_in_kernel(const greg_t* gregs) {
   return (rip & 0xfff) >= 2 && at[-2] == 0x0f && at[-1] == 0x05 && static_cast<int64_t>(gregs[REG_RAX]) == kMinusEintr;
 }
 
+// True when the signal found the thread right back from a futex wait or a sleep that has ended
+// (RAX 0, -ETIMEDOUT or -EAGAIN): woken by another thread or its time-out, it was waiting until
+// then, and on a busy machine may have waited for a CPU since (the signal is handled when it gets
+// one). Not running: its CPU was used elsewhere, and a sample here would blame the wait. The system
+// call is known from the `mov $NR, %eax` that glibc puts just before the `syscall` (directly, or
+// with one 4-byte instruction between: __lll_lock_wait), the futex operation from RSI (kept across
+// the call). Reads code bytes before RIP only within RIP's page.
+bool back_from_wait(const greg_t* gregs) {
+  const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
+  const auto* at = reinterpret_cast<const unsigned char*>(rip);
+  if ((rip & 0xfff) < 11 || at[-2] != 0x0f || at[-1] != 0x05) return false;
+  const auto rax = static_cast<int64_t>(gregs[REG_RAX]);
+  if (rax != 0 && rax != -ETIMEDOUT && rax != -EAGAIN) return false;
+  uint32_t nr = 0;
+  if (at[-7] == 0xb8) {
+    std::memcpy(&nr, at - 6, 4);
+  } else if (at[-11] == 0xb8) {
+    std::memcpy(&nr, at - 10, 4);
+  } else {
+    return false;
+  }
+  if (nr == SYS_futex) {
+    const auto op = static_cast<uint64_t>(gregs[REG_RSI]) & FUTEX_CMD_MASK;
+    return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
+  }
+  return nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
+}
+
+// Each thread's clock as its signals saw it. `sample` (CPU time): Mono's sampler signals EVERY
+// attached thread each time the process has used one period of CPU, so charging every signal
+// would charge threads that were asleep. Instead a thread earns credit as its own CPU clock
+// (CLOCK_THREAD_CPUTIME_ID: a system call, async-signal-safe) advances, and a signal records a
+// sample only when the thread has earned a whole period since its last sample and is not blocked
+// in the kernel right now; the sample then spends one period. The samples of a thread therefore
+// follow its CPU time (hits = CPU seconds x rate while the signals keep up), and a thread that
+// used no CPU is never charged. A new thread starts with a random phase in [0, period), so that
+// a short-lived thread that used c < period is charged with probability c/period, not never.
+// Credit is capped at kMaxCredit periods: when the signals come slower than the rate asked for
+// (the kernel's CPU-time timers expire on scheduler ticks: about 250 Hz at most), the CPU they
+// could not sample is not charged later, to a moment when the thread may be doing something else;
+// the rate delivered is recorded instead (SampleStats::clock_ns, the "Sample rate delivered"
+// counter). `sample-real` records every signal; its wall clock is accounted the same way.
+struct ThreadClock {
+  uint64_t last_cpu_ns;   // CPU clock at the previous signal; 0: no signal seen yet
+  uint64_t last_wall_ns;  // `sample-real`: rt::now_ns() at the previous signal; 0: none yet
+  int64_t credit_ns;      // CPU time used and not yet charged to a sample
+  int64_t last_nvcsw;     // voluntary context switches at the previous signal
+  uint64_t signal_ns;     // what one signal costs the thread when it wakes it (running mean)
+  bool was_blocked;       // the previous signal found the thread blocked in the kernel
+};
+thread_local constinit ThreadClock tls_clock __attribute__((tls_model("initial-exec"), visibility("hidden"))) = {};
+inline constexpr int64_t kMaxCredit = 2;
+
+// `sample`: true when this signal is to be recorded (see ThreadClock).
+bool charge_cpu(const ucontext_t* uc) {
+  const bool blocked = uc && blocked_in_kernel(uc->uc_mcontext.gregs);
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return !blocked;
+  const uint64_t cpu = (static_cast<uint64_t>(ru.ru_utime.tv_sec) + static_cast<uint64_t>(ru.ru_stime.tv_sec)) * 1'000'000'000u +
+                       (static_cast<uint64_t>(ru.ru_utime.tv_usec) + static_cast<uint64_t>(ru.ru_stime.tv_usec)) * 1000u;
+  const auto period = static_cast<int64_t>(g_period_ns.load(std::memory_order_relaxed));
+  ThreadClock& t = tls_clock;
+  if (t.last_cpu_ns == 0 || cpu < t.last_cpu_ns) {
+    // First signal of this thread (or of a fork child's thread: its clock restarted): what it used
+    // before counts, from a random phase (the cycle counter's low bits mixed with the thread).
+    const uint64_t mix = (rt::now_ns() ^ static_cast<uint64_t>(pthread_self())) * 0x9E3779B97F4A7C15u;
+    t.credit_ns = static_cast<int64_t>((mix >> 17) % static_cast<uint64_t>(period));
+    t.last_cpu_ns = 0;
+    t.last_nvcsw = ru.ru_nvcsw;
+    t.was_blocked = false;
+  }
+  uint64_t used = cpu - t.last_cpu_ns;
+  // Blocked at this signal and at the previous one, and switched out only once since (when it went
+  // back to sleep after the previous signal): nothing but our signals woke the thread, and the CPU
+  // it used is what receiving a signal costs it (waking, the handler, returning, waiting again:
+  // 5-20 us here), the profiler's, not the program's. That cost, measured so (a running mean), is
+  // also taken off the CPU a thread that this signal found blocked used since the previous one.
+  const bool only_signals = blocked && t.was_blocked && ru.ru_nvcsw - t.last_nvcsw <= 1;
+  t.last_cpu_ns = cpu ? cpu : 1;
+  t.last_nvcsw = ru.ru_nvcsw;
+  t.was_blocked = blocked;
+  if (only_signals) {
+    t.signal_ns = t.signal_ns == 0 ? used : t.signal_ns - t.signal_ns / 8 + used / 8;
+    return false;
+  }
+  if (blocked) used = used > t.signal_ns ? used - t.signal_ns : 0;
+  g_counters.clock_ns.fetch_add(used, std::memory_order_relaxed);
+  t.credit_ns = std::min(t.credit_ns + static_cast<int64_t>(std::min<uint64_t>(used, INT64_MAX / 4)), kMaxCredit * period);
+  // Earned, but not running now (blocked, or just back from a wait): the credit is kept.
+  if (t.credit_ns < period || blocked || (uc && back_from_wait(uc->uc_mcontext.gregs))) return false;
+  t.credit_ns -= period;
+  return true;
+}
+
+// `sample-real`: every signal is recorded; the wall time since the thread's previous signal is the
+// time the sample stands for.
+void account_wall() {
+  const uint64_t now = rt::now_ns();
+  ThreadClock& t = tls_clock;
+  if (t.last_wall_ns != 0 && now > t.last_wall_ns) g_counters.clock_ns.fetch_add(now - t.last_wall_ns, std::memory_order_relaxed);
+  t.last_wall_ns = now;
+}
+
 inline void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-mono_bool on_frame(MonoMethod* method, MonoDomain* domain, void* base_address, int offset, void* data) {
+mono_bool on_frame(MonoMethod* method, MonoDomain*, void* base_address, int offset, void* data) {
   auto* r = static_cast<Record*>(data);
-  if (r->nframes >= g_pool->maxframes) return 1;  // stop: full
-  if (r->nframes == 0) r->leaf_offset = offset;
-  ManagedFrame& f = r->frames[r->nframes++];
-  f.method = reinterpret_cast<uint64_t>(method);
-  f.domain = reinterpret_cast<uint64_t>(domain);
-  f.code_start = reinterpret_cast<uint64_t>(base_address);
-  return r->nframes >= g_pool->maxframes;
+  if (r->nframes >= g_pool->maxframes) {  // one frame more than kept: the stack is deeper, cut it here
+    r->truncated = 1;
+    return 1;
+  }
+  if (r->nframes == 0) {
+    r->leaf_offset = offset;
+    r->leaf_code_start = reinterpret_cast<uint64_t>(base_address);
+  }
+  r->methods[r->nframes++] = reinterpret_cast<uint64_t>(method);
+  return 0;
 }
 
 // Copies [sp, sp + kStackCopyBytes) as far as it is mapped, page by page so that the copy stops at
@@ -103,10 +221,14 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     return;
   }
   const auto* uc = static_cast<const ucontext_t*>(context);
-  if (g_mode.load(std::memory_order_relaxed) == kSampleProcess && uc && blocked_in_kernel(uc->uc_mcontext.gregs)) {
-    count(g_counters.skipped_idle);
-    errno = saved_errno;
-    return;
+  if (g_mode.load(std::memory_order_relaxed) == kSampleProcess) {
+    if (!charge_cpu(uc)) {
+      count(g_counters.skipped_idle);
+      errno = saved_errno;
+      return;
+    }
+  } else {
+    account_wall();
   }
   Record* r = g_pool->pop();
   if (!r) {
@@ -121,6 +243,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   r->tid = static_cast<uint64_t>(pthread_self());
   r->ip = reinterpret_cast<uint64_t>(ip);
   r->nframes = 0;
+  r->truncated = 0;
   r->stack_len = 0;
   r->stack_addr = 0;
   if (uc) {
@@ -136,7 +259,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
     // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
-                              r->frames[0].code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
+                              r->leaf_code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
     if (!managed_leaf && g_pool->maxframes > 0) {  // maxframes=0: the leaf IP only, nothing to unwind
       r->stack_len = copy_stack(r->stack_addr, r->stack);
       if (r->stack_len == 0) count(g_counters.stack_copy_failed);
@@ -178,13 +301,17 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   pool->records = static_cast<Record*>(mem);
   pool->slots = slots;
   pool->count = static_cast<uint32_t>(want);
-  pool->maxframes = std::min(config.maxframes, kMaxFrames);
+  // maxframes below Mono's 32 limits samples too (0: the leaf IP only); the default (32) lets them
+  // keep kMaxSampleFrames.
+  pool->maxframes = config.maxframes < format::kMaxFrames ? config.maxframes : kMaxSampleFrames;
   // Free stack: record 0 on top. Touches the slot array only, no record page.
   for (uint32_t i = pool->count; i-- > 0;) pool->push(&pool->records[i]);
   install_fork_guard();
   g_pool = pool;
   g_sample_meta = meta;
   g_mode.store(config.mode);
+  g_freq.store(config.freq);
+  g_period_ns.store(1'000'000'000u / std::max<uint32_t>(config.freq, 1));
   g_pid = getpid();
   if (!mono.mono_profiler_enable_sampling(handle)) {
     error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
@@ -209,6 +336,8 @@ bool change_sampling(uint8_t mode, uint32_t freq) {
                                    : mode == kSampleProcess ? MONO_PROFILER_SAMPLE_MODE_PROCESS
                                                             : MONO_PROFILER_SAMPLE_MODE_NONE;
   if (!mono.mono_profiler_set_sample_mode(g_handle, m, freq)) return false;
+  g_period_ns.store(1'000'000'000u / freq, std::memory_order_relaxed);
+  g_freq.store(mode == kSampleOff ? 0 : freq, std::memory_order_relaxed);
   g_mode.store(mode, std::memory_order_relaxed);
   return true;
 }
@@ -229,6 +358,9 @@ SampleStats sample_stats() {
   s.frames_left_out = c.frames_left_out.load(std::memory_order_relaxed);
   s.handler_ns = c.handler_ns.load(std::memory_order_relaxed);
   s.drain_ns = c.drain_ns.load(std::memory_order_relaxed);
+  s.truncated = c.truncated.load(std::memory_order_relaxed);
+  s.clock_ns = c.clock_ns.load(std::memory_order_relaxed);
+  s.freq = g_freq.load(std::memory_order_relaxed);
   return s;
 }
 

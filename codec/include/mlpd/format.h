@@ -19,6 +19,12 @@ inline constexpr size_t kBufferHeaderSize = 48;
 // timer overhead 4, flags 4, pid 4, port 2. Three length-prefixed strings follow.
 inline constexpr size_t kFileHeaderFixedSize = 38;
 inline constexpr unsigned kMaxFrames = 32;  // Mono's MAX_FRAMES: longest backtrace Mono writes
+// mlpd's convention for a sample stack cut short (deeper than the agent keeps, 256 frames): its
+// managed frames end (at the root) with the method kTruncatedMethod, which a method_jit event
+// describes with the name kTruncatedName and the code range [kTruncatedMethod, +1), so that every
+// reader names it, as a frame and as an IP. Page 0 is never mapped: no real method or code is there.
+inline constexpr uint64_t kTruncatedMethod = 0x100;
+inline constexpr char kTruncatedName[] = "[truncated]";
 
 // Base event types (low 4 bits of the event byte).
 // Type

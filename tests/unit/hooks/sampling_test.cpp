@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "mlpd/buffer_decoder.h"
+#include "mlpd/format.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/meta_log.h"
 
@@ -251,4 +253,93 @@ TEST_CASE("sample drain: a fork while the helper unwinds leaves a child that can
   CHECK(forks > 0);
   CHECK(hung == 0);
   CHECK(failed == 0);
+}
+
+namespace {
+
+// The events of every buffer MetaLog::take() produced.
+std::vector<mlpd::Event> decode_all(const std::vector<uint8_t>& bytes) {
+  std::vector<mlpd::Event> out;
+  size_t at = 0;
+  auto le = [&](size_t off, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | bytes[at + off + static_cast<size_t>(i)];
+    return v;
+  };
+  while (at + mlpd::format::kBufferHeaderSize <= bytes.size()) {
+    mlpd::BufferHeader h;
+    h.length = static_cast<uint32_t>(le(4, 4));
+    h.time_base = le(8, 8);
+    h.ptr_base = static_cast<int64_t>(le(16, 8));
+    h.obj_base = static_cast<int64_t>(le(24, 8));
+    h.thread_id = le(32, 8);
+    h.method_base = static_cast<int64_t>(le(40, 8));
+    mlpd::BufferDecoder dec(h, bytes.data() + at + mlpd::format::kBufferHeaderSize, 0);
+    mlpd::Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    while (dec.next(e, problem, offset)) out.push_back(e);
+    REQUIRE(problem.empty());
+    at += mlpd::format::kBufferHeaderSize + h.length;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Issue 22, item 11: a stack cut short (here: the managed walk had more frames than kept) ends
+// with format::kTruncatedMethod, described by one method_jit "[truncated]" before its first use.
+TEST_CASE("sample drain: a stack cut short ends with the [truncated] marker, described once", "[hooks][sampling]") {
+  constexpr uint32_t kRecords = 3;
+  TestPool tp(kRecords);
+  REQUIRE(tp.pool.records);
+  Pool& pool = tp.pool;
+  for (uint32_t i = 0; i < kRecords; ++i) {
+    Record& r = pool.records[i];
+    r.time = 100 + i;
+    r.tid = 0x1234;
+    r.ip = reinterpret_cast<uint64_t>(&mlpd_sampling_test_marker);
+    r.regs[16] = r.ip;
+    r.stack_len = 0;  // the leaf IP only
+    r.nframes = 0;
+    r.truncated = i != 1;  // records 0 and 2 were cut
+  }
+  mlpd::rt::MetaLog meta(1, 0);
+  g_sample_meta = &meta;
+  g_pool = &pool;
+  const uint64_t truncated_before = sample_stats().truncated;
+  for (uint32_t i = 0; i < kRecords; ++i) tp.slots[i].state.store(kReady, std::memory_order_release);
+  drain_samples();
+  // A second round: the marker is not described again.
+  pool.records[0].time = 200;
+  tp.slots[0].state.store(kReady, std::memory_order_release);
+  drain_samples();
+  g_pool = nullptr;
+  g_sample_meta = nullptr;
+  std::vector<uint8_t> bytes;
+  meta.take(bytes, 300);
+  const std::vector<mlpd::Event> events = decode_all(bytes);
+  int described = 0, hits = 0, marked = 0;
+  for (const mlpd::Event& e : events) {
+    if (e.kind == mlpd::EventKind::method_jit && e.method == mlpd::format::kTruncatedMethod) {
+      ++described;
+      CHECK(e.name == mlpd::format::kTruncatedName);
+      CHECK(e.ptr == mlpd::format::kTruncatedMethod);
+      CHECK(e.size == 1);
+    } else if (e.kind == mlpd::EventKind::sample_hit) {
+      ++hits;
+      const bool cut = !e.frames.empty() && e.frames.back() == mlpd::format::kTruncatedMethod;
+      if (cut) {
+        ++marked;
+        CHECK(described == 1);  // before its first use
+        CHECK(e.frames.size() == 1);
+      } else {
+        CHECK(e.frames.empty());
+      }
+    }
+  }
+  CHECK(described == 1);
+  CHECK(hits == 4);
+  CHECK(marked == 3);
+  CHECK(sample_stats().truncated - truncated_before == 3);
 }

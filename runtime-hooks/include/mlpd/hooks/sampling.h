@@ -23,7 +23,8 @@ struct SamplingConfig {
   uint8_t mode = kSampleOff;
   uint32_t freq = 100;        // Hz
   uint64_t pool = 1000;       // sample records in flight (maxsamples); clamped to 1..kMaxSamplePool
-  uint32_t maxframes = 32;    // managed frames and native frames kept per sample (each)
+  uint32_t maxframes = 32;    // maxframes: below 32 limits samples to that many managed and native
+                              // frames (each); 32 (the default) lets them keep 256
 };
 
 // What happened to the samples so far (relaxed counters; for the profiler counters and `verbose`).
@@ -35,7 +36,8 @@ struct SamplingConfig {
 struct SampleStats {
   uint64_t taken = 0;              // recorded into the pool
   uint64_t written = 0;            // written as TYPE_SAMPLE_HIT events
-  uint64_t skipped_idle = 0;       // `sample` (CPU time): the thread used no CPU since its last sample
+  uint64_t skipped_idle = 0;       // `sample` (CPU time): the thread has not used a sampling period of
+                                   // CPU since its last sample, or is blocked in the kernel
   uint64_t dropped_pool_full = 0;  // no free record (maxsamples records in flight)
   uint64_t dropped_shutdown = 0;   // arrived after profiling stopped (shutdown, output failure, fork)
   uint64_t dropped_unfinished = 0; // still being filled when the final drain ran (not in `taken`)
@@ -45,6 +47,13 @@ struct SampleStats {
                                    // every frame above it (the chain stops there)
   uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
   uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
+  uint64_t truncated = 0;          // samples written cut at their root (more frames than kept, a
+                                   // native stack deeper than the copy, or frames left out)
+  uint64_t clock_ns = 0;           // the sampled threads' clock between their signals (CPU time in
+                                   // `sample`, wall time in `sample-real`): what the samples stand for
+  uint64_t freq = 0;               // the rate asked for (Hz; 0: off)
+  // Samples written per second of the sampled threads' clock: the rate delivered (0: none yet).
+  uint64_t delivered_hz() const { return clock_ns ? static_cast<uint64_t>(static_cast<double>(written) * 1e9 / static_cast<double>(clock_ns) + 0.5) : 0; }
 };
 
 SampleStats sample_stats();
