@@ -9,7 +9,7 @@
 // * Per-thread events go to the thread's ThreadLog (no lock). Metadata goes to the MetaLog, always
 //   BEFORE the first event that references it (described.h).
 // * Never hold a lock of ours while calling into Mono (names are computed before locking); never take
-//   a lock while the world is stopped (in_gc), where a suspended thread may hold it.
+//   a lock while the world is stopped, where a suspended thread may hold it (tls_in_own_gc).
 #include "mlpd/hooks/hooks.h"
 
 #include <dlfcn.h>
@@ -62,6 +62,17 @@ pthread_key_t g_calls_key;
 bool g_calls_key_ok = false;
 void free_call_stack(void*) { tls_calls.release(); }
 
+// Set on the collecting thread from PRE_STOP_WORLD_LOCKED to POST_START_WORLD_UNLOCKED (its own
+// collection): no backtrace there, since a backtrace may take a lock (the described cache's, the code
+// table's, Mono's) that a thread the collection suspended may hold. Per thread, not process-wide:
+// while the world is stopped the only threads that run are the collecting one and threads Mono did
+// not suspend because they are in a GC-safe (blocking) state, and those cannot raise an allocation,
+// throw, monitor or GC-handle event without first switching back to the running state, which waits
+// until the world restarts. Every other thread takes its backtraces as usual, also in the windows
+// before the world stops and after it restarts (a process-wide flag dropped 43% of the backtraces of
+// four threads allocating together: docs/design.md, "Backtraces during a collection").
+thread_local bool tls_in_own_gc __attribute__((tls_model("initial-exec"))) = false;
+
 // Threads started and not yet ended (a thread's end is reported once: stopped and exited both report).
 std::mutex g_threads_mutex;
 std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install()
@@ -93,7 +104,7 @@ __attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt,
 // The check is inline: with backtraces off an event pays no call for it.
 inline const rt::Backtrace* collect_backtrace(rt::Backtrace& bt, bool alloc = false) {
   const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
-  if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+  if (frames == 0 || tls_in_own_gc) return nullptr;
   return walk_backtrace(bt, frames, alloc);
 }
 
@@ -436,8 +447,10 @@ void on_monitor_failed(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_FAI
 // Mono's order: the GC event, then at world stop the sync point and HEAP_START (heapshot.cpp), at
 // world start the heap walk and HEAP_END, then the sync point.
 void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool serial) {
+  // Before the active check, so that a thread's flag cannot stay set if the agent stops meanwhile.
+  if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) tls_in_own_gc = true;
+  if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) tls_in_own_gc = false;
   if (!active()) return;
-  if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) g_in_gc.store(1, std::memory_order_relaxed);
   rt::ThreadLog* l = log();
   const bool sync = (g_mask.load(std::memory_order_relaxed) & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
   if (l) {
@@ -447,7 +460,6 @@ void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, 
   }
   heapshot::gc_event(l, event, generation, serial != 0);
   if (l && sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now_ns(), SYNC_POINT_WORLD_START);
-  if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) g_in_gc.store(0, std::memory_order_relaxed);
 }
 
 void on_gc_resize(MonoProfiler*, uintptr_t size) {
