@@ -263,18 +263,27 @@ bool grow(CallStack& cs) {
   if (!cs.frames && g_calls_key_ok) pthread_setspecific(g_calls_key, &cs);
   return cs.grow();
 }
+// Whether an enter can be kept as a frame (growing the stack if needed); if not, it is only counted.
+bool make_room(CallStack& cs) { return cs.depth == cs.count && (!cs.full() || grow(cs)); }
 
 // The full enter, every case. An enter of a method not yet described describes it first: a method's
 // code can run before its jit_done event is raised (another thread that finds the code published
 // while the compiling thread has not yet raised the event; P/Invoke methods, whose event follows their
 // wrapper's), and its enter must not reach the file before its description. Described without a code
 // range; jit_done describes it again with one.
+// An enter beyond calldepth (or with logging off) is kept as an unrecorded frame, so that its leave
+// is matched with it and not with a recorded frame of the same method below (call_stack.h).
 [[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
   CallStack& cs = tls_calls;
-  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
-  rt::ThreadLog* l = log();
-  if (!l) return;
-  if (cs.full() && !grow(cs)) return;
+  if (!make_room(cs)) [[unlikely]] {
+    cs.enter_counted();
+    return;
+  }
+  rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
+  if (!l) {
+    cs.push_unrecorded(u(m));
+    return;
+  }
   described::ensure_method_cached(m);
   cs.push(u(m));
   rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
@@ -292,8 +301,7 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   uint64_t now;
   if (cs.depth < g_calldepth.load(std::memory_order_relaxed) && l && !cs.full() && described::method_cached(m) &&
       l->has_room(rt::kMethodEventBytes) && rt::now_ns_tsc(now)) [[likely]] {
-    ++cs.depth;
-    cs.push(u(m));
+    cs.push(u(m));  // !full(): no frame is only counted (call_stack.h), depth == count
     rt::write_method_at(*l, l->cursor(), TYPE_ENTER, now, u(m));
     return;
   }
@@ -301,12 +309,13 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
 }
 
 // A leave (or exceptional leave) of `m`: frames above m's were left without a leave event and are
-// closed as exceptional leaves (CallStack::leave). A leave with no recorded enter is dropped.
+// closed as exceptional leaves (CallStack::leave). A leave of an unrecorded frame writes nothing,
+// and a leave with no frame is dropped.
 void leave(MonoMethod* m, uint8_t ext) {
   rt::ThreadLog* l = nullptr;
   uint64_t now = 0;
   bool first = true;
-  tls_calls.leave(u(m), g_calldepth.load(std::memory_order_relaxed), [&](uint64_t frame, bool left) {
+  tls_calls.leave(u(m), [&](uint64_t frame, bool left) {
     if (first) {
       first = false;
       l = log();
@@ -350,10 +359,15 @@ uint64_t g_calls_min_ns = 0;
 void on_method_enter_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
   CallStack& cs = tls_calls;
-  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
-  rt::ThreadLog* l = log();
-  if (!l) return;
-  if (cs.full() && !grow(cs)) return;
+  if (!make_room(cs)) [[unlikely]] {
+    cs.enter_counted();
+    return;
+  }
+  rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
+  if (!l) {
+    cs.push_unrecorded(u(m));
+    return;
+  }
   described::ensure_method_cached(m);
   cs.push(u(m));
   rt::write_enter_held(*l, now_ns(), u(m));
