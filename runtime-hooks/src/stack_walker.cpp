@@ -127,7 +127,7 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
 
 // ---- per-thread state --------------------------------------------------------------------------
 
-constexpr unsigned kIpCache = 4096;  // direct-mapped IP -> code entry (64 KiB per thread)
+constexpr unsigned kIpCache = 4096;  // IP -> code entry, two ways per set (64 KiB per thread)
 
 // A cached lookup: the entry's address, or for "not JIT code we know" (kNativeEntry) the code
 // generation then, as (generation << 1) | 1.
@@ -207,25 +207,32 @@ const CodeEntry* lookup_slow(uint64_t ip) {
   return e ? e : &kNativeEntry;
 }
 
-// The code entry holding return address `ret` (the call instruction is before it, hence ret - 1).
-// A cached entry holds until its range leaves the table (`gone`: the slot is looked up again); a
-// cached "not JIT code" until a range is added. So freeing a method costs a walk nothing, where
-// emptying every thread's cache made each of its next frames a lookup under the table's mutex.
+// A cached lookup of `ip` in slot `s` that still holds, or nullptr: a cached entry holds until its
+// range leaves the table (`gone`), a cached "not JIT code" until a range is added (native_tag).
+inline const CodeEntry* cached(const ThreadWalk& t, const IpSlot& s, uint64_t ip) {
+  if (s.ip != ip) return nullptr;
+  const uintptr_t v = s.value;
+  if (v & 1) return v == t.native_tag ? &kNativeEntry : nullptr;
+  const auto* e = reinterpret_cast<const CodeEntry*>(v);
+  return e && !e->gone.load(std::memory_order_acquire) ? e : nullptr;
+}
+
+// The code entry holding return address `ret` (the call instruction is before it, hence ret - 1),
+// through the thread's cache: two ways per set, the most recent first. So freeing a method costs a
+// walk nothing (before, every thread's cache was emptied: each of its next frames a lookup under
+// the table's mutex), and the IPs of a compiler's deep stacks mostly stay cached (bench_dynamic:
+// 1.49M lookups under the mutex with 512 direct-mapped slots, 0.23M with 4096).
 inline const CodeEntry* lookup(ThreadWalk& t, uint64_t ret) {
   const uint64_t ip = ret - 1;
-  IpSlot& s = t.ips[(ip >> 2) % kIpCache];
-  if (s.ip == ip) [[likely]] {
-    const uintptr_t v = s.value;
-    if (v & 1) {
-      if (v == t.native_tag) return &kNativeEntry;
-    } else if (v) {
-      const auto* e = reinterpret_cast<const CodeEntry*>(v);
-      if (!e->gone.load(std::memory_order_acquire)) [[likely]] return e;
-    }
+  IpSlot* set = &t.ips[((ip >> 2) % (kIpCache / 2)) * 2];
+  if (const CodeEntry* e = cached(t, set[0], ip)) [[likely]] return e;
+  if (const CodeEntry* e = cached(t, set[1], ip)) {
+    std::swap(set[0], set[1]);
+    return e;
   }
   const CodeEntry* e = lookup_slow(ip);
-  s.ip = ip;
-  s.value = e == &kNativeEntry ? t.native_tag : reinterpret_cast<uintptr_t>(e);
+  set[1] = set[0];
+  set[0] = IpSlot{ip, e == &kNativeEntry ? t.native_tag : reinterpret_cast<uintptr_t>(e)};
   return e;
 }
 
