@@ -3,13 +3,34 @@
 // every 8th round collects and runs the finalizers, which frees their code and their MonoMethods, so
 // later ones reuse that memory. An allocation's size tells K; its backtrace must name MakeLongs_K
 // (not a freed method whose code or MonoMethod was at the same address). Then a few compiled
-// Expressions and a compiled Regex, freed the same way. argv[0] = rounds (default 300).
+// Expressions and a compiled Regex, freed the same way. Last, 100 int[] allocated by a method whose
+// frame is over 4 KiB (BigFrame: its prologue probes the stack page by page, as a form's big
+// InitializeComponent's does). argv[0] = rounds (default 300).
 using System;
+using System.Runtime.CompilerServices;
 using System.Linq.Expressions;
 using System.Reflection.Emit;
 using System.Text.RegularExpressions;
 
+struct B8 { public long a, b, c, d, e, f, g, h; }
+struct B64 { public B8 a, b, c, d, e, f, g, h; }
+struct B512 { public B64 a, b, c, d, e, f, g, h; }
+
 static class DynFree {
+  // Two 4 KiB locals: an 8 KiB frame, probed page by page.
+  [MethodImpl(MethodImplOptions.NoInlining)]
+  static long BigFrame(int k) {
+    B512 x = default(B512);
+    B512 y = default(B512);
+    x.a.b.c = k;
+    y.h.h.h = k;
+    var arr = new int[k];
+    return arr.Length + Touch(ref x) + Touch(ref y);
+  }
+
+  [MethodImpl(MethodImplOptions.NoInlining)]
+  static long Touch(ref B512 v) { return v.a.b.c + v.h.h.h; }
+
   static Func<long[]> Emit(int k) {
     var dm = new DynamicMethod("MakeLongs_" + k, typeof(long[]), Type.EmptyTypes, typeof(DynFree).Module);
     var il = dm.GetILGenerator();
@@ -41,6 +62,7 @@ static class DynFree {
         GC.WaitForPendingFinalizers();
       }
     }
+    for (int i = 1; i <= 100; ++i) total += BigFrame(i);
     Console.WriteLine("dynfree " + k + " methods, " + total);
     return 0;
   }

@@ -6,7 +6,9 @@ memory and MonoMethod addresses. The code ranges of freed methods leave the stac
 its method index (code_index.h), and every thread's cached lookup of them goes stale then: each
 long[K] allocated in a dynamic method must name MakeLongs_K in its backtrace, never a freed method
 that had the same code or MonoMethod address. With MLPD_WALKER=check every backtrace of ours is also
-compared with Mono's walk of the same event."""
+compared with Mono's walk of the same event. Last, 100 int[] allocated in a frame over 4 KiB (a
+prologue that probes the stack page by page, which our walker reads since issue 22) must name
+DynFree:BigFrame."""
 import json
 import os
 import re
@@ -41,9 +43,11 @@ def run(work, name, walker=None):
 def check_names(name, path):
     p = t.run([t.MLPD, "dump", "--json", path], timeout=300)
     t.check(p.returncode == 0, f"dump ({name}): exit {p.returncode}")
-    arrays = named = wrong = 0
+    arrays = named = wrong = big = 0
     first_wrong = None
     for line in p.stdout.splitlines():
+        if '"kind":"alloc"' in line and '"System.Int32[]"' in line and "DynFree:BigFrame" in line:
+            big += 1
         if '"kind":"alloc"' not in line or '"System.Int64[]"' not in line:
             continue
         e = json.loads(line)
@@ -60,6 +64,7 @@ def check_names(name, path):
     print(f"{name}: {arrays} long[] allocations, {named} with a MakeLongs_K frame, {wrong} naming another K", flush=True)
     t.check(arrays >= 7200, f"{name}: only {arrays} long[] allocations (7200 made in dynamic methods)")
     t.check(named >= 7200 * 0.99, f"{name}: only {named} of the dynamic methods' allocations name one")
+    t.check(big == 100, f"{name}: {big} int[] allocations name DynFree:BigFrame (100 made there)")
     t.check(wrong == 0, f"{name}: {wrong} backtraces name another dynamic method than the one that allocated, "
                         f"e.g. long[{first_wrong and first_wrong[0]}] in {first_wrong and first_wrong[1]}")
 
