@@ -9,7 +9,7 @@
 // * Per-thread events go to the thread's ThreadLog (no lock). Metadata goes to the MetaLog, always
 //   BEFORE the first event that references it (described.h).
 // * Never hold a lock of ours while calling into Mono (names are computed before locking); never take
-//   a lock while the world is stopped (in_gc), where a suspended thread may hold it.
+//   a lock while the world is stopped, where a suspended thread may hold it (tls_in_own_gc).
 #include "mlpd/hooks/hooks.h"
 
 #include <dlfcn.h>
@@ -63,6 +63,17 @@ pthread_key_t g_calls_key;
 bool g_calls_key_ok = false;
 void free_call_stack(void*) { tls_calls.release(); }
 
+// Set on the collecting thread from PRE_STOP_WORLD_LOCKED to POST_START_WORLD_UNLOCKED (its own
+// collection): no backtrace there, since a backtrace may take a lock (the described cache's, the code
+// table's, Mono's) that a thread the collection suspended may hold. Per thread, not process-wide:
+// while the world is stopped the only threads that run are the collecting one and threads Mono did
+// not suspend because they are in a GC-safe (blocking) state, and those cannot raise an allocation,
+// throw, monitor or GC-handle event without first switching back to the running state, which waits
+// until the world restarts. Every other thread takes its backtraces as usual, also in the windows
+// before the world stops and after it restarts (a process-wide flag dropped 43% of the backtraces of
+// four threads allocating together: docs/design.md, "Backtraces during a collection").
+thread_local bool tls_in_own_gc __attribute__((tls_model("initial-exec"))) = false;
+
 // Threads started and not yet ended (a thread's end is reported once: stopped and exited both report).
 std::mutex g_threads_mutex;
 std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install()
@@ -96,7 +107,7 @@ __attribute__((noinline)) const rt::Backtrace* walk_backtrace(rt::Backtrace& bt,
 // The check is inline: with backtraces off an event pays no call for it.
 inline const rt::Backtrace* collect_backtrace(rt::Backtrace& bt, bool alloc = false) {
   const uint32_t frames = g_maxframes.load(std::memory_order_relaxed);
-  if (frames == 0 || g_in_gc.load(std::memory_order_relaxed)) return nullptr;
+  if (frames == 0 || tls_in_own_gc) return nullptr;
   return walk_backtrace(bt, frames, alloc);
 }
 
@@ -255,18 +266,27 @@ bool grow(CallStack& cs) {
   if (!cs.frames && g_calls_key_ok) pthread_setspecific(g_calls_key, &cs);
   return cs.grow();
 }
+// Whether an enter can be kept as a frame (growing the stack if needed); if not, it is only counted.
+bool make_room(CallStack& cs) { return cs.depth == cs.count && (!cs.full() || grow(cs)); }
 
 // The full enter, every case. An enter of a method not yet described describes it first: a method's
 // code can run before its jit_done event is raised (another thread that finds the code published
 // while the compiling thread has not yet raised the event; P/Invoke methods, whose event follows their
 // wrapper's), and its enter must not reach the file before its description. Described without a code
 // range; jit_done describes it again with one.
+// An enter beyond calldepth (or with logging off) is kept as an unrecorded frame, so that its leave
+// is matched with it and not with a recorded frame of the same method below (call_stack.h).
 [[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
   CallStack& cs = tls_calls;
-  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
-  rt::ThreadLog* l = log();
-  if (!l) return;
-  if (cs.full() && !grow(cs)) return;
+  if (!make_room(cs)) [[unlikely]] {
+    cs.enter_counted();
+    return;
+  }
+  rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
+  if (!l) {
+    cs.push_unrecorded(u(m));
+    return;
+  }
   described::ensure_method_cached(m);
   cs.push(u(m));
   rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
@@ -284,8 +304,7 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   uint64_t now;
   if (cs.depth < g_calldepth.load(std::memory_order_relaxed) && l && !cs.full() && described::method_cached(m) &&
       l->has_room(rt::kMethodEventBytes) && rt::now_ns_tsc(now)) [[likely]] {
-    ++cs.depth;
-    cs.push(u(m));
+    cs.push(u(m));  // !full(): no frame is only counted (call_stack.h), depth == count
     rt::write_method_at(*l, l->cursor(), TYPE_ENTER, now, u(m));
     return;
   }
@@ -293,12 +312,13 @@ void on_method_enter(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
 }
 
 // A leave (or exceptional leave) of `m`: frames above m's were left without a leave event and are
-// closed as exceptional leaves (CallStack::leave). A leave with no recorded enter is dropped.
+// closed as exceptional leaves (CallStack::leave). A leave of an unrecorded frame writes nothing,
+// and a leave with no frame is dropped.
 void leave(MonoMethod* m, uint8_t ext) {
   rt::ThreadLog* l = nullptr;
   uint64_t now = 0;
   bool first = true;
-  tls_calls.leave(u(m), g_calldepth.load(std::memory_order_relaxed), [&](uint64_t frame, bool left) {
+  tls_calls.leave(u(m), [&](uint64_t frame, bool left) {
     if (first) {
       first = false;
       l = log();
@@ -342,10 +362,15 @@ uint64_t g_calls_min_ns = 0;
 void on_method_enter_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
   CallStack& cs = tls_calls;
-  if (!cs.enter(g_calldepth.load(std::memory_order_relaxed))) return;
-  rt::ThreadLog* l = log();
-  if (!l) return;
-  if (cs.full() && !grow(cs)) return;
+  if (!make_room(cs)) [[unlikely]] {
+    cs.enter_counted();
+    return;
+  }
+  rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
+  if (!l) {
+    cs.push_unrecorded(u(m));
+    return;
+  }
   described::ensure_method_cached(m);
   cs.push(u(m));
   rt::write_enter_held(*l, now_ns(), u(m));
@@ -439,8 +464,10 @@ void on_monitor_failed(MonoProfiler*, MonoObject* o) { monitor_event(MONITOR_FAI
 // Mono's order: the GC event, then at world stop the sync point and HEAP_START (heapshot.cpp), at
 // world start the heap walk and HEAP_END, then the sync point.
 void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool serial) {
+  // Before the active check, so that a thread's flag cannot stay set if the agent stops meanwhile.
+  if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) tls_in_own_gc = true;
+  if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) tls_in_own_gc = false;
   if (!active()) return;
-  if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) g_in_gc.store(1, std::memory_order_relaxed);
   rt::ThreadLog* l = log();
   const bool sync = (g_mask.load(std::memory_order_relaxed) & (MASK_GC | MASK_GC_MOVE | MASK_GC_ROOT)) != 0;
   if (l) {
@@ -450,7 +477,6 @@ void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, 
   }
   heapshot::gc_event(l, event, generation, serial != 0);
   if (l && sync && event == MONO_GC_EVENT_PRE_START_WORLD) rt::write_sync_point(*l, now_ns(), SYNC_POINT_WORLD_START);
-  if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) g_in_gc.store(0, std::memory_order_relaxed);
 }
 
 void on_gc_resize(MonoProfiler*, uintptr_t size) {

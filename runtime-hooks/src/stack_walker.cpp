@@ -15,10 +15,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <new>
 
+#include "code_index.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 
@@ -33,12 +33,16 @@ constexpr uint8_t kUnsure = 1;        // JIT code whose frame or method we canno
 constexpr uint8_t kFramePointer = 2;  // push rbp; mov rbp,rsp: [rbp] = caller's rbp, [rbp+8] = return
 constexpr uint8_t kFixedFrame = 3;    // sub rsp,N (no frame pointer): return at [sp+N], rbp saved or kept
 
-struct CodeEntry {
+// One cache line (a walk reads kind, method, body and the frame's shape of every frame's entry).
+struct alignas(64) CodeEntry {
   uint64_t start = 0, end = 0;
   uint64_t body = 0;  // where the prologue ends: a frame's IP must be at or after it
   MonoMethod* method = nullptr;
   MonoDomain* domain = nullptr;
   uint8_t kind = kNative;
+  // Set (under g_table_mutex) when the range leaves the table (its method freed, its domain unloaded,
+  // its memory reused): a thread's cached lookup of it is then stale (see lookup()).
+  std::atomic<bool> gone{false};
   uint32_t frame = 0;     // kFixedFrame: N
   int32_t rbp_save = -1;  // kFixedFrame: where the prologue saved rbp ([sp+rbp_save]); -1: rbp untouched
   // Shared generic code (ctx != kCtxNone): Mono's walk names the instantiation it reads from the frame's
@@ -49,24 +53,30 @@ struct CodeEntry {
   int32_t ctx_offset = 0;
   uint32_t ctx_from = 0;
 };
+static_assert(sizeof(CodeEntry) == 64);
 
 constexpr uint8_t kCtxNone = 0, kCtxValue = 1, kCtxThis = 2;
 
 const CodeEntry kNativeEntry{};
 
-// Entries are immutable and never freed (a frame may still be looked up by another thread).
+// Entries are immutable (but for `gone`) and never freed (a frame may still be looked up by another
+// thread). The table is ordered by start, and by method and domain for removals (code_index.h).
 std::mutex g_table_mutex;
-std::map<uint64_t, const CodeEntry*>* g_table = nullptr;  // by start; guarded by g_table_mutex
-// Bumped on every new code range: every thread's IP cache is then stale.
+CodeIndex<CodeEntry>* g_table = nullptr;  // guarded by g_table_mutex
+// Bumped on every new code range: every thread's cached "not JIT code" answers are then stale (a
+// thread can run new code before its jit_done reaches us). Removed ranges are marked `gone` instead.
 std::atomic<uint32_t> g_generation{1};
+void mark_gone(const CodeEntry* e) { const_cast<CodeEntry*>(e)->gone.store(true, std::memory_order_release); }
 
 // Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
 // frame pointer, `push %rbp` then `mov %rsp,%rbp`; without one (omit_fp), `sub $N,%rsp` and then the
 // callee-saved registers it uses stored with `mov %reg,k(%rsp)`; rsp does not move again in the body
 // (mono_arch_compute_omit_fp keeps the frame pointer for localloc, exception clauses, a parameter area
 // for calls with stack arguments, varargs and stack-passed parameters). Frames of 4 KiB or more are
-// probed page by page: not handled (kUnsure). The cross-checks and tests/integration/agent/
-// test_backtraces.py hold us to this reading.
+// probed page by page (MONO_ARCH_SIGSEGV_ON_ALTSTACK): `sub $0x1000,%rsp; test %rsp,(%rsp)` per page,
+// then `sub $rest,%rsp`; N is their sum (a start's big methods, a form's InitializeComponent, have
+// such frames: left to Mono, they made 40,130 of a GUI-like start's 225,349 backtraces Mono's walks).
+// The cross-checks and tests/integration/agent/test_backtraces.py hold us to this reading.
 void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
   e.kind = kUnsure;
   if (size < 8) return;
@@ -75,18 +85,31 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
     e.body = e.start + 4;
     return;
   }
-  size_t i;
-  uint32_t n;
-  if (c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
-    n = c[3];
-    i = 4;
-  } else if (c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
-    std::memcpy(&n, c + 3, 4);
-    i = 7;
-  } else {
+  size_t i = 0;
+  uint32_t n = 0;
+  constexpr uint32_t kPage = 0x1000, kMaxProbed = 1u << 20;
+  // The probed pages: 48 81 ec 00 10 00 00 (sub $0x1000,%rsp), 48 85 24 24 (test %rsp,(%rsp)).
+  while (i + 11 <= size && c[i] == 0x48 && c[i + 1] == 0x81 && c[i + 2] == 0xec && c[i + 3] == 0x00 &&
+         c[i + 4] == 0x10 && c[i + 5] == 0x00 && c[i + 6] == 0x00 && c[i + 7] == 0x48 && c[i + 8] == 0x85 &&
+         c[i + 9] == 0x24 && c[i + 10] == 0x24) {
+    n += kPage;
+    i += 11;
+    if (n > kMaxProbed) return;
+  }
+  const bool probed = n != 0;
+  if (i + 4 <= size && c[i] == 0x48 && c[i + 1] == 0x83 && c[i + 2] == 0xec) {
+    n += c[i + 3];
+    i += 4;
+  } else if (i + 7 <= size && c[i] == 0x48 && c[i + 1] == 0x81 && c[i + 2] == 0xec) {
+    uint32_t rest;
+    std::memcpy(&rest, c + i + 3, 4);
+    if (rest >= kPage) return;
+    n += rest;
+    i += 7;
+  } else if (!probed) {
     return;
   }
-  if (n == 0 || n >= 0x1000 || (n % 8) != 0) return;
+  if (n == 0 || (!probed && n >= kPage) || (n % 8) != 0) return;
   int32_t rbp_save = -1;
   // mov %reg,(%rsp) / mov %reg,disp8(%rsp) / mov %reg,disp32(%rsp): REX.W(+R) 89 modrm 24 [disp]
   while (i + 4 <= size && (c[i] == 0x48 || c[i] == 0x4c) && c[i + 1] == 0x89 && (c[i + 2] & 7) == 4 && c[i + 3] == 0x24) {
@@ -119,11 +142,13 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
 
 // ---- per-thread state --------------------------------------------------------------------------
 
-constexpr unsigned kIpCache = 512;      // direct-mapped IP -> code entry
+constexpr unsigned kIpCache = 4096;  // IP -> code entry, two ways per set (64 KiB per thread)
 
+// A cached lookup: the entry's address, or for "not JIT code we know" (kNativeEntry) the code
+// generation then, as (generation << 1) | 1.
 struct IpSlot {
   uint64_t ip;
-  const CodeEntry* entry;
+  uintptr_t value;
 };
 
 // `this` objects' vtables already read (see generic_context), with the collection count then.
@@ -133,7 +158,7 @@ struct ThisSlot {
 };
 
 struct ThreadWalk {
-  uint32_t generation = 0;
+  uintptr_t native_tag = 1;  // an IpSlot value for kNativeEntry valid now: (g_generation << 1) | 1
   bool bounds_ok = false;
   uintptr_t lo = 0, hi = 0;  // this thread's stack
   uint32_t fast = 0, slow[5] = {};  // not yet added to the global counters (slow: by reason)
@@ -193,21 +218,36 @@ ThreadWalk* thread_walk() {
 
 const CodeEntry* lookup_slow(uint64_t ip) {
   std::lock_guard<std::mutex> lock(g_table_mutex);
-  if (!g_table) return &kNativeEntry;
-  auto it = g_table->upper_bound(ip);
-  if (it == g_table->begin()) return &kNativeEntry;
-  --it;
-  return ip < it->second->end ? it->second : &kNativeEntry;
+  const CodeEntry* e = g_table ? g_table->find(ip) : nullptr;
+  return e ? e : &kNativeEntry;
 }
 
-// The code entry holding return address `ret` (the call instruction is before it, hence ret - 1).
+// A cached lookup of `ip` in slot `s` that still holds, or nullptr: a cached entry holds until its
+// range leaves the table (`gone`), a cached "not JIT code" until a range is added (native_tag).
+inline const CodeEntry* cached(const ThreadWalk& t, const IpSlot& s, uint64_t ip) {
+  if (s.ip != ip) return nullptr;
+  const uintptr_t v = s.value;
+  if (v & 1) return v == t.native_tag ? &kNativeEntry : nullptr;
+  const auto* e = reinterpret_cast<const CodeEntry*>(v);
+  return e && !e->gone.load(std::memory_order_acquire) ? e : nullptr;
+}
+
+// The code entry holding return address `ret` (the call instruction is before it, hence ret - 1),
+// through the thread's cache: two ways per set, the most recent first. So freeing a method costs a
+// walk nothing (before, every thread's cache was emptied: each of its next frames a lookup under
+// the table's mutex), and the IPs of a compiler's deep stacks mostly stay cached (bench_dynamic:
+// 1.49M lookups under the mutex with 512 direct-mapped slots, 0.23M with 4096).
 inline const CodeEntry* lookup(ThreadWalk& t, uint64_t ret) {
   const uint64_t ip = ret - 1;
-  IpSlot& s = t.ips[(ip >> 2) % kIpCache];
-  if (s.ip == ip && s.entry) [[likely]] return s.entry;
+  IpSlot* set = &t.ips[((ip >> 2) % (kIpCache / 2)) * 2];
+  if (const CodeEntry* e = cached(t, set[0], ip)) [[likely]] return e;
+  if (const CodeEntry* e = cached(t, set[1], ip)) {
+    std::swap(set[0], set[1]);
+    return e;
+  }
   const CodeEntry* e = lookup_slow(ip);
-  s.ip = ip;
-  s.entry = e;
+  set[1] = set[0];
+  set[0] = IpSlot{ip, e == &kNativeEntry ? t.native_tag : reinterpret_cast<uintptr_t>(e)};
   return e;
 }
 
@@ -410,10 +450,33 @@ inline uint64_t gc_epoch() {
          static_cast<uint32_t>(g_collection_count(0)) + 1;
 }
 
-// The vtable of the object at `obj` (its first word). Copied with process_vm_readv, not loaded: the
-// address comes from a stack slot, and would be a wild one if our reading of the frame were wrong.
-// Each thread keeps the last ones read, valid until the next collection (epoch 0: no count, no cache).
+// Whether `obj` lies in sgen's nursery: Mono's mono_gc_get_generation answers 0 exactly then, from the
+// address alone (sgen_ptr_in_nursery: no dereference). The nursery is mapped once when the GC starts
+// and never unmapped, so such an address can be loaded directly. Usable only once probed (sgen, its
+// nursery allocated): Boehm's answers 0 for every address, and sgen's too for low addresses before
+// the nursery exists; both are refused (0: not probed yet, 1: usable, -1: not).
+using GetGeneration = int (*)(MonoObject*);
+GetGeneration g_generation_of = nullptr;
+std::atomic<int> g_nursery_check{0};
+int g_probe_static = 0;
+bool in_nursery(uint64_t obj) {
+  int state = g_nursery_check.load(std::memory_order_relaxed);
+  if (state == 0) [[unlikely]] {
+    const bool ok = g_generation_of && g_generation_of(nullptr) == 1 &&
+                    g_generation_of(reinterpret_cast<MonoObject*>(&g_probe_static)) == 1;
+    state = ok ? 1 : -1;
+    g_nursery_check.store(state, std::memory_order_relaxed);
+  }
+  return state == 1 && (obj & 7) == 0 && g_generation_of(reinterpret_cast<MonoObject*>(obj)) == 0;
+}
+
+// The vtable of the object at `obj` (its first word). The address comes from a stack slot, and would
+// be a wild one if our reading of the frame were wrong: loaded directly only inside the nursery (where
+// `this` objects mostly are: every one of the 77,008 reads of bench_dynamic), else copied with
+// process_vm_readv (a system call of ~1 us). Each thread keeps the last ones copied, valid until the
+// next collection (epoch 0: no count, no cache).
 inline uint64_t object_vtable(ThreadWalk& t, uint64_t obj, uint64_t& epoch) {
+  if (in_nursery(obj)) return load(obj);
   if (epoch == 0) epoch = gc_epoch();
   ThisSlot& c = t.objs[(obj >> 4) % kThisCache];
   if (epoch != 0 && c.obj == obj && c.epoch == epoch) return c.vtable;
@@ -651,10 +714,17 @@ constexpr size_t kTrampolineScan = 512;
 
 // Copies [addr, addr + n) if it is mapped and readable (a fault is an error, not a crash).
 // errno tells a fault (EFAULT) from a refused call (EPERM, ENOSYS: a seccomp sandbox).
+// Our pid, for process_vm_readv: getpid() is a system call in current glibc (it was 57% of a
+// program's samples with `alloc` backtraces: issue 22). Taken at init() and in the child of a fork
+// (pthread_atfork; a child that runs our code without glibc's fork, e.g. after a raw clone, would
+// read its parent: a wrong backtrace, never a fault).
+pid_t g_pid = 0;
+void refresh_pid() { g_pid = getpid(); }
+
 bool read_memory(uint64_t addr, uint8_t* out, size_t n) {
   iovec local{out, n};
   iovec remote{reinterpret_cast<void*>(addr), n};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  return process_vm_readv(g_pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
 
 bool read_trampoline(uint64_t ret, TrampolineFrame& f) {
@@ -1109,10 +1179,15 @@ void init(bool use_ours, bool check_all, bool verbose) {
   g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
   g_method_flags = reinterpret_cast<GetFlags>(dlsym(RTLD_DEFAULT, "mono_method_get_flags"));
   g_collection_count = reinterpret_cast<CollectionCount>(dlsym(RTLD_DEFAULT, "mono_gc_collection_count"));
+  g_generation_of = reinterpret_cast<GetGeneration>(dlsym(RTLD_DEFAULT, "mono_gc_get_generation"));
   g_thread_info = reinterpret_cast<ThreadInfoCurrent>(dlsym(RTLD_DEFAULT, "mono_thread_info_current_unchecked"));
   g_method_class = reinterpret_cast<GetClass>(dlsym(RTLD_DEFAULT, "mono_method_get_class"));
   g_class_valuetype = reinterpret_cast<IsValuetype>(dlsym(RTLD_DEFAULT, "mono_class_is_valuetype"));
-  if (!g_table) g_table = new (std::nothrow) std::map<uint64_t, const CodeEntry*>();
+  if (!g_table) g_table = new (std::nothrow) CodeIndex<CodeEntry>();
+  if (g_pid == 0) {
+    refresh_pid();
+    pthread_atfork(nullptr, nullptr, refresh_pid);
+  }
   if (!g_bottom) g_bottom = new (std::nothrow) SignatureSet();
   if (!g_top) g_top = new (std::nothrow) SignatureSet();
   if (!g_key_ok) g_key_ok = pthread_key_create(&g_key, free_thread) == 0;
@@ -1156,35 +1231,19 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   }
   if (shared && (e->kind == kUnsure || !read_generic_jit_info(ji, jit_method, start, size, *e))) e->kind = kUnsure;
   std::lock_guard<std::mutex> lock(g_table_mutex);
-  auto it = g_table->lower_bound(start);
-  if (it != g_table->begin() && std::prev(it)->second->end > start) --it;
-  while (it != g_table->end() && it->first < e->end) it = g_table->erase(it);  // reused code memory
-  g_table->emplace(start, e);
+  g_table->add(e, mark_gone);  // the ranges it overlaps (reused code memory) are gone
   // Every thread's IP cache may hold this range as "not managed code" (a thread can run new code
-  // before jit_done reaches us) or as the code that was here before: all of them start over.
+  // before jit_done reaches us): those answers start over.
   g_generation.fetch_add(1, std::memory_order_release);
 }
 
-namespace {
-template <typename Pred>
-void forget_ranges(Pred gone) {
-  if (!g_table) return;
-  std::lock_guard<std::mutex> lock(g_table_mutex);
-  bool any = false;
-  for (auto it = g_table->begin(); it != g_table->end();) {
-    if (gone(*it->second)) {
-      it = g_table->erase(it);
-      any = true;
-    } else {
-      ++it;
-    }
-  }
-  if (any) g_generation.fetch_add(1, std::memory_order_release);
-}
-}  // namespace
-
+// A domain's ranges and a freed method's are found through the table's ordered indexes (code_index.h):
+// logarithmic, not a scan of every range (issue 22).
 void domain_unloading(MonoDomain* domain) {
-  forget_ranges([domain](const CodeEntry& e) { return e.domain == domain; });
+  if (g_table) {
+    std::lock_guard<std::mutex> lock(g_table_mutex);
+    g_table->remove_domain(domain, mark_gone);
+  }
   // Its vtables and runtime generic contexts will be freed, and their addresses may come back as
   // others': the learned generic pairs start over in a new table (the old one may still be read by a
   // walk in progress: it is never freed; after kMaxGenericTables, generic frames stay with Mono).
@@ -1193,7 +1252,9 @@ void domain_unloading(MonoDomain* domain) {
 }
 
 void method_freed(MonoMethod* m) {
-  forget_ranges([m](const CodeEntry& e) { return e.method == m; });
+  if (!g_table) return;
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  g_table->remove_method(m, mark_gone);
 }
 
 __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc) {
@@ -1201,11 +1262,7 @@ __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bo
   const auto anchor = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   ThreadWalk* t = g_use_ours.load(std::memory_order_relaxed) ? thread_walk() : nullptr;
   if (!t || !t->bounds_ok) return mono_walk(frames, max);
-  const uint32_t gen = g_generation.load(std::memory_order_acquire);
-  if (t->generation != gen) [[unlikely]] {
-    std::memset(t->ips, 0, sizeof t->ips);
-    t->generation = gen;
-  }
+  t->native_tag = (static_cast<uintptr_t>(g_generation.load(std::memory_order_acquire)) << 1) | 1;
   FastResult r;
   const int why = fast_walk(anchor, *t, frames, max, nullptr, nullptr, r, nullptr, alloc);
   if (why == kOk) {

@@ -10,7 +10,6 @@ namespace state {
 State* g = nullptr;
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_runtime_ready{false};
-std::atomic<int> g_in_gc{0};
 std::atomic<uint32_t> g_mask{0};
 std::atomic<uint32_t> g_calldepth{100};
 std::atomic<uint32_t> g_maxframes{0};

@@ -35,7 +35,6 @@ struct State {
 extern MLPD_HOOKS_HIDDEN State* g;
 extern MLPD_HOOKS_HIDDEN std::atomic<bool> g_active;
 extern MLPD_HOOKS_HIDDEN std::atomic<bool> g_runtime_ready;  // the runtime is initialised (its finalizer thread exists)
-extern MLPD_HOOKS_HIDDEN std::atomic<int> g_in_gc;           // from before the world stops until it restarts
 // Run-time adjustable settings: read with relaxed loads per event.
 extern MLPD_HOOKS_HIDDEN std::atomic<uint32_t> g_mask;
 extern MLPD_HOOKS_HIDDEN std::atomic<uint32_t> g_calldepth;

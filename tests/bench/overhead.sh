@@ -4,8 +4,9 @@
 # time (user+sys) and wall time of each, the profilers' CPU overhead (profiled - plain) and the
 # ratio of our overhead to Mono's, plus bytes per event of both files.
 # Besides the micro-benchmarks: real-world workloads, `mcs` compiling a generated C# file of a few
-# thousand lines (generics, LINQ, lambdas, iterators: gen_csharp.py), a string-heavy program and an
-# exception-heavy one. For the cases with backtraces, the share of backtraces our stack walker made
+# thousand lines (generics, LINQ, lambdas, iterators: gen_csharp.py), a string-heavy program, an
+# exception-heavy one and one that compiles and frees dynamic methods (Expressions, DynamicMethod,
+# Regex: bench_dynamic). For the cases with backtraces, the share of backtraces our stack walker made
 # (from the agent's `verbose` counts) is printed too.
 # MODE=callgrind counts instructions instead (valgrind --tool=callgrind; one run per cell: counts barely
 # vary, and they are the figure to trust on a loaded machine where CPU time is noise).
@@ -23,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mode="${MODE:-cpu}"
 only="${CASES:-.}"
-for p in bench_calls bench_alloc bench_threads bench_strings bench_exceptions; do
+for p in bench_calls bench_alloc bench_threads bench_strings bench_exceptions bench_dynamic; do
   mcs -optimize+ -out:"$work/$p.exe" "$here/programs/$p.cs" >/dev/null
 done
 # The compiler workload: mono running mcs.exe on a generated source (the "program" is mcs itself).
@@ -46,6 +47,8 @@ cases=(
   "strings: calls|bench_strings|100|calls"
   "exceptions: exception, backtraces|bench_exceptions|50|nodefaults,exception"
   "exceptions: calls|bench_exceptions|50|calls"
+  "dynamic methods: alloc, backtraces|bench_dynamic|1000|nodefaults,gcalloc"
+  "dynamic methods: calls|bench_dynamic|1000|calls"
 )
 # The command line of a case's program.
 prog_cmd() {

@@ -7,6 +7,7 @@
 // With --detail, extra lines "detail.KEY VALUE" (sorted, after the normal lines) give
 // totals comparable with mprof-report (see README.md):
 //   detail.alloc_bytes               sum of AllocationEvent.ObjectSize
+//   detail.alloc_no_backtrace        AllocationEvents without a backtrace (absent when none)
 //   detail.gc_move_objects           sum of moved objects (pairs) over all GCMoveEvents
 //   detail.heap_root_entries         sum of roots over all HeapRootsEvents
 //   detail.gc_collections.genG       GCEvent Begin count per generation G
@@ -114,7 +115,11 @@ sealed class CountingVisitor : LogEventVisitor
         }
     }
 
-    public override void Visit(AllocationEvent ev) { Add("alloc"); AddDetail("alloc_bytes", ev.ObjectSize); }
+    public override void Visit(AllocationEvent ev) {
+        Add("alloc");
+        AddDetail("alloc_bytes", ev.ObjectSize);
+        if (ev.Backtrace == null || ev.Backtrace.Count == 0) AddDetail("alloc_no_backtrace", 1);
+    }
     public override void Visit(GCEvent ev)
     {
         Add("gc_event");
