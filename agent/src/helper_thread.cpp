@@ -144,6 +144,11 @@ void HelperThread::main_loop() {
 // to fault in), then the buffers go back to the pool.
 bool HelperThread::round(bool live) {
   ++rounds_;
+  // The TSC's scale against CLOCK_MONOTONIC: corrected here if it drifted (docs/design.md, "Clock").
+  if (const std::string said = rt::check_clock(); !said.empty() && parts_.options->verbose) {
+    const std::string l = said + "\n";
+    (void)!::write(STDERR_FILENO, l.data(), l.size());
+  }
   hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
   hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
   HelperOutput& out = *parts_.output;
@@ -221,6 +226,7 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                     std::to_string(p.no_member) + " no member buffers); at most " + std::to_string(waiting_max_) +
                     " full buffers waiting at a round");
   }
+  lines.push_back(rt::clock_summary());
   if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
   if (with_samples) {
     const hooks::SampleStats st = hooks::sample_stats();
