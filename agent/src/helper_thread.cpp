@@ -156,11 +156,15 @@ bool HelperThread::round(bool live) {
   // the header and the metadata of everything still alive (absorbed by earlier rounds), then this round.
   if (live && !out.failed() && out.rotation_due()) {
     std::vector<uint8_t> metadata;
-    meta_store_.replay(metadata);
+    // Stamped no earlier than the last round, where the closed file's data ended: the new file's
+    // times (its report's duration) start there, not at the process's start.
+    meta_store_.replay(metadata, last_round_ns_);
     if (!out.next_file(metadata)) out.report_failure();
   }
   waiting_max_ = std::max(waiting_max_, parts_.shared->full_waiting.load(std::memory_order_relaxed));
-  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
+  const uint64_t now = rt::now_ns();
+  if (live) last_round_ns_ = now;
+  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, now);
   bool ok = true;
   if (!out.failed()) {
     size_t total = 0;  // what the sink has to compress (members are compressed already)

@@ -106,6 +106,7 @@ class HelperThread {
   int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
   uint64_t rounds_ = 0;
+  uint64_t last_round_ns_ = 0;  // the last live round's time: where a rotated file's metadata is stamped
   uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)
   uint64_t pause_generation_ = 0;  // hooks::pause_generation() at the last counter sample
 };

@@ -14,7 +14,7 @@ as the test sees it, each within 1%.
 
 Before the fix (a 2 ms calibration at start from two single reads, never checked) two or three of
 the eight files had a scale 1.85-1.94x off in each of three runs. `monotonic` (ARGS) runs the same
-with MLPD_CLOCK=monotonic."""
+with MLPD_CLOCK=monotonic; `rotation` checks rotated files' durations (item 12, see rotation())."""
 import os
 import re
 import subprocess
@@ -127,12 +127,41 @@ def load(workdir, label, extra_env):
               f"({tight * 100:.4f}% on tight intervals), duration ratio {min(ratios):.4f}..{max(ratios):.4f}", flush=True)
 
 
+def rotation(workdir):
+    """Issue 22, item 12: with rotate=, a later file's duration counted from the process's start
+    (its replayed metadata kept their first times: 20.4 s for a 5 s file). One process, a marker
+    every 200 ms for 8 s, rotate=2s: every file lasts at most the rotation interval plus a flush
+    interval (rotation happens at a live flush round) plus a margin, and together they last no
+    longer than the process."""
+    sub = os.path.join(workdir, "rot")
+    os.mkdir(sub)
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,gc,rotate=2s,output={sub}/m-%n.mlpd")
+    start = time.monotonic_ns()
+    p = t.run([t.MONO, t.program("clockmarks"), "40", "200"], env=env, timeout=300)
+    wall = time.monotonic_ns() - start
+    t.check(p.returncode == 0, f"rotation: exit {p.returncode}: {p.stderr[-300:]}")
+    files = sorted(os.listdir(sub))
+    t.check(len(files) >= 3, f"rotation: {len(files)} files after 8 s with rotate=2s")
+    durations, total = [], 0
+    for f in files:
+        rc, marks, first, last = file_times(os.path.join(sub, f))
+        dur = (last - first) if first is not None else 0
+        durations.append(dur / 1e9)
+        total += dur
+        t.check(rc == 0 and dur <= 3.5e9, f"rotation: {f} lasts {dur / 1e9:.3f} s (rotate=2s, flush 1 s), {len(marks)} markers")
+    t.check(total <= wall * (1 + TOLERANCE), f"rotation: the files last {total / 1e9:.3f} s together, the process {wall / 1e9:.3f} s")
+    print(f"rotation: {len(files)} files lasting {', '.join(f'{d:.3f}' for d in durations)} s, together "
+          f"{total / 1e9:.3f} s in a process of {wall / 1e9:.3f} s", flush=True)
+
+
 def main():
     modes = sys.argv[1:] or ["load"]
     with tempfile.TemporaryDirectory(prefix="mlpd-clock-") as workdir:
         for mode in modes:
             if mode == "load":
                 load(workdir, "load", {})
+            elif mode == "rotation":
+                rotation(workdir)
             elif mode == "monotonic":
                 load(workdir, "monotonic", {"MLPD_CLOCK": "monotonic"})
     t.finish("clock")
