@@ -151,6 +151,11 @@ TEST_CASE("clock: a wrong scale is corrected, continuously, with spaced publicat
   CHECK(big.first_ns > 1e8);
   CHECK(big.first_ns - big.end_ns > 0.9 * 29e9 * ClockTracker::kMaxSlew);
   CHECK(big.end_ns > 0);
+  // 0.7x: behind, so sped up by at most 0.1% (the continuity check covers a faster new mapping too).
+  const Converged slow = correct_from(0.7);
+  CHECK(slow.first_ns < -5e7);
+  CHECK(slow.end_ns - slow.first_ns > 0.9 * 29e9 * ClockTracker::kMaxSlew);
+  CHECK(slow.end_ns < 0);
   // 2e-4 (a calibration read preempted for 800 ns): 50 us off at the first correction, slewed away.
   const Converged small = correct_from(1.0002);
   CHECK(std::fabs(small.end_ns) <= ClockTracker::kDeadbandNs + 1000);
