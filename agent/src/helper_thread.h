@@ -83,7 +83,7 @@ class HelperThread {
   // Flight recorder (helper thread, or after stop()): a live round now, so that a dump holds what
   // threads have committed; the MetaStore's replay.
   void round_now() { round(true); }
-  void replay_metadata(std::vector<uint8_t>& out) const { meta_store_.replay(out); }
+  void replay_metadata(std::vector<uint8_t>& out, uint64_t not_before = 0) const { meta_store_.replay(out, not_before); }
 
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();

@@ -14,7 +14,7 @@ as the test sees it, each within 1%.
 
 Before the fix (a 2 ms calibration at start from two single reads, never checked) two or three of
 the eight files had a scale 1.85-1.94x off in each of three runs. `monotonic` (ARGS) runs the same
-with MLPD_CLOCK=monotonic; `rotation` checks rotated files' durations (item 12, see rotation())."""
+with MLPD_CLOCK=monotonic; `rotation` and `ring` check rotated files' and ring dumps' durations (item 12, see rotation())."""
 import os
 import re
 import subprocess
@@ -154,12 +154,42 @@ def rotation(workdir):
           f"{total / 1e9:.3f} s in a process of {wall / 1e9:.3f} s", flush=True)
 
 
+def ring(workdir):
+    """The same for a flight-recorder dump: the ring holds the last 1 MiB of a busy program's
+    allocations (a few ms), and the dump's replayed metadata must not start it at the process's start
+    (before: the dump of a 3 s run lasted 3 s). The replay is the dump's first buffer."""
+    out = os.path.join(workdir, "ring.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"nodefaults,alloc,ring=1m,output={out}")
+    start = time.monotonic_ns()
+    p = t.run([t.MONO, t.program("service"), "3"], env=env, timeout=300)
+    wall = time.monotonic_ns() - start
+    t.check(p.returncode == 0 and os.path.exists(out), f"ring: exit {p.returncode}: {p.stderr[-300:]}")
+    d = t.run([t.MLPD, "dump", out], timeout=300)
+    buf, replay, rest = -1, [], []
+    for line in d.stdout.splitlines():
+        if line.startswith("buffer "):
+            buf += 1
+            continue
+        m = _TIME.match(line)
+        if m:
+            (replay if buf == 0 else rest).append(int(m.group(1)))
+    if not t.check(replay and rest, f"ring: dump has {len(replay)} replayed and {len(rest)} other events"):
+        return
+    dur = max(replay + rest) - min(replay + rest)
+    t.check(min(replay) >= min(rest), f"ring: the replayed metadata starts {(min(rest) - min(replay)) / 1e9:.3f} s "
+                                      f"before the dump's data (the dump lasts {dur / 1e9:.3f} s, the process {wall / 1e9:.3f} s)")
+    print(f"ring: the dump lasts {dur / 1e9:.4f} s (its data {(max(rest) - min(rest)) / 1e9:.4f} s) "
+          f"in a process of {wall / 1e9:.3f} s", flush=True)
+
+
 def main():
     modes = sys.argv[1:] or ["load"]
     with tempfile.TemporaryDirectory(prefix="mlpd-clock-") as workdir:
         for mode in modes:
             if mode == "load":
                 load(workdir, "load", {})
+            elif mode == "ring":
+                ring(workdir)
             elif mode == "rotation":
                 rotation(workdir)
             elif mode == "monotonic":
