@@ -44,6 +44,9 @@ inline uint64_t ticks_to_ns(const Mapping& p, uint64_t tsc) {
   return static_cast<int64_t>(ticks) < 0 ? p.ns0 : p.ns0 + static_cast<uint64_t>((static_cast<u128>(ticks) * p.mult) >> 32);
 }
 
+// Plain fields, not atomics: written only before the slot is published (release), read only after
+// its pointer was loaded (acquire); atomics would cost the hot path three more instructions (their
+// loads are not folded into the arithmetic).
 struct alignas(32) ClockSlot {
   uint64_t tsc0 = 0;
   uint64_t ns0 = 0;
