@@ -3,7 +3,7 @@
 // every published mapping continuous with the one before (no time goes backwards, for a reader on
 // either mapping), publications spaced, the slew bounded; a TSC whose rate changes is given up
 // for CLOCK_MONOTONIC without a step backwards.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cmath>
 #include <cstdint>
