@@ -1,6 +1,7 @@
 #include "mlpd/heap_graph.h"
 
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "mlpd/budget.h"
@@ -8,6 +9,14 @@
 #include "mlpd/enum_names.h"
 
 namespace mlpd {
+
+namespace {
+std::string hex(uint64_t v) {
+  char buf[24] = {'0', 'x'};
+  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
+  return std::string(buf, r.ptr);
+}
+}  // namespace
 
 std::string root_kind_name(uint8_t kind) {
   if (kind == kRootUnknown) return "unknown";
@@ -84,6 +93,7 @@ void HeapGraphCollector::on_event(const Event& e, const EventInfo& info) {
       r.end = e.ptr + e.size < e.ptr ? UINT64_MAX : e.ptr + e.size;
       r.registered = e.time;
       r.kind = e.code;
+      r.key = e.ptr2;
       auto it = range_name_ids_.find(e.name);
       if (it == range_name_ids_.end()) {
         it = range_name_ids_.emplace(e.name, static_cast<uint32_t>(range_names_.size())).first;
@@ -104,6 +114,7 @@ void HeapGraphCollector::on_event(const Event& e, const EventInfo& info) {
       return;
     case EventKind::heap_start: {
       close(thread);  // a second HEAP_START on a thread ends the open heapshot (HeapshotCollector's rule)
+      if (opt_.started) opt_.started(count_);
       auto* b = new Building;
       b->thread = thread;
       b->g.index = count_++;
@@ -292,16 +303,24 @@ void HeapGraphCollector::finish() {
   if (finished_) return;
   finished_ = true;
   while (!open_.empty()) close(open_.front()->thread);
-  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
-    return a.start != b.start ? a.start < b.start : a.registered < b.registered;
-  });
 }
 
 void HeapGraphCollector::label(HeapGraph& g) const {
-  // Ranges sorted by start; max_end[i] is the largest end among ranges_[0..i], so the scan backwards
-  // from the last range starting at or below the slot stops as soon as no earlier range can hold it.
-  std::vector<uint64_t> max_end(ranges_.size());
-  for (size_t i = 0; i < ranges_.size(); ++i) max_end[i] = std::max(ranges_[i].end, i ? max_end[i - 1] : 0);
+  // Ranges by start; max_end[i] is the largest end among the first i+1, so the scan backwards from
+  // the last range starting at or below a slot stops as soon as no earlier range can hold it.
+  std::vector<uint32_t> by_start(ranges_.size());
+  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+  std::sort(by_start.begin(), by_start.end(), [this](uint32_t a, uint32_t b) {
+    return ranges_[a].start != ranges_[b].start ? ranges_[a].start < ranges_[b].start : a < b;
+  });
+  std::vector<uint64_t> max_end(by_start.size());
+  for (size_t i = 0; i < by_start.size(); ++i)
+    max_end[i] = std::max(ranges_[by_start[i]].end, i ? max_end[i - 1] : 0);
+  // Mono scans its table of normal GC handles with a marker and registers it as a range of size 0
+  // ("GC Handles (SGen, Normal)"); the slots it reports lie in the table's buckets, in no range.
+  const Range* handles = nullptr;
+  for (const Range& x : ranges_)
+    if (x.kind == 6 && x.start == x.end) handles = &x;
   std::map<std::pair<uint8_t, std::string>, uint32_t> ids;
   g.labels.clear();
   auto label_id = [&](uint8_t kind, const std::string& name) {
@@ -320,11 +339,12 @@ void HeapGraphCollector::label(HeapGraph& g) const {
     }
     const Range* best = nullptr;
     bool best_alive = false;
-    size_t i = static_cast<size_t>(std::upper_bound(ranges_.begin(), ranges_.end(), r.slot,
-                                                    [](uint64_t a, const Range& x) { return a < x.start; }) -
-                                   ranges_.begin());
+    size_t i = static_cast<size_t>(
+        std::upper_bound(by_start.begin(), by_start.end(), r.slot,
+                         [this](uint64_t a, uint32_t x) { return a < ranges_[x].start; }) -
+        by_start.begin());
     for (size_t scanned = 0; i-- > 0 && max_end[i] > r.slot && scanned < kMaxScan; ++scanned) {
-      const Range& x = ranges_[i];
+      const Range& x = ranges_[by_start[i]];
       if (r.slot >= x.end) continue;
       // Alive at the heapshot: registered before it and not unregistered before it. Otherwise the
       // latest registration of a range holding the slot.
@@ -334,7 +354,19 @@ void HeapGraphCollector::label(HeapGraph& g) const {
         best_alive = alive;
       }
     }
-    r.label = best ? label_id(best->kind, range_names_[best->name]) : label_id(kRootUnknown, "");
+    if (!best) best = handles;
+    if (!best) {
+      r.label = label_id(kRootUnknown, "");
+      continue;
+    }
+    std::string name = range_names_[best->name];
+    if (best->kind == 3 /* static */) {
+      if (const std::string* c = names_.vtable_class_name(best->key)) name += ": " + *c;
+    } else if (best->kind == 1 || best->kind == 4 || best->kind == 14) {  // stack, thread static, handle
+      name += ": thread " + hex(best->key);
+      if (const std::string* t = names_.thread_name(best->key)) name += " (" + *t + ")";
+    }
+    r.label = label_id(best->kind, name);
   }
 }
 

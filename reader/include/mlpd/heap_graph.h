@@ -42,7 +42,10 @@ std::string root_kind_name(uint8_t kind);
 
 struct RootLabel {
   uint8_t kind = kRootUnknown;
-  std::string name;  // what Mono registered ("Thread Stack", "Static Fields", ...); "" when unknown
+  // What Mono registered ("Thread Stack", "Static Fields", ...), "" when unknown; for static fields
+  // followed by ": CLASS" (the key is the class's vtable), for thread stacks, thread statics and
+  // handle stacks by ": thread 0xID" and " (NAME)" when the thread has a name.
+  std::string name;
   bool operator==(const RootLabel&) const = default;
 };
 
@@ -81,14 +84,16 @@ struct HeapGraph {
 };
 
 // A Visitor that builds the graphs of the heapshots `want` says yes to (by index), handing each to
-// `done` when it closes (HEAP_END, another HEAP_START of its thread, the end of the file). The root
-// labels are only known at the end: `done` receives graphs whose roots are not labelled yet, and
-// finish() labels the graphs the caller kept (label()).
+// `done` when it closes (HEAP_END, another HEAP_START of its thread, the end of the file). `done`
+// receives graphs whose roots are not labelled yet: label() names them with the root ranges (and
+// class names) known so far, so a caller that keeps a graph labels it after finish(), when the whole
+// file has been read; one that analyses each graph as it comes labels it at once.
 class HeapGraphCollector final : public Visitor {
  public:
   struct Options {
     std::function<bool(size_t index)> want;        // which heapshots to build (null: all)
     std::function<void(HeapGraph&&)> done;          // receives each built graph
+    std::function<void(size_t index)> started;      // called at each HEAP_START (may be null)
     bool offsets = false;                           // keep the references' field offsets
     MemoryBudget* budget = nullptr;
   };
@@ -100,7 +105,7 @@ class HeapGraphCollector final : public Visitor {
 
   // Closes the heapshots still open (handing them to `done`). Call once after decoding.
   void finish();
-  // Labels the roots of `g` with the registered root ranges (call after finish()).
+  // Labels the roots of `g` with the registered root ranges.
   void label(HeapGraph& g) const;
 
   const Names& names() const { return names_; }
@@ -112,6 +117,7 @@ class HeapGraphCollector final : public Visitor {
   struct Range {
     uint64_t start = 0, end = 0;
     uint64_t registered = 0, unregistered = UINT64_MAX;  // times
+    uint64_t key = 0;   // the registration's key: a vtable for static, a thread id for stack, ...
     uint8_t kind = 0;
     uint32_t name = 0;  // index into range_names_
   };
