@@ -315,7 +315,10 @@ std::vector<Growth> class_growth(const Retention& a, const Retention& b) {
     g.retained = static_cast<int64_t>(g.to - g.from);
     if (g.retained || g.objects) out.push_back(g);
   }
-  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) { return x.retained > y.retained; });
+  // Equal growth (a holder and the array it owns): the one retaining more first, the holder.
+  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) {
+    return x.retained != y.retained ? x.retained > y.retained : x.to > y.to;
+  });
   return out;
 }
 
@@ -438,7 +441,9 @@ int run_retained(const RetainedRequest& q) {
                    q.files[0].c_str(), f.results.size());
       return 2;
     }
-    // A suspect: a subtree present in every heapshot whose retained bytes grew at each one.
+    // A suspect: a subtree present in every heapshot whose retained bytes never shrank from one
+    // heapshot to the next and grew at more than half of the steps (a heapshot taken when nothing
+    // was added, at shutdown say, does not clear it).
     std::map<std::string, std::vector<uint64_t>> series;
     for (size_t s = 0; s < f.results.size(); ++s) {
       std::map<std::string, uint64_t> here;
@@ -451,9 +456,13 @@ int run_retained(const RetainedRequest& q) {
     std::vector<std::pair<std::string, std::vector<uint64_t>>> suspects;
     for (auto& [path, v] : series) {
       if (v.size() != f.results.size()) continue;
-      bool grew = true;
-      for (size_t i = 1; i < v.size() && grew; ++i) grew = v[i] > v[i - 1];
-      if (grew) suspects.emplace_back(path, std::move(v));
+      bool shrank = false;
+      size_t grew = 0;
+      for (size_t i = 1; i < v.size(); ++i) {
+        shrank = shrank || v[i] < v[i - 1];
+        grew += v[i] > v[i - 1];
+      }
+      if (!shrank && 2 * grew > v.size() - 1) suspects.emplace_back(path, std::move(v));
     }
     std::stable_sort(suspects.begin(), suspects.end(), [](const auto& x, const auto& y) {
       return x.second.back() - x.second.front() > y.second.back() - y.second.front();
@@ -470,7 +479,8 @@ int run_retained(const RetainedRequest& q) {
       }
       out.put("]}\n");
     } else {
-      out.put("subtrees whose retained bytes grew at each of the ").dec(f.results.size()).put(" heapshots:\n");
+      out.put("subtrees whose retained bytes grew over the ").dec(f.results.size());
+      out.put(" heapshots (never shrank, grew at most steps):\n");
       out.put("        growth  first -> last  subtree\n");
       for (const auto& [path, v] : suspects) {
         if (shown == q.top) break;

@@ -10,8 +10,9 @@
 //   finalizer 500 FinalObject objects, each with a FinalData, unreachable but with finalizers; the
 //             first finalizer blocks until the heapshot is taken, so the rest wait in the finalizer
 //             queue (finalizer_queue; FinalObject)
-//   grow      cache and event, then a heapshot, then both grow (and garbage is made and dropped)
-// Then two full collections (heapshots under `heapshot`); `grow` makes a third after growing.
+//   grow      three rounds of: 200 more event handlers, 1000 more cache items, 100000 Garbage
+//             objects made and dropped, a full collection (a heapshot under `heapshot`)
+// Then (except for grow) two full collections: heapshots under `heapshot`.
 using System;
 using System.Collections.Generic;
 using System.Runtime.CompilerServices;
@@ -114,7 +115,7 @@ static class RetentionProgram
                 case "list": head = MakeList(20000); break;
                 case "handle": MakeHandle(2000); break;
                 case "finalizer": MakeFinalizable(500); finalizer = true; break;
-                case "grow": Subscribe(200); Fill(1000); grow = true; break;
+                case "grow": grow = true; break;
                 default: Console.Error.WriteLine("unknown mode " + mode); return 2;
             }
         }
@@ -123,15 +124,20 @@ static class RetentionProgram
             GC.Collect();  // the FinalObjects go to the finalizer queue; the first finalizer blocks
             while (Volatile.Read(ref FinalObject.Finalized) == 0) Thread.Sleep(10);
         }
-        GC.Collect();
-        if (!finalizer) GC.WaitForPendingFinalizers();
-        GC.Collect();
         if (grow)
         {
-            MakeGarbage();
-            Subscribe(600);
-            Fill(4000);
-            MakeGarbage();
+            for (int round = 0; round < 3; round++)
+            {
+                Subscribe(200);
+                Fill(1000);
+                MakeGarbage();
+                GC.Collect();
+            }
+        }
+        else
+        {
+            GC.Collect();
+            if (!finalizer) GC.WaitForPendingFinalizers();
             GC.Collect();
         }
         if (finalizer)
