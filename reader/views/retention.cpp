@@ -168,9 +168,10 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   std::unordered_map<uint64_t, uint32_t> top_ids;
   struct Frame {
     uint32_t k, next, fold, klass;
+    uint32_t child_class, child_fold;  // the last child's class and folded node: most siblings share them
   };
   std::vector<Frame> stack;
-  if (m) stack.push_back({0, child_begin[0], kNone, kNone});
+  if (m) stack.push_back({0, child_begin[0], kNone, kNone, kNone, kNone});
   while (!stack.empty()) {
     Frame& f = stack.back();
     if (f.next == child_begin[f.k + 1]) {
@@ -192,6 +193,8 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
         root = root_of(obj);
         if (root == kNone) root = several;
         slot = &top_ids.try_emplace((uint64_t{root} << 32) | c, kNone).first->second;
+      } else if (f.child_class == c) {
+        slot = &f.child_fold;
       } else {
         slot = &fold_ids.try_emplace((uint64_t{parent_fold + 1} << 32) | c, kNone).first->second;
       }
@@ -205,12 +208,16 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
         r_.folded.push_back(node);
       }
       fold = *slot;
+      if (!top) {
+        f.child_class = c;
+        f.child_fold = fold;
+      }
       FoldedNode& node = r_.folded[fold];
       ++node.instances;
       node.retained += retained_[k];
       node.objects += count[k];
     }
-    stack.push_back({k, child_begin[k], fold, c});
+    stack.push_back({k, child_begin[k], fold, c, kNone, kNone});
   }
   if (budget && budget->exceeded()) {
     out_of_memory();
