@@ -22,11 +22,8 @@
 namespace mlpd::cli {
 
 namespace {
-
 using views::Retention;
 using views::RetentionAnalysis;
-
-constexpr char kCmd[] = "heapshots";
 
 std::string where(const Problem& p) {
   std::string s = "offset " + std::to_string(p.offset);
@@ -34,46 +31,20 @@ std::string where(const Problem& p) {
   return s;
 }
 
-void seconds(OutBuffer& out, int64_t ns, const char* format) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, format, static_cast<double>(ns) / 1e9);
-  out.put(buf);
-}
+}  // namespace
 
-void padded(OutBuffer& out, std::string_view s, size_t width) {
-  for (size_t i = s.size(); i < width; ++i) out.put(' ');
-  out.put(s);
-}
-
-std::string signed_str(int64_t v) {
-  std::string s = v >= 0 ? "+" : "";
-  s += std::to_string(v);
-  return s;
-}
-
-// What one file gave: the analyses asked for, how many heapshots it has, whether it read cleanly.
-struct FileResult {
-  std::vector<Retention> results;           // in heapshot order
-  std::unique_ptr<RetentionAnalysis> kept;  // the single heapshot of --retained/--dominators/--paths
-  size_t heapshots = 0;
-  bool problems = false;
-  bool opened = false;
-};
-
-// Reads `path`. `single`: keep the analysis of heapshot `index` (or of the last one when !have_index)
-// for paths; otherwise analyse every heapshot `want` selects as it closes and keep its result.
-FileResult read_file(const std::string& path, bool single, bool have_index, uint64_t index,
+FileResult read_heapshots(const char* command, const std::string& path, bool single, bool have_index, uint64_t index,
                      const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth) {
   FileResult fr;
   struct stat st {};
   if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
+    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", command, path.c_str(), std::strerror(EISDIR));
     return fr;
   }
   std::string open_error;
   std::unique_ptr<Input> input = Input::open(path, open_error);
   if (!input) {
-    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
+    std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", command, path.c_str(), open_error.c_str());
     return fr;
   }
   fr.opened = true;
@@ -116,6 +87,29 @@ FileResult read_file(const std::string& path, bool single, bool have_index, uint
     fr.results.push_back(fr.kept->result());
   }
   return fr;
+}
+
+namespace {
+using views::Retention;
+using views::RetentionAnalysis;
+
+constexpr char kCmd[] = "heapshots";
+
+void seconds(OutBuffer& out, int64_t ns, const char* format) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, format, static_cast<double>(ns) / 1e9);
+  out.put(buf);
+}
+
+void padded(OutBuffer& out, std::string_view s, size_t width) {
+  for (size_t i = s.size(); i < width; ++i) out.put(' ');
+  out.put(s);
+}
+
+std::string signed_str(int64_t v) {
+  std::string s = v >= 0 ? "+" : "";
+  s += std::to_string(v);
+  return s;
 }
 
 bool index_ok(const FileResult& fr, uint64_t index, const std::string& path) {
@@ -389,10 +383,10 @@ int run_retained(const RetainedRequest& q) {
     const bool two = q.files.size() == 2;
     FileResult fa, fb;
     if (two) {
-      fa = read_file(q.files[0], false, false, 0, [&q](size_t i) { return i == q.diff_from; }, false, fold_depth);
-      fb = read_file(q.files[1], false, false, 0, [&q](size_t i) { return i == q.diff_to; }, false, fold_depth);
+      fa = read_heapshots(kCmd, q.files[0], false, false, 0, [&q](size_t i) { return i == q.diff_from; }, false, fold_depth);
+      fb = read_heapshots(kCmd, q.files[1], false, false, 0, [&q](size_t i) { return i == q.diff_to; }, false, fold_depth);
     } else {
-      fa = read_file(q.files[0], false, false, 0,
+      fa = read_heapshots(kCmd, q.files[0], false, false, 0,
                      [&q](size_t i) { return i == q.diff_from || i == q.diff_to; }, false, fold_depth);
     }
     if (!fa.opened || (two && !fb.opened)) return 1;
@@ -431,7 +425,7 @@ int run_retained(const RetainedRequest& q) {
   }
 
   if (q.view == View::suspects) {
-    FileResult f = read_file(q.files[0], false, false, 0, nullptr, false, fold_depth);
+    FileResult f = read_heapshots(kCmd, q.files[0], false, false, 0, nullptr, false, fold_depth);
     if (!f.opened) return 1;
     if (f.problems) status = 1;
     for (const Retention& r : f.results)
@@ -494,7 +488,7 @@ int run_retained(const RetainedRequest& q) {
     return finish_output();
   }
 
-  FileResult f = read_file(q.files[0], true, q.have_heapshot, q.heapshot, nullptr, q.view == View::paths, fold_depth);
+  FileResult f = read_heapshots(kCmd, q.files[0], true, q.have_heapshot, q.heapshot, nullptr, q.view == View::paths, fold_depth);
   if (!f.opened) return 1;
   if (f.problems) status = 1;
   if (q.have_heapshot && !index_ok(f, q.heapshot, q.files[0])) return 2;

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "mlpd/retention.h"
 
 namespace mlpd::cli {
 
@@ -23,7 +27,25 @@ struct RetainedRequest {
   std::vector<std::string> files;
 };
 
+// What one file gave: the analyses asked for, how many heapshots it has, whether it read cleanly.
+struct FileResult {
+  std::vector<views::Retention> results;           // in heapshot order
+  std::unique_ptr<views::RetentionAnalysis> kept;  // the single heapshot (`single`)
+  size_t heapshots = 0;
+  bool problems = false;  // reported on stderr as FILE: offset N (buffer K): ...
+  bool opened = false;    // false: could not be opened (reported as mlpd COMMAND: cannot open ...)
+};
+
+// Reads `path`. `single`: keep the analysis of heapshot `index` (or of the last one when !have_index);
+// otherwise analyse every heapshot `want` selects (null: all) as it closes and keep its result.
+FileResult read_heapshots(const char* command, const std::string& path, bool single, bool have_index, uint64_t index,
+                          const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth);
+
 // Returns the exit status (0, 1 problems in a file or a heapshot too large, 2 bad usage).
 int run_retained(const RetainedRequest& request);
+
+// `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
+// dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).
+int cmd_export_retained(int argc, char** argv);
 
 }  // namespace mlpd::cli

@@ -21,6 +21,7 @@ leak's classes have their full counts):
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -186,6 +187,42 @@ def check_grow(label, path):
     t.check(p.returncode == 0 and LIST_CACHE in p.stdout.splitlines()[3], f"{label}: text diff:\n{p.stdout[:500]}")
 
 
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def check_export(work, path):
+    found = pick_heapshot("export", path, LEAKS["cache"][2])
+    if not found:
+        return
+    index = str(found[0])
+    collapsed = os.path.join(work, "retained.collapsed")
+    p = t.run([MLPD, "export", "--what", "retained", "--heapshot", index, "-o", collapsed, path])
+    t.check(p.returncode == 0 and p.stderr == "", f"export collapsed: {p.returncode} {p.stderr[:300]}")
+    lines = open(collapsed).read().splitlines()
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+    r = json_lines(mlpd("--retained", "--json", "--heapshot", index, path), "export")[0]
+    t.check(total == r["bytes"] - r["unreached"]["bytes"], f"collapsed total {total}, reached {r}")
+    t.check(any(l.startswith('static "Static Fields: RetentionProgram";' + LIST_CACHE + ";CacheItem[]") for l in lines),
+            f"no stack for the cache: {lines[:5]}")
+    html = os.path.join(work, "retained.html")
+    p = t.run([MLPD, "export", "--what=retained", "--heapshot", index, "-o", html, path])
+    t.check(p.returncode == 0, f"export html: {p.returncode} {p.stderr[:300]}")
+    profile_dir = tempfile.mkdtemp(prefix="mlpd-chromium-")
+    dom = t.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage",
+                 f"--user-data-dir={profile_dir}", "--virtual-time-budget=5000", "--window-size=1400,800",
+                 "--dump-dom", "file://" + html + "#search=CacheItem"], timeout=120)
+    shutil.rmtree(profile_dir, ignore_errors=True)
+    frames = re.findall(r'<div class="f[^"]*"[^>]*>([^<]*)</div>', dom.stdout)
+    t.check(dom.returncode == 0 and any("List&lt;CacheItem&gt;" in f or "List<CacheItem>" in f for f in frames),
+            f"chromium: the holder is not on the page: exit {dom.returncode}, frames {frames[:10]}")
+    t.check(any('Static Fields: RetentionProgram' in f for f in frames), f"chromium: no root frame: {frames[:10]}")
+    m = re.search(r'<span id="matched">matched: ([^<]*)</span>', dom.stdout)
+    t.check(m and "bytes" in m.group(1), f"search for CacheItem: {m.group(1) if m else None}")
+    p = t.run([MLPD, "export", "--what", "retained", "-o", os.path.join(work, "x.pb.gz"), path])
+    t.check(p.returncode == 2, f"export --what retained to .pb.gz: {p.returncode}")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="mlpd_retained_")
     files = {}
@@ -218,6 +255,9 @@ def main():
     out = json_lines(p, "two files")
     t.check(p.returncode == 0 and out and out[0]["classes"][0]["name"] == LIST_CACHE,
             f"two files: {p.returncode} {p.stdout[:300]!r} {p.stderr[:300]!r}")
+
+    # The flame graph: collapsed stacks add up to the reached bytes; the page shows the holder.
+    check_export(work, files["mono cache"][0])
 
     # Errors.
     cache = files["mono cache"][0]
