@@ -34,7 +34,8 @@ std::string where(const Problem& p) {
 }  // namespace
 
 FileResult read_heapshots(const char* command, const std::string& path, bool single, bool have_index, uint64_t index,
-                     const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth) {
+                          const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth,
+                          bool print_problems) {
   FileResult fr;
   struct stat st {};
   if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -76,8 +77,9 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
   self = &collector;
   decode(*input, collector, read_options());
   collector.finish();
-  for (const Problem& p : collector.problems())
-    std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
+  if (print_problems)
+    for (const Problem& p : collector.problems())
+      std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
   fr.problems = !collector.problems().empty();
   fr.heapshots = collector.heapshot_count();
   if (single && last) {
@@ -364,6 +366,39 @@ bool report_error(const Retention& r) {
 }
 
 }  // namespace
+
+bool write_held_by(const std::string& path, size_t top, std::FILE* file) {
+  FileResult f = read_heapshots("report", path, true, false, 0, nullptr, false, 0, false);
+  if (!f.kept) return f.opened;
+  const Retention& r = f.kept->result();
+  OutBuffer out(file);
+  out.put("== Held by: heapshot ").dec(r.index).put(", the last (mlpd heapshots --retained, --paths CLASS) ==\n");
+  if (!r.error.empty()) {
+    out.put("  ").put(r.error).put('\n');
+  } else {
+    out.put("      retained    objects  class  <- held by (the root of its largest instance)\n");
+    size_t shown = 0;
+    for (const views::RetainedClass& c : r.classes) {
+      if (shown == top || c.retained == 0) break;
+      ++shown;
+      out.put("  ");
+      padded(out, std::to_string(c.retained), 12);
+      out.put(' ');
+      padded(out, std::to_string(c.objects), 10);
+      out.put("  ").text(c.name, false);
+      if (c.held_by < r.roots.size()) {
+        const views::RootName& root = r.roots[c.held_by];
+        out.put("  <- ").put(root.kind);
+        if (!root.name.empty()) out.put(" \"").text(root.name, false).put('"');
+      }
+      out.put('\n');
+    }
+    if (r.unreached_objects)
+      out.put("  (unreached: ").dec(r.unreached_objects).put(" objects, ").dec(r.unreached_bytes).put(" bytes)\n");
+  }
+  out.flush();
+  return !out.failed();
+}
 
 int run_retained(const RetainedRequest& q) {
   using View = RetainedRequest::View;

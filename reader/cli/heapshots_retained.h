@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,10 +40,15 @@ struct FileResult {
 // Reads `path`. `single`: keep the analysis of heapshot `index` (or of the last one when !have_index);
 // otherwise analyse every heapshot `want` selects (null: all) as it closes and keep its result.
 FileResult read_heapshots(const char* command, const std::string& path, bool single, bool have_index, uint64_t index,
-                          const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth);
+                          const std::function<bool(size_t)>& want, bool offsets, uint32_t fold_depth,
+                          bool print_problems = true);
 
 // Returns the exit status (0, 1 problems in a file or a heapshot too large, 2 bad usage).
 int run_retained(const RetainedRequest& request);
+
+// The report's "Held by" section (cmd_report.cpp): the last heapshot of `path`, its top classes by
+// retained size and the root each is held from. Problems in the file were reported by the report.
+bool write_held_by(const std::string& path, size_t top, std::FILE* out);
 
 // `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
 // dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).

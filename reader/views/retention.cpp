@@ -169,9 +169,11 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   struct Frame {
     uint32_t k, next, fold, klass;
     uint32_t child_class, child_fold;  // the last child's class and folded node: most siblings share them
+    uint32_t root;                     // the root holding the top-level subtree this node is in
   };
   std::vector<Frame> stack;
-  if (m) stack.push_back({0, child_begin[0], kNone, kNone, kNone, kNone});
+  std::vector<uint64_t> biggest(classes.size(), 0);  // the largest top-most instance's retained size
+  if (m) stack.push_back({0, child_begin[0], kNone, kNone, kNone, kNone, kNone});
   while (!stack.empty()) {
     Frame& f = stack.back();
     if (f.next == child_begin[f.k + 1]) {
@@ -183,15 +185,24 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     const uint32_t parent_fold = f.fold;
     const uint32_t obj = dom_.order[k];
     const uint32_t c = class_of_vtable_[g_.vtable[obj]];
-    if (active[c]++ == 0) classes[c].retained += retained_[k];
-    uint32_t fold = parent_fold;
     const bool top = dom_.idom[k] == 0;
+    uint32_t holder = f.root;
+    if (top) {
+      holder = root_of(obj);
+      if (holder == kNone) holder = several;
+    }
+    if (active[c]++ == 0) {
+      classes[c].retained += retained_[k];
+      if (retained_[k] > biggest[c]) {
+        biggest[c] = retained_[k];
+        classes[c].held_by = holder;
+      }
+    }
+    uint32_t fold = parent_fold;
     if (options.fold_depth && (top || r_.folded[parent_fold].depth < options.fold_depth)) {
-      uint32_t root = kNone;
+      const uint32_t root = top ? holder : kNone;
       uint32_t* slot;
       if (top) {
-        root = root_of(obj);
-        if (root == kNone) root = several;
         slot = &top_ids.try_emplace((uint64_t{root} << 32) | c, kNone).first->second;
       } else if (f.child_class == c) {
         slot = &f.child_fold;
@@ -217,7 +228,7 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
       node.retained += retained_[k];
       node.objects += count[k];
     }
-    stack.push_back({k, child_begin[k], fold, c, kNone, kNone});
+    stack.push_back({k, child_begin[k], fold, c, kNone, kNone, holder});
   }
   if (budget && budget->exceeded()) {
     out_of_memory();

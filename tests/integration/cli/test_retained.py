@@ -259,6 +259,14 @@ def main():
     # The flame graph: collapsed stacks add up to the reached bytes; the page shows the holder.
     check_export(work, files["mono cache"][0])
 
+    # The report's "Held by" section: the last heapshot, the cache first, held by a static field.
+    p = t.run([MLPD, "report", files["mono heapshot-on-shutdown cache"][0]])
+    held = p.stdout.split("== Held by: heapshot ", 1)
+    rows = held[1].splitlines()[2:] if len(held) == 2 else []
+    t.check(p.returncode == 0 and rows and re.match(
+        rf"^ +\d+ +1  {re.escape(LIST_CACHE)}  <- static \"Static Fields: RetentionProgram\"$", rows[0]),
+        f"report: held by section {held[1][:400] if len(held) == 2 else p.stdout[-400:]!r}")
+
     # Errors.
     cache = files["mono cache"][0]
     p = mlpd("--retained", "--heapshot", "99", cache)

@@ -26,6 +26,9 @@ struct RetainedClass {
   uint64_t objects = 0;   // instances in the heapshot (reached or not)
   uint64_t shallow = 0;   // their bytes
   uint64_t retained = 0;  // MAT's class retained size (reached instances only)
+  // The root holding the instance that retains most (index into Retention::roots; UINT32_MAX when no
+  // instance is reached): "held by" in the report.
+  uint32_t held_by = UINT32_MAX;
 };
 
 // A node of the folded dominator tree.
