@@ -69,23 +69,24 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   parent.shrink_to_fit();
   if (over(budget)) return fail();
 
-  // 2. Predecessors, by preorder number, of the reached nodes (CSR).
+  // 2. Predecessors, by preorder number, of the reached nodes (CSR). The nodes are taken in id order,
+  //    so their edges are read sequentially (only the targets' numbers are random accesses).
   std::vector<uint32_t> pred_begin(static_cast<size_t>(m) + 1, 0);
-  for (uint32_t k = 0; k < m; ++k) {
-    const uint32_t v = d.order[k];
-    const uint32_t* t = tg(v);
-    for (uint32_t e = first(v); e < last(v); ++e) ++pred_begin[d.number[t[e]] + 1];
-  }
+  auto for_each_reached_edge = [&](auto&& fn) {
+    for (uint32_t v = 0; v < nodes; ++v) {
+      const uint32_t k = d.number[v];
+      if (k == kNoNode) continue;
+      const uint32_t* t = tg(v);
+      for (uint32_t e = first(v), end = last(v); e < end; ++e) fn(k, d.number[t[e]]);
+    }
+  };
+  for_each_reached_edge([&pred_begin](uint32_t, uint32_t w) { ++pred_begin[w + 1]; });
   for (uint32_t k = 0; k < m; ++k) pred_begin[k + 1] += pred_begin[k];
   std::vector<uint32_t> preds(pred_begin[m]);
   if (over(budget)) return fail();
   {
     std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-    for (uint32_t k = 0; k < m; ++k) {
-      const uint32_t v = d.order[k];
-      const uint32_t* t = tg(v);
-      for (uint32_t e = first(v); e < last(v); ++e) preds[fill[d.number[t[e]]]++] = k;
-    }
+    for_each_reached_edge([&fill, &preds](uint32_t k, uint32_t w) { preds[fill[w]++] = k; });
   }
 
   // 3. Semidominators in reverse preorder. ancestor/label form the link-eval forest; label[v] is the
