@@ -523,7 +523,9 @@ int run_retained(const RetainedRequest& q) {
     return finish_output();
   }
 
-  FileResult f = read_heapshots(kCmd, q.files[0], true, q.have_heapshot, q.heapshot, nullptr, q.view == View::paths, fold_depth);
+  // Only --dominators shows the folded tree: the others skip building it.
+  FileResult f = read_heapshots(kCmd, q.files[0], true, q.have_heapshot, q.heapshot, nullptr, q.view == View::paths,
+                                q.view == View::dominators ? fold_depth : 0);
   if (!f.opened) return 1;
   if (f.problems) status = 1;
   if (q.have_heapshot && !index_ok(f, q.heapshot, q.files[0])) return 2;
