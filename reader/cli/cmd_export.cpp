@@ -63,7 +63,7 @@ std::string help_text() {
       "                calls        self time in nanoseconds, from method enter/leave ('calls')\n"
       "                exceptions   throws ('exception'), monitor: monitor contentions ('monitor')\n"
       "                retained     bytes retained, the dominator tree of a heapshot as a flame graph\n"
-      "                             (.html, .collapsed; see 'mlpd export --what retained --help')\n"
+      "                             (.html, .pb.gz, .collapsed: 'mlpd export --what retained --help')\n"
       "              asking for what the file does not have is an error naming the option to use\n"
       "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
       "  --from T, --to T  only the events from T to T (as in 'mlpd report --help'): seconds from\n"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "heapshots_retained.h"
+#include "mlpd/retention.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -25,9 +26,10 @@ const char kHelp[] =
     "retained bytes: at the base the GC root holding each subtree (KIND \"NAME\", as in\n"
     "'mlpd heapshots --dominators'), above it the subtree's class path, siblings of one class merged;\n"
     "each frame's width is the bytes its objects retain. --depth D: class levels (default 32).\n"
-    "The format follows OUT's name: .html (the self-contained, searchable flame graph page) or\n"
-    ".collapsed / .txt (collapsed stacks: 'root;Class;Class BYTES', one line per frame with bytes of\n"
-    "its own). Exit status: 0 success, 1 FILE has problems or a heapshot is too large, 2 bad usage.\n";
+    "The format follows OUT's name: .html (the self-contained, searchable flame graph page),\n"
+    ".pb.gz (pprof: sample type retained/bytes, for go tool pprof, Pyroscope, Parca) or .collapsed /\n"
+    ".txt (collapsed stacks: 'root;Class;Class BYTES', one line per frame with bytes of its own).\n"
+    "Exit status: 0 success, 1 FILE has problems or a heapshot is too large, 2 bad usage.\n";
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --what retained --help')\n", kCmd, message.c_str(), kCmd);
@@ -94,8 +96,9 @@ int cmd_export_retained(int argc, char** argv) {
   if (!have_file) return usage_error("no FILE");
   if (out_path.empty()) return usage_error("--what retained needs -o OUT (.html, .collapsed or .txt)");
   const bool html = ends_with(out_path, ".html") || ends_with(out_path, ".htm");
-  if (!html && !ends_with(out_path, ".collapsed") && !ends_with(out_path, ".txt"))
-    return usage_error("--what retained writes .html, .collapsed or .txt, not '" + out_path + "'");
+  const bool pprof = ends_with(out_path, ".pb.gz");
+  if (!html && !pprof && !ends_with(out_path, ".collapsed") && !ends_with(out_path, ".txt"))
+    return usage_error("--what retained writes .html, .pb.gz, .collapsed or .txt, not '" + out_path + "'");
 
   const uint32_t fold = static_cast<uint32_t>(std::min<uint64_t>(depth, 256));
   FileResult f = read_heapshots(kCmd, file, true, have_heapshot, heapshot, nullptr, false, fold);
@@ -141,6 +144,20 @@ int cmd_export_retained(int argc, char** argv) {
     kept.push_back(std::move(stacks[i]));
   }
   std::string text;
+  if (pprof) {
+    std::FILE* out = std::fopen(out_path.c_str(), "wb");
+    if (!out) {
+      std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    std::string error;
+    const bool ok = views::write_retained_pprof(kept, out, error);
+    if (std::fclose(out) != 0 || !ok) {
+      std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), ok ? std::strerror(errno) : error.c_str());
+      return 1;
+    }
+    return status;
+  }
   if (html) {
     views::FlameGraphInput in;
     in.title = "retained bytes, heapshot " + std::to_string(r.index) + " of " + file;

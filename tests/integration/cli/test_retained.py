@@ -219,8 +219,17 @@ def check_export(work, path):
     t.check(any('Static Fields: RetentionProgram' in f for f in frames), f"chromium: no root frame: {frames[:10]}")
     m = re.search(r'<span id="matched">matched: ([^<]*)</span>', dom.stdout)
     t.check(m and "bytes" in m.group(1), f"search for CacheItem: {m.group(1) if m else None}")
-    p = t.run([MLPD, "export", "--what", "retained", "-o", os.path.join(work, "x.pb.gz"), path])
-    t.check(p.returncode == 2, f"export --what retained to .pb.gz: {p.returncode}")
+    # pprof, read by the real tool: the total is the reached bytes, the cache's root and classes lead -cum.
+    pb = os.path.join(work, "retained.pb.gz")
+    p = t.run([MLPD, "export", "--what", "retained", "--heapshot", index, "-o", pb, path])
+    t.check(p.returncode == 0, f"export pprof: {p.returncode} {p.stderr[:300]}")
+    p = t.run(["go", "tool", "pprof", "-top", "-cum", "-unit=B", "-nodefraction=0", pb], timeout=120)
+    m = re.search(r"accounting for (\d+)B, 100% of (\d+)B total", p.stdout)
+    t.check(p.returncode == 0 and m and int(m.group(2)) == r["bytes"] - r["unreached"]["bytes"],
+            f"go tool pprof: {p.returncode} {p.stdout[:400]!r} {p.stderr[-300:]!r}")
+    t.check("Static Fields: RetentionProgram" in p.stdout and "CacheItem[]" in p.stdout, f"pprof -top: {p.stdout[:600]}")
+    p = t.run([MLPD, "export", "--what", "retained", "-o", os.path.join(work, "x.json"), path])
+    t.check(p.returncode == 2, f"export --what retained to .json: {p.returncode}")
 
 
 def main():

@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "mlpd/dominators.h"
 #include "mlpd/heap_graph.h"
 #include "mlpd/names.h"
+#include "mlpd/views.h"
 
 namespace mlpd::views {
 
@@ -103,5 +105,9 @@ class RetentionAnalysis {
 // The top-level folded subtrees as "KIND NAME/Class/Class..." keys with their retained bytes, for
 // --diff and --suspects (matching subtrees across heapshots by what they are, not by address).
 std::vector<std::pair<std::string, uint64_t>> folded_paths(const Retention& r, uint32_t max_depth);
+
+// Collapsed stacks of retained bytes ("root;Class;Class", bytes of the frame's own) as pprof's
+// profile.proto, gzip-compressed (retention_pprof.cpp). False with `error` when it cannot be written.
+bool write_retained_pprof(const std::vector<CollapsedStack>& stacks, std::FILE* out, std::string& error);
 
 }  // namespace mlpd::views
