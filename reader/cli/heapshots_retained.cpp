@@ -59,11 +59,10 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
   o.offsets = offsets;
   o.budget = budget;
   if (single) {
-    o.want = [have_index, index](size_t i) { return !have_index || i == index; };
-    // The last heapshot: a new one drops the one kept, so at most one is held while the next is read.
-    o.started = [&last, have_index](size_t) {
-      if (!have_index) last.reset();
-    };
+    if (have_index)
+      o.want = [index](size_t i) { return i == index; };
+    else
+      o.last_only = true;  // the last heapshot: the others are never resolved
     o.done = [&last](HeapGraph&& g) { last = std::move(g); };
   } else {
     o.want = want;

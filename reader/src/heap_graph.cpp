@@ -53,6 +53,7 @@ struct HeapGraphCollector::Building {
 
 HeapGraphCollector::~HeapGraphCollector() {
   for (Building* b : open_) delete b;
+  delete pending_;
 }
 
 void HeapGraphCollector::on_buffer(const BufferInfo& b) {
@@ -67,6 +68,11 @@ void HeapGraphCollector::close(uint64_t thread) {
     if (open_[i]->thread != thread) continue;
     Building* b = open_[i];
     open_.erase(open_.begin() + static_cast<ptrdiff_t>(i));
+    if (b->wanted && opt_.last_only && !finished_) {  // kept raw: resolved only if no heapshot follows
+      delete pending_;
+      pending_ = b;
+      return;
+    }
     if (b->wanted) {
       HeapGraph g;
       resolve(*b, g);
@@ -169,7 +175,17 @@ void HeapGraphCollector::on_event(const Event& e, const EventInfo& info) {
       return;
     case EventKind::heap_start: {
       close(thread);  // a second HEAP_START on a thread ends the open heapshot (HeapshotCollector's rule)
-      if (opt_.started) opt_.started(count_);
+      if (opt_.last_only) {  // the heapshots before this one are not the last: dropped unresolved
+        delete pending_;
+        pending_ = nullptr;
+        for (Building* o : open_) {
+          if (!o->wanted) continue;
+          Building fresh;
+          fresh.thread = o->thread;
+          fresh.g.index = o->g.index;
+          *o = std::move(fresh);
+        }
+      }
       auto* b = new Building;
       b->thread = thread;
       b->g.index = count_++;
@@ -355,6 +371,13 @@ void HeapGraphCollector::resolve(Building& b, HeapGraph& g) {
 void HeapGraphCollector::finish() {
   if (finished_) return;
   finished_ = true;
+  if (pending_) {  // last_only: the last heapshot, closed before the end of the file
+    HeapGraph g;
+    resolve(*pending_, g);
+    delete pending_;
+    pending_ = nullptr;
+    if (opt_.done) opt_.done(std::move(g));
+  }
   while (!open_.empty()) close(open_.front()->thread);
 }
 

@@ -93,7 +93,9 @@ class HeapGraphCollector final : public Visitor {
   struct Options {
     std::function<bool(size_t index)> want;        // which heapshots to build (null: all)
     std::function<void(HeapGraph&&)> done;          // receives each built graph
-    std::function<void(size_t index)> started;      // called at each HEAP_START (may be null)
+    // Only the last heapshot of the file (the last HEAP_START): a closed heapshot is kept unresolved
+    // until the next one starts (then dropped) or the file ends (then resolved and handed to `done`).
+    bool last_only = false;
     bool offsets = false;                           // keep the references' field offsets
     MemoryBudget* budget = nullptr;
   };
@@ -134,6 +136,7 @@ class HeapGraphCollector final : public Visitor {
   std::vector<Range> ranges_;
   std::vector<std::string> range_names_;
   std::map<std::string, uint32_t, std::less<>> range_name_ids_;
+  Building* pending_ = nullptr;  // last_only: the latest closed heapshot, not resolved yet
   bool finished_ = false;
 
  public:

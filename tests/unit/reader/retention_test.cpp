@@ -295,3 +295,32 @@ TEST_CASE("retention: a long chain needs no stack, a budget too small is a messa
   for (const auto& s : a.shots) said = said || s->result().error.find("memory budget") != std::string::npos;
   CHECK(said);
 }
+
+TEST_CASE("heap graph: last_only resolves only the last heapshot", "[retention]") {
+  for (const bool last_complete : {true, false}) {
+    FileBuilder f = with_classes();
+    for (uint64_t shot = 0; shot < 3; ++shot) {
+      f.bare(EventKind::heap_start);
+      f.roots({{0x9000, 0xa000}});
+      for (uint64_t i = 0; i <= shot; ++i) f.object(0xa000 + i * 32, 0x200, 32, {{16, 0xa000 + (i + 1) * 32}});
+      if (shot < 2 || last_complete) f.bare(EventKind::heap_end);
+    }
+    const std::vector<uint8_t> file = f.finish();
+    std::vector<HeapGraph> graphs;
+    HeapGraphCollector::Options o;
+    o.last_only = true;
+    o.done = [&graphs](HeapGraph&& g) { graphs.push_back(std::move(g)); };
+    HeapGraphCollector c(std::move(o));
+    std::unique_ptr<Input> in = Input::from_memory(file.data(), file.size());
+    decode(*in, c);
+    CHECK(graphs.empty());  // nothing resolved before the end
+    c.finish();
+    REQUIRE(graphs.size() == 1);
+    CHECK(graphs[0].index == 2);
+    CHECK(graphs[0].complete == last_complete);
+    CHECK(graphs[0].objects == 3);
+    CHECK(graphs[0].edges.size() == 2);  // the last node's reference points past the heapshot
+    CHECK(graphs[0].dangling_refs == 1);
+    CHECK(c.heapshot_count() == 3);
+  }
+}
