@@ -3,7 +3,8 @@
 
 tests/programs/retention.cs builds leaks with known holders; each is run under Mono's own log profiler
 (`heapshot`) and under our agent (`heapshot`); the event and cache leaks also under Mono's
-`heapshot-on-shutdown`. In the heapshot taken after the leak is complete (the last one in which the
+`heapshot-on-shutdown`; port_service.cs's 100,000 PortLive under the agent with a heapshot asked for
+over the command port (`mlpd heapshot --port`), analysed while the program still runs. In the heapshot taken after the leak is complete (the last one in which the
 leak's classes have their full counts):
 - the holder's class is first in `--retained` (JSON and text agree), with exactly the retained size
   the program gives: the bytes of the leak's own classes (listed by `mlpd heapshots`, which agrees
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -232,6 +234,49 @@ def check_export(work, path):
     t.check(p.returncode == 2, f"export --what retained to .json: {p.returncode}")
 
 
+def check_port_heapshot(work):
+    """A heapshot asked for over the agent's command port, analysed while the program still runs."""
+    out = os.path.join(work, "port.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"heapshot=ondemand,port=0,output={out}")
+    err_path = os.path.join(work, "port.stderr")
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([t.MONO, t.program("port_service"), "100000"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, env=env)
+        try:
+            ready = proc.stdout.readline().decode().strip()
+            m = re.search(r"command port 127\.0\.0\.1:(\d+)", open(err_path).read())
+            if not t.check(ready == "ready" and m, f"port: {ready!r}, stderr {open(err_path).read()!r}"):
+                return
+            p = t.run([MLPD, "heapshot", "--port", m.group(1)], timeout=60)
+            t.check(p.returncode == 0 and p.stdout.startswith("OK heapshot"), f"port: mlpd heapshot {p.stdout!r}")
+            holder = "System.Collections.Generic.List<PortLive>"
+            found = pick_heapshot("port", out, {"PortLive": 100000, holder: 1})
+            if found:
+                index, classes = found
+                want = classes[holder]["bytes"] + 32 + 8 * 131072 + classes["PortLive"]["bytes"]
+                # Main's frame may still hold the list's array (the stack is scanned conservatively): then
+                # the array, reached from the stack and from the List, is held by both and comes first
+                # (with the empty PortLive[] of List's statics), less a PortLive or two that a stale
+                # stack word holds on its own.
+                r = json_lines(mlpd("--retained", "--json", out), "port")
+                top = r[0]["classes"][0] if r else {}
+                array = want - 40 + 32
+                t.check((top.get("name"), top.get("retained")) == (holder, want) or
+                        (top.get("name") == "PortLive[]" and array - 4 * 24 <= top.get("retained", 0) <= array and
+                         (array - top["retained"]) % 24 == 0),
+                        f"port: --retained first {r[0]['classes'][:2] if r else None}, expected {holder} {want}")
+                p = mlpd("--paths", "PortLive", "--max", "100", "--json", out)
+                paths = json_lines(p, "port")
+                shapes = {(x["root"]["kind"], tuple(s["class"] for s in x["steps"])) for x in paths[0]["paths"]} if paths else set()
+                t.check(("static", (holder, "PortLive[]", "PortLive")) in shapes or
+                        ("stack", ("PortLive[]", "PortLive")) in shapes, f"port: --paths shapes {sorted(shapes)[:5]}")
+        finally:
+            proc.stdin.write(b"exit 0\n")
+            proc.stdin.close()
+            proc.stdout.read()
+            t.check(proc.wait(timeout=60) == 0, "port: the program's exit status")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="mlpd_retained_")
     files = {}
@@ -264,6 +309,8 @@ def main():
     out = json_lines(p, "two files")
     t.check(p.returncode == 0 and out and out[0]["classes"][0]["name"] == LIST_CACHE,
             f"two files: {p.returncode} {p.stdout[:300]!r} {p.stderr[:300]!r}")
+
+    check_port_heapshot(work)
 
     # The flame graph: collapsed stacks add up to the reached bytes; the page shows the holder.
     check_export(work, files["mono cache"][0])
