@@ -26,6 +26,11 @@ namespace {
 const char kHelp[] =
     "usage: mlpd heapshots [--json] [--top N] FILE\n"
     "       mlpd heapshots --diff A B [--all] [--json] [--top N] FILE [FILE2]\n"
+    "       mlpd heapshots --retained [--heapshot I] [--top N] [--json] FILE\n"
+    "       mlpd heapshots --dominators [--heapshot I] [--depth D] [--min-bytes B] [--top N] [--json] FILE\n"
+    "       mlpd heapshots --paths CLASS [--heapshot I] [--max K] [--json] FILE\n"
+    "       mlpd heapshots --diff A B --retained [--top N] [--json] FILE [FILE2]\n"
+    "       mlpd heapshots --suspects [--top N] [--json] FILE\n"
     "\n"
     "Lists the heapshots in FILE (plain or gzip; - reads standard input), as mprof-report counts them:\n"
     "a heapshot is what one thread writes between heap_start and heap_end; its objects are the\n"
