@@ -371,6 +371,29 @@ void HeapGraphCollector::resolve(Building& b, HeapGraph& g) {
 void HeapGraphCollector::finish() {
   if (finished_) return;
   finished_ = true;
+  // Reading stopped at the memory budget: what was read of the open heapshots is not analysed (it
+  // would only take more memory); each wanted one is handed over with the error.
+  if (opt_.budget && opt_.budget->exceeded()) {
+    if (pending_) open_.push_back(pending_);
+    pending_ = nullptr;
+    for (Building* b : open_) {
+      if (b->wanted && opt_.done) {
+        HeapGraph g;
+        g.index = b->g.index;
+        g.thread = b->g.thread;
+        g.start_time = b->g.start_time;
+        g.time_ns = b->g.time_ns;
+        g.error = "heapshot " + std::to_string(g.index) + " is too large for the memory budget: " +
+                  opt_.budget->message();
+        delete b;
+        opt_.done(std::move(g));
+      } else {
+        delete b;
+      }
+    }
+    open_.clear();
+    return;
+  }
   if (pending_) {  // last_only: the last heapshot, closed before the end of the file
     HeapGraph g;
     resolve(*pending_, g);
