@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlpd/retention.h"
@@ -45,6 +46,22 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
 
 // Returns the exit status (0, 1 problems in a file or a heapshot too large, 2 bad usage).
 int run_retained(const RetainedRequest& request);
+
+// --diff A B --retained and --suspects (heapshots_growth.cpp).
+int run_growth(const RetainedRequest& request);
+
+class OutBuffer;  // out_buffer.h
+// Shared by heapshots_retained.cpp and heapshots_growth.cpp.
+namespace heapshots_detail {
+void seconds(OutBuffer& out, int64_t ns, const char* format);  // ns as seconds, printf format
+void padded(OutBuffer& out, std::string_view s, size_t width);  // right-aligned
+// False (with the message on stderr) when FILE has no heapshot `index`.
+bool index_ok(const FileResult& fr, uint64_t index, const std::string& path);
+// True (with the message on stderr) when the analysis failed (too large).
+bool report_error(const views::Retention& r);
+// Flushes the output; 1 with a message when it could not be written, else `status`.
+int finish_output(OutBuffer& out, int status);
+}  // namespace heapshots_detail
 
 // The report's "Held by" section (cmd_report.cpp): the last heapshot of `path`, its top classes by
 // retained size and the root each is held from. Problems in the file were reported by the report.
