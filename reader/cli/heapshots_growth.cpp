@@ -110,19 +110,26 @@ int run_diff(const RetainedRequest& q) {
     fb = read_heapshots(kCmd, q.files[1], false, false, 0, [&q](size_t i) { return i == q.diff_to; }, false, fold_depth);
   } else {
     fa = read_heapshots(kCmd, q.files[0], false, false, 0,
-                   [&q](size_t i) { return i == q.diff_from || i == q.diff_to; }, false, fold_depth);
+                        [&q](size_t i) { return i == q.diff_from || i == q.diff_to; }, false, fold_depth);
   }
   if (!fa.opened || (two && !fb.opened)) return 1;
   if (fa.problems || fb.problems) status = 1;
   if (!index_ok(fa, q.diff_from, q.files[0]) || !index_ok(two ? fb : fa, q.diff_to, q.files[two ? 1 : 0]))
     return 2;
-  auto find = [](const FileResult& f, uint64_t i) -> const Retention& {
+  auto find = [](const FileResult& f, uint64_t i) -> const Retention* {
     for (const Retention& r : f.results)
-      if (r.index == i) return r;
-    return f.results.front();
+      if (r.index == i) return &r;
+    return nullptr;
   };
-  const Retention& a = find(fa, q.diff_from);
-  const Retention& b = find(two ? fb : fa, q.diff_to);
+  const Retention* pa = find(fa, q.diff_from);
+  const Retention* pb = find(two ? fb : fa, q.diff_to);
+  if (!pa || !pb) {  // not expected: every heapshot asked for is handed over, analysed or with an error
+    std::fprintf(stderr, "mlpd %s: heapshot %llu or %llu could not be read\n", kCmd,
+                 static_cast<unsigned long long>(q.diff_from), static_cast<unsigned long long>(q.diff_to));
+    return 1;
+  }
+  const Retention& a = *pa;
+  const Retention& b = *pb;
   if (report_error(a) || report_error(b)) return 1;
   const std::vector<Growth> classes = class_growth(a, b);
   const std::vector<Growth> subtrees = subtree_growth(a, b, fold_depth);
