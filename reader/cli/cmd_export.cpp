@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "commands.h"
+#include "heapshots_retained.h"
 #include "load.h"
 #include "window.h"
 #include "mlpd/budget.h"
@@ -66,6 +67,8 @@ std::string help_text() {
       "                             (estimates scaled up from the samples with alloc-sample=BYTES)\n"
       "                calls        self time in nanoseconds, from method enter/leave ('calls')\n"
       "                exceptions   throws ('exception'), monitor: monitor contentions ('monitor')\n"
+      "                retained     bytes retained, the dominator tree of a heapshot as a flame graph\n"
+      "                             (.html, .pb.gz, .collapsed: 'mlpd export --what retained --help')\n"
       "              asking for what the file does not have is an error naming the option to use\n"
       "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
       "  --from T, --to T  only the events from T to T (as in 'mlpd report --help'): seconds from\n"
@@ -148,6 +151,12 @@ const ExporterEntry* by_extension(std::string_view out) {
 }  // namespace
 
 int cmd_export(int argc, char** argv) {
+  // --what retained: a heapshot's dominator tree, not a profile (export_retained.cpp).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--what=retained" || (a == "--what" && i + 1 < argc && std::string_view(argv[i + 1]) == "retained"))
+      return cmd_export_retained(argc, argv);
+  }
   views::ExportOptions o;
   std::vector<std::string> files;
   profile::BuildOptions window;

@@ -1,4 +1,5 @@
 // mlpd heapshots [--json] [--top N] [--diff A B [--all]] FILE [FILE2]
+// and the retention views (heapshots_retained.cpp): --retained, --dominators, --paths, --suspects
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "heapshots_retained.h"
 #include "mlpd/budget.h"
 #include "mlpd/decoder.h"
 #include "mlpd/heapshots.h"
@@ -24,6 +26,11 @@ namespace {
 const char kHelp[] =
     "usage: mlpd heapshots [--json] [--top N] FILE\n"
     "       mlpd heapshots --diff A B [--all] [--json] [--top N] FILE [FILE2]\n"
+    "       mlpd heapshots --retained [--heapshot I] [--top N] [--json] FILE\n"
+    "       mlpd heapshots --dominators [--heapshot I] [--depth D] [--min-bytes B] [--top N] [--json] FILE\n"
+    "       mlpd heapshots --paths CLASS [--heapshot I] [--max K] [--json] FILE\n"
+    "       mlpd heapshots --diff A B --retained [--top N] [--json] FILE [FILE2]\n"
+    "       mlpd heapshots --suspects [--top N] [--json] FILE\n"
     "\n"
     "Lists the heapshots in FILE (plain or gzip; - reads standard input), as mprof-report counts them:\n"
     "a heapshot is what one thread writes between heap_start and heap_end; its objects are the\n"
@@ -47,6 +54,34 @@ const char kHelp[] =
     "               \"classes\":[{\"name\",\"objects\",\"bytes\"}]}\n"
     "              or, with --diff, one object {\"from\",\"to\",\"objects\",\"bytes\",\n"
     "               \"classes\":[{\"name\",\"objects\",\"bytes\"}]} holding the deltas (B minus A)\n"
+    "\n"
+    "Why memory is held (docs/reports.md, \"Retained sizes\"): the dominator tree of one heapshot's object\n"
+    "graph, under a virtual root pointing to every object a GC root of that heapshot holds. An object's\n"
+    "retained size is the bytes of the objects it dominates (itself included); a class's is the sum over\n"
+    "its instances with no instance of the class above them in the tree (Eclipse MAT's figure).\n"
+    "  --retained         per class, most retained first (of the last heapshot, or --heapshot I):\n"
+    "                       RETAINED    OBJECTS     SHALLOW  CLASS\n"
+    "                     JSON: {\"index\",\"time\",\"objects\",\"bytes\",\"unreached\":{\"objects\",\"bytes\"},\n"
+    "                      \"classes\":[{\"name\",\"objects\",\"shallow\",\"retained\"}]}\n"
+    "  --dominators       the dominator tree's biggest subtrees folded by class path, each top-level\n"
+    "                     one with the GC root holding it (KIND \"NAME\" -> Class); --depth D levels\n"
+    "                     (default 4), subtrees of at least --min-bytes B (default 1% of the heapshot),\n"
+    "                     --top N top-level subtrees (default 20). JSON: {\"index\",\"time\",\"objects\",\n"
+    "                      \"bytes\",\"unreached\",\"subtrees\":[{\"root\":{\"kind\",\"name\"},\"class\",\n"
+    "                      \"instances\",\"objects\",\"retained\",\"children\":[...]}]}\n"
+    "  --paths CLASS      for the --max K (default 5) instances of CLASS retaining most, the shortest\n"
+    "                     path from a GC root: root KIND \"NAME\" -> Class -> Class (+OFFSET) -> ... -> CLASS\n"
+    "                     (+OFFSET: the field's offset in the object before). JSON: {\"class\",\"paths\":\n"
+    "                      [{\"retained\",\"root\":{\"kind\",\"name\"},\"length\",\"steps\":[{\"class\",\"offset\"}]}]}\n"
+    "  --diff A B --retained  growth of retained bytes from heapshot A to B (of FILE, or of FILE and\n"
+    "                     FILE2), by class and by dominator subtree (root > class path), most first\n"
+    "  --suspects         over 3 heapshots or more, the dominator subtrees whose retained bytes never\n"
+    "                     shrank from one heapshot to the next and grew at more than half of the steps\n"
+    "  --heapshot I       the heapshot to analyse (default: the last one)\n"
+    "KIND is the registered root source: static, stack, gc_handle, finalizer_queue, thread_static,\n"
+    "handle, domain, ... (unknown: a slot in no registered range; several: held through more than one\n"
+    "root). Objects no root reaches are counted as unreached. A heapshot too large for the memory budget\n"
+    "(--max-memory) is refused with a message (exit 1).\n"
     "\n"
     "Problems in FILE go to standard error, spelled as in 'mlpd verify':\n"
     "  FILE: offset N (buffer K): what is wrong\n"
@@ -193,6 +228,21 @@ int cmd_heapshots(int argc, char** argv) {
   // Options with values (--diff A B, --top N) are taken out here; parse_args handles the rest.
   bool diff = false, have_top = false;
   uint64_t diff_from = 0, diff_to = 0, top = UINT64_MAX;
+  RetainedRequest rq;
+  bool have_paths = false, have_max = false, have_depth = false;
+  // --NAME VALUE or --NAME=VALUE; false (and i unchanged) when argv[i] is not that option.
+  auto value_of = [&](int& i, std::string_view name, const char*& v) {
+    const std::string_view a = argv[i];
+    if (a == name) {
+      v = i + 1 < argc ? argv[++i] : "";
+      return true;
+    }
+    if (a.size() > name.size() && a.starts_with(name) && a[name.size()] == '=') {
+      v = argv[i] + name.size() + 1;
+      return true;
+    }
+    return false;
+  };
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -212,8 +262,37 @@ int cmd_heapshots(int argc, char** argv) {
       i += 2;
       continue;
     }
+    const char* v = nullptr;
+    if (value_of(i, "--heapshot", v)) {
+      if (rq.have_heapshot) return usage_error("--heapshot given twice");
+      if (!parse_index(v, rq.heapshot)) return usage_error("--heapshot needs a heapshot index (0, 1, ...)");
+      rq.have_heapshot = true;
+      continue;
+    }
+    if (value_of(i, "--paths", v)) {
+      if (have_paths) return usage_error("--paths given twice");
+      if (!*v) return usage_error("--paths needs a class name");
+      rq.paths_class = v;
+      have_paths = true;
+      continue;
+    }
+    if (value_of(i, "--max", v)) {
+      if (have_max || !parse_index(v, rq.max)) return usage_error("--max needs one number of paths");
+      have_max = true;
+      continue;
+    }
+    if (value_of(i, "--depth", v)) {
+      if (have_depth || !parse_index(v, rq.depth) || rq.depth == 0) return usage_error("--depth needs one number of levels (1, 2, ...)");
+      have_depth = true;
+      continue;
+    }
+    if (value_of(i, "--min-bytes", v)) {
+      if (rq.have_min_bytes || !parse_size(v, rq.min_bytes)) return usage_error("--min-bytes needs one size (4096, 64K, 1M, ...)");
+      rq.have_min_bytes = true;
+      continue;
+    }
     if (a == "--top" || a.starts_with("--top=")) {
-      const char* v = a == "--top" ? (i + 1 < argc ? argv[++i] : "") : argv[i] + 6;
+      v = a == "--top" ? (i + 1 < argc ? argv[++i] : "") : argv[i] + 6;
       if (have_top) return usage_error("--top given twice");
       if (!parse_index(v, top)) return usage_error("--top needs a number of classes");
       have_top = true;
@@ -221,12 +300,40 @@ int cmd_heapshots(int argc, char** argv) {
     }
     rest.push_back(argv[i]);
   }
-  bool json = false, all = false;
+  bool json = false, all = false, retained = false, dominators = false, suspects = false;
   std::vector<std::string> files;
   if (const int rc = parse_args(static_cast<int>(rest.size()), rest.data(), kCmd, kHelp,
-                                {{"--json", &json}, {"--all", &all}}, files);
+                                {{"--json", &json},
+                                 {"--all", &all},
+                                 {"--retained", &retained},
+                                 {"--dominators", &dominators},
+                                 {"--suspects", &suspects}},
+                                files);
       rc >= 0)
     return rc;
+  const int views = int{retained && !diff} + int{dominators} + int{have_paths} + int{suspects} + int{diff};
+  if (views > 1) return usage_error("--retained, --dominators, --paths, --suspects and --diff go one at a time (--diff A B --retained is one)");
+  if (retained || dominators || have_paths || suspects) {
+    if (files.size() > 2 || (files.size() == 2 && !diff)) return usage_error("only one FILE at a time (two only with --diff)");
+    if (all) return usage_error("--all only applies to --diff without --retained");
+    if ((have_max && !have_paths) || ((have_depth || rq.have_min_bytes) && !(dominators || diff || suspects)))
+      return usage_error("--max goes with --paths, --depth and --min-bytes with --dominators");
+    if (rq.have_heapshot && (diff || suspects)) return usage_error("--heapshot does not go with --diff or --suspects");
+    rq.view = diff ? RetainedRequest::View::diff
+              : dominators ? RetainedRequest::View::dominators
+              : have_paths ? RetainedRequest::View::paths
+              : suspects ? RetainedRequest::View::suspects
+                         : RetainedRequest::View::retained;
+    rq.json = json;
+    rq.top = top;
+    rq.diff_from = diff_from;
+    rq.diff_to = diff_to;
+    rq.files = files;
+    if (files.size() == 2 && files[0] == "-" && files[1] == "-") return usage_error("standard input given twice");
+    return run_retained(rq);
+  }
+  if (have_max || have_depth || rq.have_min_bytes || rq.have_heapshot)
+    return usage_error("--heapshot, --max, --depth and --min-bytes go with --retained, --dominators or --paths");
   if (files.size() > 2 || (files.size() == 2 && !diff))
     return usage_error("only one FILE at a time (two only with --diff)");
   if (files.size() == 2 && (files[0] == "-") && (files[1] == "-")) return usage_error("standard input given twice");

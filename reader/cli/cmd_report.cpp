@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "heapshots_retained.h"
 #include "load.h"
 #include "window.h"
 #include "mlpd/views.h"
@@ -120,6 +121,12 @@ int cmd_report(int argc, char** argv) {
   if (!views::write_report(p, o, stdout, error)) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());
     return o.has_thread && error != "write error" ? 2 : 1;
+  }
+  // The last heapshot's "Held by" section (heapshots_retained.cpp): text, one file read again.
+  if (!o.json && !o.has_thread && !follow && files.size() == 1 && file != "-" && !p.heapshots().empty() &&
+      !write_held_by(file, o.top, stdout)) {
+    std::fprintf(stderr, "mlpd report: write error\n");
+    return 1;
   }
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "mlpd report: write error\n");

@@ -4,7 +4,9 @@
 // no crash, bounded work; every node's parent comes before it; each --what's weights sum to its
 // total and the collapsed export sums to the same; the listener sees every enter closed by exactly
 // one leave, per thread, in LIFO order. Any violation aborts (a crash for libFuzzer). The speedscope
-// (evented), trace and pprof exporters get the events too and write to /dev/null.
+// (evented), trace and pprof exporters get the events too and write to /dev/null. The heapshots go
+// through the retention analysis (mlpd/retention.h): dominators, class retained sizes, the folded
+// tree and paths, with its invariants checked.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +14,9 @@
 #include <memory>
 #include <vector>
 
+#include "mlpd/heap_graph.h"
 #include "mlpd/input.h"
+#include "mlpd/retention.h"
 #include "mlpd/profile.h"
 #include "mlpd/views.h"
 
@@ -51,9 +55,52 @@ class Tee final : public Listener {
   std::vector<Listener*> to;
 };
 
+// Every heapshot of the input, analysed: no class retains more than is reached, the folded tree's
+// parents come first and its top-level subtrees add up to at most what is reached, paths end at
+// their class.
+void check_retention(const uint8_t* data, size_t size) {
+  std::vector<mlpd::HeapGraph> graphs;
+  mlpd::HeapGraphCollector::Options o;
+  o.offsets = true;
+  o.done = [&graphs](mlpd::HeapGraph&& g) {
+    if (graphs.size() < 4) graphs.push_back(std::move(g));
+  };
+  mlpd::HeapGraphCollector c(std::move(o));
+  std::unique_ptr<mlpd::Input> input = mlpd::Input::from_memory(data, size);
+  mlpd::decode(*input, c);
+  c.finish();
+  for (mlpd::HeapGraph& g : graphs) {
+    c.label(g);
+    mlpd::views::RetentionAnalysis a(std::move(g), c.names(), {});
+    const mlpd::views::Retention& r = a.result();
+    if (!r.error.empty()) continue;
+    const uint64_t reached = r.bytes - r.unreached_bytes;
+    if (r.unreached_bytes > r.bytes || r.unreached_objects > r.objects) violated("more unreached than listed");
+    for (const auto& k : r.classes)
+      if (k.retained > reached) violated("a class retains more than is reached");
+    uint64_t tops = 0;
+    for (size_t i = 0; i < r.folded.size(); ++i) {
+      const auto& f = r.folded[i];
+      if (f.parent == UINT32_MAX) {
+        tops += f.retained;
+        if (f.root >= r.roots.size()) violated("a folded subtree without its root");
+      } else if (f.parent >= i || r.folded[f.parent].retained < f.retained) {
+        violated("a folded node before its parent, or retaining more than it");
+      }
+    }
+    if (tops > reached) violated("the top-level subtrees retain more than is reached");
+    if (!r.classes.empty()) {
+      uint64_t instances = 0;
+      for (const auto& path : a.paths(r.classes[0].name, 3, instances))
+        if (path.steps.empty() || path.steps.back().klass != r.classes[0].name) violated("a path not ending at its class");
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check_retention(data, size);
   std::unique_ptr<mlpd::Input> input = mlpd::Input::from_memory(data, size);
   Profile p;
   Balance balance;

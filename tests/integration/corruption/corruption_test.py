@@ -14,6 +14,9 @@ Real files come from Mono 6.8's own log profiler (plain, `zip`, and a heapshot r
       stderr, and with exit 1 every line has the offset form with an offset inside the file.
   (c) hand-made hostile files: huge buffer lengths, counts of 2^60, a 1 GB claimed header string,
       endless LEB128 continuations, ...: exit 1 with an offset line, quickly, in bounded memory.
+The truncated and changed heapshot files also go through `mlpd heapshots --retained`, `--dominators` and
+`--paths Leaf` (the retention analysis, issue 24): exit 0 or 1 only, no hang, every stderr line either
+the offset form or one line naming a heapshot too large.
 Every `mlpd verify` runs with a 10 s timeout and (unless mlpd is built with a sanitizer) a 1 GiB
 address-space limit, two at a time. A failing case's file is kept in corruption-work/failures/.
 Environment: MLPD, MLPD_PROGRAMS, MONO (set by tests/integration/CMakeLists.txt).
@@ -158,10 +161,32 @@ def run_case(index, case):
                 if offsets[-1] > case.max_offset:
                     problem = f"offset {m.group(1)} beyond {case.max_offset}: {line!r}"
                     break
+    if not problem and case.group.endswith("-heapshot"):
+        problem = run_retention(path)
     if problem:
         return case, rc == 1, offsets, keep(path, case, problem)
     os.remove(path)
     return case, rc == 1, offsets, None
+
+
+RETENTION_VIEWS = (["--retained"], ["--dominators", "--min-bytes", "0"], ["--paths", "Leaf", "--max", "3"])
+
+
+def run_retention(path):
+    """The retention views on a damaged heapshot file: a problem description, or None."""
+    rx = problem_regex(path)
+    for view in RETENTION_VIEWS:
+        try:
+            p = subprocess.run([MLPD, "heapshots", *view, path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"heapshots {' '.join(view)}: no answer within {RUN_TIMEOUT} s (hang)"
+        if p.returncode not in (0, 1):
+            return f"heapshots {' '.join(view)}: exit code {p.returncode}"
+        for line in p.stderr.decode("utf-8", "replace").splitlines():
+            if not rx.match(line) and not re.match(r"^mlpd heapshots: heapshot \d+ (has|is too large)", line):
+                return f"heapshots {' '.join(view)}: unexpected stderr line {line!r}"
+    return None
 
 
 def keep(path, case, problem):

@@ -65,14 +65,14 @@ def program(name):
     return os.path.join(PROGRAMS, name + ".exe")
 
 
-def mono_log_profile(prog, options, out, extra_env=None, timeout=120):
-    """Runs a test program under Mono's own log profiler, writing `out`."""
+def mono_log_profile(prog, options, out, extra_env=None, timeout=120, args=()):
+    """Runs a test program (with `args`) under Mono's own log profiler, writing `out`."""
     env = dict(os.environ)
     env.pop("MLPD_OPTIONS", None)
     if extra_env:
         env.update(extra_env)
     opts = f"log:{options},output={out}" if options else f"log:output={out}"
-    return run([MONO, f"--profile={opts}", program(prog)], timeout=timeout, env=env)
+    return run([MONO, f"--profile={opts}", program(prog), *args], timeout=timeout, env=env)
 
 
 def verify_json(path, strict=False):

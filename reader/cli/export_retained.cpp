@@ -1,0 +1,183 @@
+// mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE: the dominator tree of a heapshot
+// as a flame graph by retained bytes (docs/reports.md "Retained sizes"): the root that holds a subtree
+// at the base, then its class path, each frame as wide as the bytes its objects retain.
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "heapshots_retained.h"
+#include "mlpd/retention.h"
+#include "mlpd/views.h"
+
+namespace mlpd::cli {
+
+namespace {
+
+constexpr char kCmd[] = "export";
+
+const char kHelp[] =
+    "usage: mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE\n"
+    "\n"
+    "Draws the dominator tree of heapshot I of FILE (default: the last one) as a flame graph by\n"
+    "retained bytes: at the base the GC root holding each subtree (KIND \"NAME\", as in\n"
+    "'mlpd heapshots --dominators'), above it the subtree's class path, siblings of one class merged;\n"
+    "each frame's width is the bytes its objects retain. --depth D: class levels (default 32).\n"
+    "The format follows OUT's name: .html (the self-contained, searchable flame graph page),\n"
+    ".pb.gz (pprof: sample type retained/bytes, for go tool pprof, Pyroscope, Parca) or .collapsed /\n"
+    ".txt (collapsed stacks: 'root;Class;Class BYTES', one line per frame with bytes of its own).\n"
+    "Exit status: 0 success, 1 FILE has problems or a heapshot is too large, 2 bad usage.\n";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --what retained --help')\n", kCmd, message.c_str(), kCmd);
+  return 2;
+}
+
+bool parse_number(const std::string& s, uint64_t& out) {
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// A frame name: the stack separator is ';'.
+std::string frame(std::string s) {
+  for (char& c : s)
+    if (c == ';') c = ':';
+  return s;
+}
+
+}  // namespace
+
+int cmd_export_retained(int argc, char** argv) {
+  std::string out_path, file;
+  uint64_t heapshot = 0, depth = 32;
+  bool have_heapshot = false, have_file = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& v) {
+      const size_t eq = a.find('=');
+      if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+        v = a.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= argc) return false;
+      v = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--what" || a.rfind("--what=", 0) == 0) {
+      if (!value(v) || v != "retained") return usage_error("--what retained does not go with another --what");
+    } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
+      if (!value(v) || v.empty()) return usage_error(a + " needs a file name");
+      out_path = v;
+    } else if (a == "--heapshot" || a.rfind("--heapshot=", 0) == 0) {
+      if (!value(v) || !parse_number(v, heapshot)) return usage_error("--heapshot needs a heapshot index (0, 1, ...)");
+      have_heapshot = true;
+    } else if (a == "--depth" || a.rfind("--depth=", 0) == 0) {
+      if (!value(v) || !parse_number(v, depth) || depth == 0) return usage_error("--depth needs a number of levels");
+    } else if (a.size() > 1 && a[0] == '-' && a != "-") {
+      return usage_error("'" + a + "' does not go with --what retained");
+    } else {
+      if (have_file) return usage_error("--what retained reads one FILE");
+      file = a;
+      have_file = true;
+    }
+  }
+  if (!have_file) return usage_error("no FILE");
+  if (out_path.empty()) return usage_error("--what retained needs -o OUT (.html, .collapsed or .txt)");
+  const bool html = ends_with(out_path, ".html") || ends_with(out_path, ".htm");
+  const bool pprof = ends_with(out_path, ".pb.gz");
+  if (!html && !pprof && !ends_with(out_path, ".collapsed") && !ends_with(out_path, ".txt"))
+    return usage_error("--what retained writes .html, .pb.gz, .collapsed or .txt, not '" + out_path + "'");
+
+  const uint32_t fold = static_cast<uint32_t>(std::min<uint64_t>(depth, 256));
+  FileResult f = read_heapshots(kCmd, file, true, have_heapshot, heapshot, nullptr, false, fold);
+  if (!f.opened) return 1;
+  int status = f.problems ? 1 : 0;
+  if (have_heapshot && heapshot >= f.heapshots) {
+    std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has %zu\n", kCmd, static_cast<unsigned long long>(heapshot),
+                 file.c_str(), f.heapshots);
+    return 2;
+  }
+  if (!f.kept) {
+    std::fprintf(stderr, "mlpd %s: '%s' has no heapshots (record with the heapshot option)\n", kCmd, file.c_str());
+    return 2;
+  }
+  const views::Retention& r = f.kept->result();
+  if (!r.error.empty()) {
+    std::fprintf(stderr, "mlpd %s: %s\n", kCmd, r.error.c_str());
+    return 1;
+  }
+  // One stack per folded node, with the bytes of its own (retained minus its children's).
+  std::vector<views::CollapsedStack> stacks(r.folded.size());
+  std::vector<uint64_t> self(r.folded.size());
+  for (size_t i = 0; i < r.folded.size(); ++i) {
+    const views::FoldedNode& x = r.folded[i];
+    views::CollapsedStack& s = stacks[i];
+    if (x.parent == UINT32_MAX) {
+      const views::RootName& root = r.roots[x.root];
+      s.stack = frame(root.name.empty() ? root.kind : root.kind + " \"" + root.name + "\"");
+      s.kinds = "t";
+    } else {
+      s.stack = stacks[x.parent].stack;
+      s.kinds = stacks[x.parent].kinds;
+      self[x.parent] -= x.retained;
+    }
+    s.stack += ';' + frame(r.classes[x.klass].name);
+    s.kinds += 'm';
+    self[i] += x.retained;
+  }
+  std::vector<views::CollapsedStack> kept;
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    if (self[i] == 0) continue;
+    stacks[i].weight = self[i];
+    kept.push_back(std::move(stacks[i]));
+  }
+  std::string text;
+  if (pprof) {
+    std::FILE* out = std::fopen(out_path.c_str(), "wb");
+    if (!out) {
+      std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    std::string error;
+    const bool ok = views::write_retained_pprof(kept, out, error);
+    if (std::fclose(out) != 0 || !ok) {
+      std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), ok ? std::strerror(errno) : error.c_str());
+      return 1;
+    }
+    return status;
+  }
+  if (html) {
+    views::FlameGraphInput in;
+    in.title = "retained bytes, heapshot " + std::to_string(r.index) + " of " + file;
+    in.unit = "bytes";
+    in.stacks = std::move(kept);
+    text = views::flame_graph_html(in);
+  } else {
+    for (const views::CollapsedStack& s : kept) text += s.stack + ' ' + std::to_string(s.weight) + '\n';
+  }
+  std::FILE* out = std::fopen(out_path.c_str(), "wb");
+  if (!out) {
+    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
+    return 1;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (std::fclose(out) != 0 || !ok) {
+    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
+    return 1;
+  }
+  return status;
+}
+
+}  // namespace mlpd::cli

@@ -1,0 +1,378 @@
+#include "mlpd/retention.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "mlpd/budget.h"
+
+namespace mlpd::views {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24] = {'0', 'x'};
+  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
+  return std::string(buf, r.ptr);
+}
+
+// Which root names an object held by several: the most telling first (a static field or a handle
+// says who holds it; a conservatively scanned stack word or the finalizer queue says less).
+int root_rank(uint8_t kind) {
+  switch (kind) {
+    case 3: return 0;   // static
+    case 4: return 1;   // thread static
+    case 5: return 2;   // context static
+    case 6: return 3;   // gc_handle
+    case 1: return 4;   // stack
+    case 14: return 5;  // handle stack
+    case 2: return 6;   // finalizer queue
+    case kRootUnknown: return 100;
+    default: return 10 + kind;
+  }
+}
+
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr size_t kPathEnds = 32;  // a longer path keeps its first and last 32 steps
+
+}  // namespace
+
+uint32_t RetentionAnalysis::root_of(uint32_t object) const {
+  auto it = std::lower_bound(g_.roots.begin(), g_.roots.end(), object,
+                             [](const HeapGraph::Root& r, uint32_t o) { return r.object < o; });
+  uint32_t best = kNone;
+  int best_rank = 1 << 30;
+  for (; it != g_.roots.end() && it->object == object; ++it) {
+    const int rank = root_rank(g_.labels[it->label].kind);
+    if (rank < best_rank) {
+      best_rank = rank;
+      best = root_label_[it->label];
+    }
+  }
+  return best;
+}
+
+RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const RetentionOptions& options)
+    : g_(std::move(graph)) {
+  r_.index = g_.index;
+  r_.time_ns = g_.time_ns;
+  r_.complete = g_.complete;
+  r_.error = g_.error;
+  if (!r_.error.empty()) return;
+  r_.objects = g_.objects;
+  r_.bytes = g_.bytes;
+  r_.dangling_refs = g_.dangling_refs;
+  r_.dangling_roots = g_.dangling_roots;
+  r_.duplicate_objects = g_.duplicate_objects;
+  MemoryBudget* budget = options.budget;
+  auto out_of_memory = [&]() {
+    Retention keep;
+    keep.index = r_.index;
+    keep.time_ns = r_.time_ns;
+    keep.complete = r_.complete;
+    keep.error = "heapshot " + std::to_string(r_.index) + " is too large for the memory budget: " +
+                 (budget ? budget->message() : std::string("out of memory"));
+    r_ = std::move(keep);
+    g_ = HeapGraph{};
+    dom_ = Dominators{};
+    retained_ = {};
+  };
+
+  // Classes: vtables of one class (one per domain) merge; undescribed vtables stay apart.
+  std::vector<RetainedClass> classes;
+  {
+    std::map<std::pair<uint64_t, uint64_t>, uint32_t> ids;
+    class_of_vtable_.resize(g_.vtables.size());
+    for (size_t v = 0; v < g_.vtables.size(); ++v) {
+      uint64_t klass = 0;
+      const bool known = names.vtable_class(g_.vtables[v], klass);
+      const auto key = known ? std::pair{klass, uint64_t{0}} : std::pair{uint64_t{0}, g_.vtables[v]};
+      auto [it, added] = ids.emplace(key, static_cast<uint32_t>(classes.size()));
+      if (added) {
+        RetainedClass c;
+        if (!known)
+          c.name = "unresolved vtable " + hex(g_.vtables[v]);
+        else if (const std::string* n = names.class_name(klass))
+          c.name = *n;
+        else
+          c.name = "unresolved class " + hex(klass);
+        classes.push_back(std::move(c));
+      }
+      class_of_vtable_[v] = it->second;
+    }
+  }
+  const uint32_t n = g_.objects;
+  for (uint32_t o = 0; o < n; ++o) {
+    RetainedClass& c = classes[class_of_vtable_[g_.vtable[o]]];
+    ++c.objects;
+    c.shallow += g_.object_size(o);
+  }
+
+  // Root labels, and the distinct objects the roots hold (the virtual root's successors).
+  for (const RootLabel& l : g_.labels) {
+    root_label_.push_back(static_cast<uint32_t>(r_.roots.size()));
+    r_.roots.push_back({root_kind_name(l.kind), l.name});
+  }
+  const uint32_t several = static_cast<uint32_t>(r_.roots.size());
+  r_.roots.push_back({"several", "held through several roots"});
+  std::vector<uint32_t> root_targets;
+  for (size_t i = 0; i < g_.roots.size(); ++i)
+    if (i == 0 || g_.roots[i].object != g_.roots[i - 1].object) root_targets.push_back(g_.roots[i].object);
+  r_.root_objects = root_targets.size();
+
+  dom_ = compute_dominators(n, g_.edge_begin.data(), g_.edges.data(), n, root_targets.data(),
+                            static_cast<uint32_t>(root_targets.size()), budget);
+  if (dom_.out_of_memory) {
+    out_of_memory();
+    return;
+  }
+  const uint32_t m = static_cast<uint32_t>(dom_.order.size());
+
+  // Retained sizes and dominated object counts, by preorder number: children before parents.
+  retained_.assign(m, 0);
+  std::vector<uint32_t> count(m, 0);
+  if (budget && budget->exceeded()) {
+    out_of_memory();
+    return;
+  }
+  for (uint32_t k = m; k-- > 1;) {
+    retained_[k] += g_.object_size(dom_.order[k]);
+    count[k] += 1;
+    retained_[dom_.idom[k]] += retained_[k];
+    count[dom_.idom[k]] += count[k];
+  }
+  for (uint32_t o = 0; o < n; ++o) {
+    if (dom_.number[o] != kNoNode) continue;
+    ++r_.unreached_objects;
+    r_.unreached_bytes += g_.object_size(o);
+  }
+
+  // The dominator tree's children lists, then one depth-first walk: a class's retained size takes
+  // each instance with no instance of its class above it (active[class] counts those on the path);
+  // the folded tree takes each node down to fold_depth, keyed by (folded parent, class).
+  std::vector<uint32_t> child_begin(static_cast<size_t>(m) + 1, 0), children(m ? m - 1 : 0);
+  if (budget && budget->exceeded()) {
+    out_of_memory();
+    return;
+  }
+  for (uint32_t k = 1; k < m; ++k) ++child_begin[dom_.idom[k] + 1];
+  for (uint32_t k = 0; k < m; ++k) child_begin[k + 1] += child_begin[k];
+  {
+    std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+    for (uint32_t k = 1; k < m; ++k) children[fill[dom_.idom[k]]++] = k;
+  }
+  std::vector<uint32_t> active(classes.size(), 0);
+  std::unordered_map<uint64_t, uint32_t> fold_ids;  // (parent + 1) << 32 | class, or root label for tops
+  std::unordered_map<uint64_t, uint32_t> top_ids;
+  struct Frame {
+    uint32_t k, next, fold, klass;
+    uint32_t child_class, child_fold;  // the last child's class and folded node: most siblings share them
+    uint32_t root;                     // the root holding the top-level subtree this node is in
+  };
+  std::vector<Frame> stack;
+  std::vector<uint64_t> biggest(classes.size(), 0);  // the largest top-most instance's retained size
+  if (m) stack.push_back({0, child_begin[0], kNone, kNone, kNone, kNone, kNone});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.next == child_begin[f.k + 1]) {
+      if (f.klass != kNone) --active[f.klass];
+      stack.pop_back();
+      continue;
+    }
+    const uint32_t k = children[f.next++];
+    const uint32_t parent_fold = f.fold;
+    const uint32_t obj = dom_.order[k];
+    const uint32_t c = class_of_vtable_[g_.vtable[obj]];
+    const bool top = dom_.idom[k] == 0;
+    uint32_t holder = f.root;
+    if (top) {
+      holder = root_of(obj);
+      if (holder == kNone) holder = several;
+    }
+    if (active[c]++ == 0) {
+      classes[c].retained += retained_[k];
+      if (retained_[k] > biggest[c]) {
+        biggest[c] = retained_[k];
+        classes[c].held_by = holder;
+      }
+    }
+    uint32_t fold = parent_fold;
+    if (options.fold_depth && (top || r_.folded[parent_fold].depth < options.fold_depth)) {
+      const uint32_t root = top ? holder : kNone;
+      uint32_t* slot;
+      if (top) {
+        slot = &top_ids.try_emplace((uint64_t{root} << 32) | c, kNone).first->second;
+      } else if (f.child_class == c) {
+        slot = &f.child_fold;
+      } else {
+        slot = &fold_ids.try_emplace((uint64_t{parent_fold + 1} << 32) | c, kNone).first->second;
+      }
+      if (*slot == kNone) {
+        *slot = static_cast<uint32_t>(r_.folded.size());
+        FoldedNode node;
+        node.parent = top ? kNone : parent_fold;
+        node.depth = top ? 1 : r_.folded[parent_fold].depth + 1;
+        node.klass = c;
+        node.root = root;
+        r_.folded.push_back(node);
+      }
+      fold = *slot;
+      if (!top) {
+        f.child_class = c;
+        f.child_fold = fold;
+      }
+      FoldedNode& node = r_.folded[fold];
+      ++node.instances;
+      node.retained += retained_[k];
+      node.objects += count[k];
+    }
+    stack.push_back({k, child_begin[k], fold, c, kNone, kNone, holder});
+  }
+  if (budget && budget->exceeded()) {
+    out_of_memory();
+    return;
+  }
+
+  // Classes by retained size; the folded tree renumbered parents first, siblings by retained size.
+  std::vector<uint32_t> by_rank(classes.size());
+  for (uint32_t i = 0; i < by_rank.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&classes](uint32_t a, uint32_t b) {
+    const RetainedClass &x = classes[a], &y = classes[b];
+    if (x.retained != y.retained) return x.retained > y.retained;
+    if (x.shallow != y.shallow) return x.shallow > y.shallow;
+    return x.name < y.name;
+  });
+  class_rank_.assign(classes.size(), 0);
+  for (uint32_t i = 0; i < by_rank.size(); ++i) {
+    class_rank_[by_rank[i]] = i;
+    r_.classes.push_back(std::move(classes[by_rank[i]]));
+  }
+  const size_t f = r_.folded.size();
+  std::vector<uint32_t> fb(f + 2, 0), fc(f);  // children of fold i at fc[fb[i+1] .. fb[i+2]); tops at index 0
+  for (const FoldedNode& x : r_.folded) ++fb[(x.parent == kNone ? 0 : x.parent + 1) + 1];
+  for (size_t i = 0; i + 1 < fb.size(); ++i) fb[i + 1] += fb[i];
+  {
+    std::vector<uint32_t> fill(fb.begin(), fb.end() - 1);
+    for (uint32_t i = 0; i < f; ++i) fc[fill[r_.folded[i].parent == kNone ? 0 : r_.folded[i].parent + 1]++] = i;
+  }
+  auto by_retained = [this](uint32_t a, uint32_t b) {
+    const FoldedNode &x = r_.folded[a], &y = r_.folded[b];
+    if (x.retained != y.retained) return x.retained > y.retained;
+    return a < b;
+  };
+  std::vector<FoldedNode> sorted;
+  sorted.reserve(f);
+  std::vector<std::pair<uint32_t, uint32_t>> todo;  // (old index, new parent)
+  std::vector<uint32_t> tops(fc.begin() + fb[0], fc.begin() + fb[1]);
+  std::sort(tops.begin(), tops.end(), by_retained);
+  for (auto it = tops.rbegin(); it != tops.rend(); ++it) todo.emplace_back(*it, kNone);
+  while (!todo.empty()) {  // depth first, so each subtree's nodes follow it
+    const auto [old, parent] = todo.back();
+    todo.pop_back();
+    FoldedNode x = r_.folded[old];
+    x.parent = parent;
+    x.klass = class_rank_[x.klass];
+    const uint32_t now = static_cast<uint32_t>(sorted.size());
+    sorted.push_back(x);
+    std::vector<uint32_t> kids(fc.begin() + fb[old + 1], fc.begin() + fb[old + 2]);
+    std::sort(kids.begin(), kids.end(), by_retained);
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) todo.emplace_back(*it, now);
+  }
+  r_.folded = std::move(sorted);
+}
+
+std::vector<RootPath> RetentionAnalysis::paths(const std::string& name, size_t max, uint64_t& instances) const {
+  std::vector<RootPath> out;
+  instances = 0;
+  if (!r_.error.empty() || max == 0) return out;
+  const uint32_t n = g_.objects;
+  auto class_name = [this](uint32_t o) -> const std::string& {
+    return r_.classes[class_rank_[class_of_vtable_[g_.vtable[o]]]].name;
+  };
+  std::vector<uint32_t> wanted;
+  for (uint32_t o = 0; o < n; ++o)
+    if (dom_.number[o] != kNoNode && class_name(o) == name) wanted.push_back(o);
+  instances = wanted.size();
+  if (wanted.empty()) return out;
+  std::sort(wanted.begin(), wanted.end(), [this](uint32_t a, uint32_t b) {
+    const uint64_t ra = retained_[dom_.number[a]], rb = retained_[dom_.number[b]];
+    return ra != rb ? ra > rb : a < b;
+  });
+  if (wanted.size() > max) wanted.resize(max);
+
+  // Breadth first from the roots' objects, the most telling roots first.
+  std::vector<uint32_t> parent(n, kNone), queue;
+  std::vector<std::pair<int, uint32_t>> starts;
+  for (size_t i = 0; i < g_.roots.size(); ++i) {
+    if (i && g_.roots[i].object == g_.roots[i - 1].object) continue;
+    // Ranked by the kind of the object's most telling root (the roots are sorted by object).
+    int best = 1 << 30;
+    for (size_t j = i; j < g_.roots.size() && g_.roots[j].object == g_.roots[i].object; ++j)
+      best = std::min(best, root_rank(g_.labels[g_.roots[j].label].kind));
+    starts.emplace_back(best, g_.roots[i].object);
+  }
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  queue.reserve(n);
+  for (const auto& [rank, o] : starts) {
+    parent[o] = n;
+    queue.push_back(o);
+  }
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const uint32_t v = queue[q];
+    for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
+      const uint32_t w = g_.edges[e];
+      if (parent[w] != kNone) continue;
+      parent[w] = v;
+      queue.push_back(w);
+    }
+  }
+  for (const uint32_t o : wanted) {
+    RootPath p;
+    p.retained = retained_[dom_.number[o]];
+    std::vector<uint32_t> chain;
+    for (uint32_t x = o; x != n; x = parent[x]) chain.push_back(x);
+    std::reverse(chain.begin(), chain.end());
+    const uint32_t root = root_of(chain.front());
+    p.root = root == kNone ? RootName{"unknown", ""} : r_.roots[root];
+    p.total_steps = chain.size();
+    for (size_t i = 0; i < chain.size(); ++i) {
+      if (chain.size() > 2 * kPathEnds && i == kPathEnds) i = chain.size() - kPathEnds;
+      RootPath::Step s;
+      s.klass = class_name(chain[i]);
+      if (i > 0 && !g_.edge_offset.empty()) {
+        const uint32_t from = chain[i - 1];
+        for (uint32_t e = g_.edge_begin[from]; e < g_.edge_begin[from + 1]; ++e) {
+          if (g_.edges[e] == chain[i]) {
+            s.offset = g_.edge_offset[e];
+            break;
+          }
+        }
+      }
+      p.steps.push_back(std::move(s));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> folded_paths(const Retention& r, uint32_t max_depth) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  std::vector<std::string> key(r.folded.size());
+  for (size_t i = 0; i < r.folded.size(); ++i) {
+    const FoldedNode& x = r.folded[i];
+    if (x.parent == UINT32_MAX) {
+      const RootName& root = r.roots[x.root];
+      key[i] = root.kind + " " + root.name;
+    } else {
+      key[i] = key[x.parent];
+    }
+    key[i] += " > " + r.classes[x.klass].name;
+    if (x.depth <= max_depth) out.emplace_back(key[i], x.retained);
+  }
+  return out;
+}
+
+}  // namespace mlpd::views
