@@ -2,7 +2,7 @@
 // what the root reaches; the nodes lost are the ones it dominates -- on thousands of random graphs
 // with cycles, self-references, repeated edges and unreached parts, and on deep chains (a million
 // nodes: nothing may recurse).
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <random>

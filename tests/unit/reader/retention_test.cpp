@@ -3,7 +3,7 @@
 // registered ranges, paths with offsets, unreached objects; and hostile input: references to no
 // object, roots to no object, objects listed twice, cycles, continuation chunks away from their
 // object, a heapshot without HEAP_END, a memory budget too small.
-#include <catch2/catch.hpp>
+#include "mlpd_catch.h"
 
 #include <cstdint>
 #include <memory>
