@@ -1,6 +1,6 @@
 // The agent's option table (docs/design.md, "The option table"): one row per option name, from which
 // the parser (option_parser.cpp), MLPD_OPTIONS=help (help_text) and the documented list
-// (docs/options.md, checked by options_table_test.cpp) all come. The event names are
+// (docs/options.md, checked by option_table_test.cpp) all come. The event names are
 // format::kEventBitNames (mlpd/event_names.h), shared with the command port and LogProfiler.
 #pragma once
 
@@ -32,6 +32,7 @@ struct OptionSpec {
   std::string_view name;     // as matched (exactly); "EVENT" is the help's row for the single events
   OptionKind kind;
   OptionSetter set;          // nullptr: not matched by name (Event rows)
+  std::string_view dflt;     // the default, as docs/options.md's list says it (checked by a test)
   std::string_view usage;    // the help's left column; empty: not in the help (compat aliases, no-ops)
   std::string_view help;     // the help's text; '\n' starts a continuation line, "USAGE\tTEXT" a new row
   std::string_view expect;   // what a missing value message expects, e.g. "calldepth=NUM"

@@ -141,17 +141,36 @@ TEST_CASE("option table: docs/options.md lists exactly the options of the table"
   std::ifstream in(std::string(MLPD_SOURCE_DIR) + "/docs/options.md");
   REQUIRE(in);
   std::set<std::string> documented;
+  std::map<std::string, std::string> default_of;  // the last cell of the first row naming the option
   bool in_list = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("## ", 0) == 0) in_list = line == "## All options";
     if (!in_list || line.rfind("| `", 0) != 0) continue;
-    const std::string first = line.substr(2, line.find(" | ") - 2);  // the first cell
+    std::vector<std::string> cells;  // split at the | that are not escaped (\\|)
+    std::string cell;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|' && line[i - 1] != '\\') {
+        cells.push_back(cell.substr(cell.find_first_not_of(' ') == std::string::npos ? cell.size() : cell.find_first_not_of(' ')));
+        while (!cells.back().empty() && cells.back().back() == ' ') cells.back().pop_back();
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    REQUIRE(cells.size() == 3);
+    const std::string& first = cells[0];
     for (size_t at = first.find('`'); at != std::string::npos;) {
       const size_t end = first.find('`', at + 1);
       if (end == std::string::npos) break;
-      documented.insert(base_name(first.substr(at + 1, end - at - 1)));
+      const std::string name = base_name(first.substr(at + 1, end - at - 1));
+      documented.insert(name);
+      default_of.emplace(name, cells[2]);
       at = first.find('`', end + 1);
     }
+  }
+  for (const OptionSpec& s : option_table()) {
+    INFO("the default of " << s.name << " in the table and in docs/options.md");
+    CHECK(default_of[std::string(s.name)] == s.dflt);
   }
   REQUIRE(documented.size() > 30);
   const std::set<std::string> names = table_names();
