@@ -141,7 +141,7 @@ class Agent final : private HelperOutput {
     };
     if (!out) return fail(error);
     std::vector<uint8_t> metadata;
-    helper_.replay_metadata(metadata);
+    helper_.replay_metadata(metadata, ring_->oldest_time());  // the dump starts where its data does
     uint64_t bytes = header_bytes_.size() + metadata.size();
     bool ok = out->write(header_bytes_.data(), header_bytes_.size()) && out->write(metadata.data(), metadata.size()) &&
               ring_->for_each([&](const uint8_t* d, size_t n) {

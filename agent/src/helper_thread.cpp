@@ -144,6 +144,11 @@ void HelperThread::main_loop() {
 // to fault in), then the buffers go back to the pool.
 bool HelperThread::round(bool live) {
   ++rounds_;
+  // The TSC's scale against CLOCK_MONOTONIC: corrected here if it drifted (docs/design.md, "Clock").
+  if (const std::string said = rt::check_clock(); !said.empty() && parts_.options->verbose) {
+    const std::string l = said + "\n";
+    (void)!::write(STDERR_FILENO, l.data(), l.size());
+  }
   hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
   hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
   HelperOutput& out = *parts_.output;
@@ -151,11 +156,15 @@ bool HelperThread::round(bool live) {
   // the header and the metadata of everything still alive (absorbed by earlier rounds), then this round.
   if (live && !out.failed() && out.rotation_due()) {
     std::vector<uint8_t> metadata;
-    meta_store_.replay(metadata);
+    // Stamped no earlier than the last round, where the closed file's data ended: the new file's
+    // times (its report's duration) start there, not at the process's start.
+    meta_store_.replay(metadata, last_round_ns_);
     if (!out.next_file(metadata)) out.report_failure();
   }
   waiting_max_ = std::max(waiting_max_, parts_.shared->full_waiting.load(std::memory_order_relaxed));
-  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, rt::now_ns());
+  const uint64_t now = rt::now_ns();
+  if (live) last_round_ns_ = now;
+  const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, now);
   bool ok = true;
   if (!out.failed()) {
     size_t total = 0;  // what the sink has to compress (members are compressed already)
@@ -221,6 +230,7 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                     std::to_string(p.no_member) + " no member buffers); at most " + std::to_string(waiting_max_) +
                     " full buffers waiting at a round");
   }
+  lines.push_back(rt::clock_summary());
   if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
   if (with_samples) {
     const hooks::SampleStats st = hooks::sample_stats();

@@ -83,7 +83,7 @@ class HelperThread {
   // Flight recorder (helper thread, or after stop()): a live round now, so that a dump holds what
   // threads have committed; the MetaStore's replay.
   void round_now() { round(true); }
-  void replay_metadata(std::vector<uint8_t>& out) const { meta_store_.replay(out); }
+  void replay_metadata(std::vector<uint8_t>& out, uint64_t not_before = 0) const { meta_store_.replay(out, not_before); }
 
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();
@@ -106,6 +106,7 @@ class HelperThread {
   int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
   uint64_t rounds_ = 0;
+  uint64_t last_round_ns_ = 0;  // the last live round's time: where a rotated file's metadata is stamped
   uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)
   uint64_t pause_generation_ = 0;  // hooks::pause_generation() at the last counter sample
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mlpd/format.h"
+#include "mlpd/leb128.h"
 #include "mlpd/sink.h"
 
 namespace mlpd::agent {
@@ -60,6 +61,22 @@ class RingSink final : public OutputSink {
       if (!f(b.data(), b.size())) return false;
     }
     return true;
+  }
+  // The time of the earliest first event of the buffers held (0 when none): where a dump's data
+  // begins, and so the earliest time its replayed metadata needs (MetaStore::replay's not_before).
+  // Not the time base alone: a quiet thread's slice starts from its last event before it went quiet.
+  uint64_t oldest_time() const {
+    uint64_t oldest = 0;
+    for (const std::vector<uint8_t>& b : ring_) {
+      // Every event starts with its type byte and its time delta (uleb).
+      const uint8_t* p = b.data() + format::kBufferHeaderSize + 1;
+      uint64_t base, delta;
+      if (length_of(b.data()) < 2 || get_uleb(p, b.data() + b.size(), delta) != LebStatus::ok) continue;
+      std::memcpy(&base, b.data() + 8, 8);
+      const uint64_t t = base + delta;
+      if (t != 0 && (oldest == 0 || t < oldest)) oldest = t;
+    }
+    return oldest;
   }
   uint64_t held() const { return held_; }
   uint64_t buffers_in() const { return buffers_in_; }

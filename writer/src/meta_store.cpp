@@ -1,5 +1,6 @@
 #include "mlpd/rt/meta_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "mlpd/buffer_decoder.h"
@@ -143,13 +144,13 @@ void MetaStore::absorb(const uint8_t* data, size_t size) {
   }
 }
 
-void MetaStore::replay(std::vector<uint8_t>& out) const {
+void MetaStore::replay(std::vector<uint8_t>& out, uint64_t not_before) const {
   if (by_seq_.empty()) return;
-  BufferEncoder enc(thread_id_, by_seq_.begin()->second.time);
+  BufferEncoder enc(thread_id_, std::max(by_seq_.begin()->second.time, not_before));
   Event e;
   for (const auto& [seq, r] : by_seq_) {
     e.reset(r.kind);
-    e.time = r.time;
+    e.time = std::max(r.time, not_before);
     e.code = r.code;
     e.ptr = r.ptr;
     e.ptr2 = r.ptr2;
@@ -162,7 +163,7 @@ void MetaStore::replay(std::vector<uint8_t>& out) const {
     enc.add(e);
     if (enc.data_size() >= kReplayBufferLimit) {
       enc.finish_into(out);
-      enc.reset(thread_id_, r.time);
+      enc.reset(thread_id_, std::max(r.time, not_before));
     }
   }
   if (!enc.empty()) enc.finish_into(out);

@@ -55,7 +55,7 @@ TEST_CASE("sleb round-trips boundary and random values", "[leb128]") {
 TEST_CASE("LEB128 longer than 64 bits is rejected", "[leb128]") {
   const uint8_t eleven[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
   const uint8_t* p = eleven;
-  uint64_t u;
+  uint64_t u = 0;
   int64_t s;
   CHECK(get_uleb(p, eleven + sizeof eleven, u) == LebStatus::overflow);
   p = eleven;

@@ -27,9 +27,10 @@ class MetaStore {
   // kinds that describe nothing (samples, counter values...) are ignored. Malformed bytes end the
   // scan of that buffer (they are our own; this does not happen).
   void absorb(const uint8_t* data, size_t size);
-  // Appends the kept descriptions, oldest first with their own times, as buffers of the given thread
-  // (the MetaLog's) of at most ~60 KiB each. Nothing when empty.
-  void replay(std::vector<uint8_t>& out) const;
+  // Appends the kept descriptions, oldest first with their own times but none before `not_before`
+  // (a rotated file's: its metadata must not make it start at the process's start), as buffers of
+  // the given thread (the MetaLog's) of at most ~60 KiB each. Nothing when empty.
+  void replay(std::vector<uint8_t>& out, uint64_t not_before = 0) const;
   // Adds one event (absorb() calls this for each decoded event).
   void add(const Event& e);
 
