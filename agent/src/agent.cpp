@@ -638,6 +638,8 @@ void start(std::string_view text, std::string_view note) {
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
   config.verbose = o.verbose;
+  static_assert(static_cast<int>(WalkerMode::Ours) == 0 && static_cast<int>(WalkerMode::Mono) == 1 &&
+                static_cast<int>(WalkerMode::Check) == 2, "HookConfig::walker's values");
   config.walker = static_cast<uint8_t>(o.walker);
   config.eager_metadata = o.eager_metadata;
   config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
