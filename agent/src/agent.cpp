@@ -53,6 +53,7 @@ constexpr int kExitWriteLimitSeconds = 5;  // longest the host's exit waits for 
 // at level 1 with their output space, touched only when used); member buffers (4 KiB each, a 64 KiB
 // buffer's member takes two or three) at most kMaxMembers: 64 MiB.
 constexpr uint32_t kPackAboveBytes = 4 * 1024 * 1024;
+static_assert(kDefaultZipPackAbove == kPackAboveBytes / kBufferBytes && kMaxZipPackAbove == kMaxBuffers);
 constexpr uint32_t kPackCompressors = 4;
 constexpr uint32_t kMaxMembers = 16384;
 constexpr int kPackLevel = 1;  // libdeflate's level, as the gzip sink's default (SinkOptions::gzip_level)
@@ -96,14 +97,9 @@ class Agent final : private HelperOutput {
                                                    kMaxMembers);
       if (packer_->ok()) {
         shared_.packer = packer_.get();
-        shared_.pack_above = kPackAboveBytes / kBufferBytes;
-        // For testing (docs/options.md, `zip`): the bound in full buffers; 0: the threads compress
-        // every full buffer.
-        if (const char* e = std::getenv("MLPD_ZIP_PACK_ABOVE"); e && *e) {
-          char* end = nullptr;
-          const unsigned long n = std::strtoul(e, &end, 10);
-          if (*end == 0 && n <= kMaxBuffers) shared_.pack_above = static_cast<uint32_t>(n);
-        }
+        // zip-pack-above= (MLPD_ZIP_PACK_ABOVE), for testing: the bound in full buffers; 0: the threads
+        // compress every full buffer.
+        shared_.pack_above = options_.zip_pack_above;
       }
     }
   }
@@ -556,7 +552,7 @@ void start(std::string_view text, std::string_view note) {
 
   Options options;
   std::string error;
-  if (!parse_options(text, options, error)) {
+  if (!parse_options(text, options, error, [](const char* name) -> const char* { return std::getenv(name); })) {
     say(error + "; profiling is off");
     return;
   }
@@ -567,8 +563,7 @@ void start(std::string_view text, std::string_view note) {
   }
   if (options.nochildren) remove_agent_from_environment();
   // Before anything takes a time stamp (the header's startup time is the first).
-  const char* clock_name = rt::init_clock(std::getenv("MLPD_CLOCK") == nullptr ||
-                                          std::string_view(std::getenv("MLPD_CLOCK")) != "monotonic");
+  const char* clock_name = rt::init_clock(options.clock != ClockKind::Monotonic);
   auto* agent = new (std::nothrow) Agent(std::move(options));
   if (!agent) return;
   const Options& o = agent->options();
@@ -643,6 +638,10 @@ void start(std::string_view text, std::string_view note) {
   config.roots_every_gc = o.compat;
   config.callspec = o.callspec;
   config.verbose = o.verbose;
+  static_assert(static_cast<int>(WalkerMode::Ours) == 0 && static_cast<int>(WalkerMode::Mono) == 1 &&
+                static_cast<int>(WalkerMode::Check) == 2, "HookConfig::walker's values");
+  config.walker = static_cast<uint8_t>(o.walker);
+  config.eager_metadata = o.eager_metadata;
   config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
                        : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
                                                             : hooks::kSampleOff;

@@ -16,15 +16,19 @@
 #include <algorithm>
 
 #include "mlpd/agent/options.h"
+#include "mlpd/event_names.h"
 
 namespace mlpd::agent {
 
 namespace {
 
-constexpr std::string_view kHelp =
-    "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | pause | resume | dump [FILE] | help "
-    "(one per line; NAME as in the agent options: exception monitor gc gcalloc gcmove gcroot gchandle "
-    "finalization counter jit alloc legacy calls)";
+// The event names come from the one vocabulary (mlpd/event_names.h) the options use.
+std::string help_answer() {
+  std::string names;
+  for (const format::EventBitName& e : format::kEventBitNames) names.append(e.option).append(" ");
+  return "OK commands: heapshot | flush | stats | events [+NAME|-NAME ...] | pause | resume | dump [FILE] | help "
+         "(one per line; NAME as in the agent options: " + names + "alloc legacy calls)";
+}
 constexpr size_t kAcceptsPerRound = 16;        // connections taken per poll round (the rest wait)
 constexpr int64_t kStalledOutputMs = 10 * 1000;  // answers backed up and none taken for this long: closed
 constexpr int64_t kAcceptPauseMs = 1000;       // out of descriptors: stop polling the listener a while
@@ -267,7 +271,7 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
     if (!h.dump) return answer("ERR dump: only in flight-recorder mode (start the agent with ring=SIZE)");
     return answer(h.dump(std::string(args)));
   }
-  if (cmd == "help") return answer(kHelp);
+  if (cmd == "help") return answer(help_answer());
   if (cmd == "events") return events(args);
   if (cmd == "pause" || cmd == "resume") {
     const bool pause = cmd == "pause";

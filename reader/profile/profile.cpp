@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "mlpd/budget.h"
+#include "mlpd/option_syntax.h"
 #include "mlpd/decode_loop.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
@@ -165,30 +166,21 @@ class Builder final : public Visitor {
   }
 
   // The mlpd agent's options that change what the events mean (issue 15): alloc-sample=BYTES and
-  // start-paused. Only in files whose args say they come from the agent ("mlpd" or "mlpd:...").
+  // start-paused. Only in files whose args say they come from the agent ("mlpd" or "mlpd:..."), read
+  // with the agent's own option syntax (mlpd/option_syntax.h: quotes, escapes, alloc-sample's sizes).
   void agent_options(std::string_view args) {
-    if (args != "mlpd" && args.substr(0, 5) != "mlpd:") return;
+    std::string_view text;
+    if (!option_syntax::agent_args(args, text)) return;
     ours_ = true;
-    args.remove_prefix(std::min<size_t>(5, args.size()));
-    while (!args.empty()) {
-      const size_t comma = args.find(',');
-      const std::string_view item = args.substr(0, comma);
-      args.remove_prefix(comma == std::string_view::npos ? args.size() : comma + 1);
-      if (item == "start-paused") start_paused_ = true;
-      if (item.substr(0, 13) != "alloc-sample=") continue;
-      std::string_view v = item.substr(13);
-      uint64_t scale = 1, n = 0;
-      if (!v.empty() && (v.back() == 'k' || v.back() == 'K')) scale = uint64_t{1} << 10;
-      if (!v.empty() && (v.back() == 'm' || v.back() == 'M')) scale = uint64_t{1} << 20;
-      if (!v.empty() && (v.back() == 'g' || v.back() == 'G')) scale = uint64_t{1} << 30;
-      if (scale != 1) v.remove_suffix(1);
-      bool ok = !v.empty() && v.size() <= 15;
-      for (const char c : v) {
-        ok = ok && c >= '0' && c <= '9';
-        if (ok) n = n * 10 + static_cast<uint64_t>(c - '0');
-      }
-      if (ok && n > 0 && n <= (uint64_t{1} << 40) / scale) p_.alloc_sample_interval_ = n * scale;
-    }
+    // A string the agent refused never reaches a file; the items read before any syntax error stand.
+    (void)option_syntax::split_items(text, [this](const option_syntax::Item& it, bool) {
+      if (it.name == "start-paused" && !it.has_value) start_paused_ = true;
+      uint64_t bytes = 0;
+      if (it.name == "alloc-sample" && it.has_value &&
+          option_syntax::parse_scaled_bytes(it.value, uint64_t{1} << 40, bytes) == option_syntax::Num::Ok)
+        p_.alloc_sample_interval_ = bytes;
+      return true;
+    });
   }
 
   void on_buffer(const BufferInfo& b) override {

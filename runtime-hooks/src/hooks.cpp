@@ -600,9 +600,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->env = env;
   g->apply_mask = apply_mask;
   g_calldepth.store(config.calldepth);
-  // MLPD_EAGER_METADATA (any value) describes every method and class when it is loaded, as before the
-  // lazy rules (docs/design.md): for comparing the two.
-  const bool eager = std::getenv("MLPD_EAGER_METADATA") != nullptr;
+  // eager-metadata (MLPD_EAGER_METADATA) describes every method and class when it is loaded, as before
+  // the lazy rules (docs/design.md): for comparing the two.
+  const bool eager = config.eager_metadata;
   g_lazy_methods = config.sample_mode == kSampleOff && !eager;
   g_lazy_classes = !config.command_port && !eager;
   set_max_frames(config.maxframes);
@@ -622,9 +622,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     } else {
       g_runtime = mono_runtime::detect(info);
     }
-    const char* w = std::getenv("MLPD_WALKER");  // `mono`: all by mono_stack_walk_no_il; `check`: all compared
+    // walker= (MLPD_WALKER): 1 `mono`: all by mono_stack_walk_no_il; 2 `check`: all compared.
     const bool internals = g_runtime.internals != mono_runtime::Internals::off;
-    walker::init(internals && !(w && std::strcmp(w, "mono") == 0), w && std::strcmp(w, "check") == 0, config.verbose);
+    walker::init(internals && config.walker != 1, config.walker == 2, config.verbose);
   }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public

@@ -53,10 +53,14 @@
 #include <mono/utils/mono-publib.h>
 
 #include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 
+#include "mlpd/event_names.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
@@ -196,14 +200,24 @@ void set_bit(uint32_t bit, MonoBoolean on) {
   if (next != mask) set_event_mask(next);  // also installs/removes the bit's callbacks
 }
 
-template <uint32_t Bit>
+// Get/Set<Name>Events for every row of the event vocabulary (mlpd/event_names.h) with a LogProfiler name.
+template <size_t I>
 MonoBoolean get_events() {
-  return get_bit(Bit);
+  return get_bit(kEventBitNames[I].mask);
 }
-template <uint32_t Bit>
+template <size_t I>
 void set_events(MonoBoolean on) {
-  set_bit(Bit, on);
+  set_bit(kEventBitNames[I].mask, on);
 }
+struct EventIcalls {
+  const void* get;
+  const void* set;
+};
+template <size_t... I>
+constexpr std::array<EventIcalls, sizeof...(I)> event_icalls(std::index_sequence<I...>) {
+  return {EventIcalls{reinterpret_cast<const void*>(&get_events<I>), reinterpret_cast<const void*>(&set_events<I>)}...};
+}
+const std::array kEventIcalls = event_icalls(std::make_index_sequence<std::size(kEventBitNames)>());
 
 struct Icall {
   const char* name;
@@ -211,9 +225,6 @@ struct Icall {
 };
 
 #define MLPD_ICALL(name) {"Mono.Profiler.Log.LogProfiler::" #name, reinterpret_cast<const void*>(&name)}
-#define MLPD_EVENT_ICALLS(name, bit)                                                                     \
-  {"Mono.Profiler.Log.LogProfiler::Get" #name "Events", reinterpret_cast<const void*>(&get_events<bit>)}, \
-  {"Mono.Profiler.Log.LogProfiler::Set" #name "Events", reinterpret_cast<const void*>(&set_events<bit>)}
 
 const Icall kIcalls[] = {
     MLPD_ICALL(GetMaxStackTraceFrames),
@@ -230,19 +241,8 @@ const Icall kIcalls[] = {
     MLPD_ICALL(SetCallDepth),
     MLPD_ICALL(GetSampleMode),
     MLPD_ICALL(SetSampleMode),
-    MLPD_EVENT_ICALLS(Exception, MASK_EXCEPTION),
-    MLPD_EVENT_ICALLS(Monitor, MASK_MONITOR),
-    MLPD_EVENT_ICALLS(GC, MASK_GC),
-    MLPD_EVENT_ICALLS(GCAllocation, MASK_GC_ALLOC),
-    MLPD_EVENT_ICALLS(GCMove, MASK_GC_MOVE),
-    MLPD_EVENT_ICALLS(GCRoot, MASK_GC_ROOT),
-    MLPD_EVENT_ICALLS(GCHandle, MASK_GC_HANDLE),
-    MLPD_EVENT_ICALLS(GCFinalization, MASK_GC_FINALIZATION),
-    MLPD_EVENT_ICALLS(Counter, MASK_COUNTER),
-    MLPD_EVENT_ICALLS(Jit, MASK_JIT),
 };
 
-#undef MLPD_EVENT_ICALLS
 #undef MLPD_ICALL
 
 }  // namespace
@@ -266,6 +266,17 @@ void register_log_profiler_icalls() {
   auto add = reinterpret_cast<decltype(&::mono_add_internal_call)>(dlsym(RTLD_DEFAULT, "mono_add_internal_call"));
   if (!add) return;
   for (const Icall& icall : kIcalls) add(icall.name, icall.fn);
+  // The event properties' names, kept for the process's life (whether Mono copies them or not).
+  static std::string names[2 * std::size(kEventBitNames)];
+  for (size_t i = 0; i < std::size(kEventBitNames); ++i) {
+    const std::string_view lp = kEventBitNames[i].log_profiler;
+    if (lp.empty()) continue;
+    for (int set = 0; set < 2; ++set) {
+      std::string& n = names[2 * i + static_cast<size_t>(set)];
+      n.assign("Mono.Profiler.Log.LogProfiler::").append(set ? "Set" : "Get").append(lp).append("Events");
+      add(n.c_str(), set ? kEventIcalls[i].set : kEventIcalls[i].get);
+    }
+  }
 }
 
 }  // namespace mlpd::hooks

@@ -23,6 +23,19 @@ enum class SampleMode : uint8_t {
   Real,     // `sample-real`: wall clock
 };
 
+// `clock=` (MLPD_CLOCK): where time stamps come from.
+enum class ClockKind : uint8_t {
+  Tsc,        // the CPU's cycle counter when it is invariant, else CLOCK_MONOTONIC
+  Monotonic,  // CLOCK_MONOTONIC always
+};
+
+// `walker=` (MLPD_WALKER): who makes the backtraces.
+enum class WalkerMode : uint8_t {
+  Ours,   // our stack walker when it is sure, Mono's otherwise
+  Mono,   // mono_stack_walk_no_il always
+  Check,  // ours, each compared with Mono's walk of the same event (testing)
+};
+
 // What `output=` said, before any %-expansion.
 enum class OutputKind : uint8_t {
   Default,        // no output= given: default_output_name(pid), or a pipe to mprof-report with `report`
@@ -41,6 +54,9 @@ inline constexpr uint32_t kMaxFlushMs = 3600000;
 inline constexpr uint64_t kMinAllocSample = 1;
 inline constexpr uint64_t kMaxAllocSample = uint64_t{1} << 40;  // 1 TiB
 inline constexpr const char* kDefaultBindAddress = "127.0.0.1";
+// zip-pack-above=NUM (MLPD_ZIP_PACK_ABOVE): full 64 KiB buffers waiting before threads compress their own.
+inline constexpr uint32_t kDefaultZipPackAbove = 64;  // 4 MiB
+inline constexpr uint32_t kMaxZipPackAbove = 4096;    // the agent's buffer limit (256 MiB)
 // max_sample_hits() result meaning "no limit" (maxsamples=0); compares greater than any count.
 inline constexpr uint64_t kNoSampleLimit = UINT64_MAX;
 
@@ -122,19 +138,30 @@ struct Options {
   uint64_t alloc_sample = 0;
   // `start-paused`: nothing is recorded until `resume` (command port or LogProfiler); metadata is.
   bool start_paused = false;
+  // For testing and comparing; each has an environment alias (docs/options.md).
+  ClockKind clock = ClockKind::Tsc;
+  WalkerMode walker = WalkerMode::Ours;
+  bool eager_metadata = false;  // describe methods and classes when loaded, not when first used
+  uint32_t zip_pack_above = kDefaultZipPackAbove;
   bool verbose = false;
   bool debug = false;  // accepted for compatibility; no effect (as in Mono 6.8)
   bool help = false;   // the caller prints help_text() and does not profile
 };
 
-// Parses `text` into `out` (reset to the defaults first). On an unknown or malformed item returns
+// getenv, or a stand-in for tests.
+using EnvLookup = const char* (*)(const char* name);
+
+// Parses `text` into `out` (reset to the defaults first). With `env`, the environment variables that
+// are aliases of options (MLPD_CLOCK, MLPD_WALKER, MLPD_EAGER_METADATA, MLPD_ZIP_PACK_ABOVE; see the
+// option table) are applied first, so that the option string wins over them. On an unknown or malformed item returns
 // false and sets `error` to one line (no newline) naming the item and the reason, e.g.
 //   mlpd: unknown option 'foo' (see MLPD_OPTIONS=help)
 //   mlpd: bad value in 'calldepth=x': expected a number
 // `out` is then only partly filled and must not be used. Safe for any input; never throws.
-bool parse_options(std::string_view text, Options& out, std::string& error) noexcept;
+bool parse_options(std::string_view text, Options& out, std::string& error, EnvLookup env = nullptr) noexcept;
 
-// The usage text (several lines, ending in a newline) for MLPD_OPTIONS=help / --profile=mlpd:help.
+// The usage text (several lines, ending in a newline) for MLPD_OPTIONS=help / --profile=mlpd:help,
+// made from the option table.
 std::string_view help_text() noexcept;
 
 // `dumpsignal=NAME`: NAME (USR2, SIGUSR2, usr2) as a signal the agent may take, or 0 with `why` saying

@@ -25,6 +25,8 @@ struct HookConfig {
   uint64_t alloc_sample = 0;     // alloc-sample=BYTES: mean bytes between allocation samples (0: all)
   bool start_paused = false;     // start-paused: paused from the start (control.h)
   bool command_port = false;     // the command port is open: a heapshot may be asked for at any time
+  uint8_t walker = 0;            // walker= (agent::WalkerMode): 0 ours, 1 Mono's for all, 2 ours checked
+  bool eager_metadata = false;   // eager-metadata: describe every method and class when loaded
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.
