@@ -66,6 +66,9 @@ CodeIndex<CodeEntry>* g_table = nullptr;  // guarded by g_table_mutex
 // Bumped on every new code range: every thread's cached "not JIT code" answers are then stale (a
 // thread can run new code before its jit_done reaches us). Removed ranges are marked `gone` instead.
 std::atomic<uint32_t> g_generation{1};
+// For `verbose`: code ranges added (each one a generation), and repeated jit_done events for a range
+// already there (Mono 6.12 raises jit_done again whenever it finds code already compiled), ignored.
+std::atomic<uint64_t> g_ranges_added{0}, g_ranges_repeated{0};
 void mark_gone(const CodeEntry* e) { const_cast<CodeEntry*>(e)->gone.store(true, std::memory_order_release); }
 
 // Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
@@ -1197,6 +1200,26 @@ void init(bool use_ours, bool check_all, bool verbose) {
 void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
                 uint64_t size) {
   if (!g_table || !m || !start || !size) return;
+  // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
+  // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
+  // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
+  // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
+  // generic code below: a wrapper is no open instantiation.
+  if (jit_method && jit_method != m && wrapper_type(jit_method) != 0 && wrapper_type(m) == 0) m = jit_method;
+  {
+    // The same code again (Mono 6.12 raises jit_done each time it finds a method compiled already: a
+    // call trampoline hit, a delegate, ldftn; 6.8 does on a few paths): nothing is new, and replacing
+    // the entry would empty every thread's IP cache (a new generation) for nothing. Shared generic code
+    // named for another instantiation is the same code too: its entry never names its frames (Mono's
+    // walk or the learned generic pairs do, and those are keyed by the entry: kept).
+    std::lock_guard<std::mutex> lock(g_table_mutex);
+    const CodeEntry* old = g_table->find(start);
+    if (old && old->start == start && old->end == start + size && old->domain == domain &&
+        (old->method == m || (jit_method != m && (old->kind == kUnsure || old->ctx != kCtxNone)))) {
+      g_ranges_repeated.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   auto* e = new (std::nothrow) CodeEntry;
   if (!e) return;
   e->start = start;
@@ -1204,14 +1227,6 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   e->method = m;
   e->domain = domain;
   classify(reinterpret_cast<const uint8_t*>(start), size, *e);
-  // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
-  // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
-  // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
-  // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
-  // generic code below: a wrapper is no open instantiation.
-  if (jit_method && jit_method != m && wrapper_type(jit_method) != 0 && wrapper_type(m) == 0) {
-    e->method = m = jit_method;
-  }
   // Shared generic code: jit_done names the instantiation asked for (m) while the code, and its JIT
   // info, belong to the shared method (jit_method), and Mono's walk names the instantiation it reads
   // from each frame's generic context, which a code range cannot tell: left to Mono. A generic
@@ -1232,6 +1247,7 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   if (shared && (e->kind == kUnsure || !read_generic_jit_info(ji, jit_method, start, size, *e))) e->kind = kUnsure;
   std::lock_guard<std::mutex> lock(g_table_mutex);
   g_table->add(e, mark_gone);  // the ranges it overlaps (reused code memory) are gone
+  g_ranges_added.fetch_add(1, std::memory_order_relaxed);
   // Every thread's IP cache may hold this range as "not managed code" (a thread can run new code
   // before jit_done reaches us): those answers start over.
   g_generation.fetch_add(1, std::memory_order_release);
@@ -1294,7 +1310,9 @@ std::string summary() {
          "; threads still running add theirs at exit); our walker " +
          (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
          "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
-         std::to_string(g_lmf_total.load()) + " of ours started from the LMF";
+         std::to_string(g_lmf_total.load()) + " of ours started from the LMF; code ranges: " +
+         std::to_string(g_ranges_added.load()) + " added, " + std::to_string(g_ranges_repeated.load()) +
+         " repeated jit_done ignored";
 }
 
 }  // namespace mlpd::hooks::walker
