@@ -5,7 +5,8 @@ in native code (FastAllocateString's icall wrapper, whose jit_done names the ica
 wrapper's), exception throws (the frame of Mono's throw trampoline, read from its code), allocations in
 shared generic code (frames named from the generic context each frame keeps, learned from Mono's walks)
 and allocations whose native chain below was never learned (started from the thread's LMF, as Mono's
-walk starts). Measured when written: 99.7% on the strings (the rest: start-up, before the LMF can be
+walk starts) and allocations made while a throw is handled (throwalloc: no frame when the LMF is the
+thread's first, or frames above native code followed through the LMF as Mono's walk follows them). Measured when written: 99.7% on the strings (the rest: start-up, before the LMF can be
 found), 99.97% on the throws and 99.8% on the generics; MIN_SHARE leaves room for a slower machine's
 start-up, not for a lost chain or generic frames left to Mono (those give ~40%, 0% and a few %). Some
 runs have MLPD_WALKER=check (each backtrace of ours compared with Mono's walk, which switches ours off on
@@ -103,6 +104,12 @@ def main():
         coverage(work, "exceptions", 2, "nodefaults,exception", True)
         coverage(work, "generics", 10, "nodefaults,gcalloc", False)
         coverage(work, "generics", 4, "nodefaults,gcalloc", True)
+        # Allocations while a throw is handled (its trace, the exceptions the runtime constructs):
+        # Mono's walk starts at the thread's LMF, the first one (no frame at all) or the record of the
+        # managed code that called into the runtime; 54% before (the rest "unknown native chain below"
+        # and "native chain above").
+        coverage(work, "throwalloc", 3, "nodefaults,gcalloc,exception", False)
+        coverage(work, "throwalloc", 2, "nodefaults,gcalloc,exception", True)
     t.finish("agent_walkcover")
 
 
