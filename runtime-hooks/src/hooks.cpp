@@ -235,6 +235,9 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
     return;
   }
   if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  // The same code again (6.12 raises jit_done whenever it finds a method compiled already): one
+  // description, one JIT event and one jitdump record per method and code range.
+  if (described::jit_repeat(m, start, size)) return;
   // Lazily described (docs/design.md, "Methods described lazily"): when nothing can name the method
   // in the file before an event that references it, its name is made at that event (ensure_method,
   // with the range kept here), or never. Not with sampling (the helper names sampled code and cannot
