@@ -34,7 +34,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|lll_lock_wait")
+# glibc 2.41 (Debian 13) enters blocking system calls through __syscall_cancel_arch, then the leaf.
+WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|lll_lock_wait|syscall_cancel")
 
 
 def run_cpu(args, options=None, out=None, timeout=300):
