@@ -252,8 +252,10 @@ struct ModuleSymbols {
   std::unordered_map<uint64_t, std::string> shown;  // symbol value -> name as written (demangled)
 };
 
+#if MLPD_ARCH_NATIVE_UNWIND
 // Records unwound per dl_iterate_phdr call: bounds how long the loader's lock (and fork) waits.
 inline constexpr size_t kChunk = 32;
+#endif
 
 pthread_mutex_t g_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
 

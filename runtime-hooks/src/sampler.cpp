@@ -143,6 +143,7 @@ mono_bool on_frame(MonoMethod* method, MonoDomain*, void* base_address, int offs
   return 0;
 }
 
+#if MLPD_ARCH_NATIVE_UNWIND
 // Copies [sp, sp + kStackCopyBytes) as far as it is mapped, page by page so that the copy stops at
 // the end of the stack mapping (process_vm_readv transfers whole iovec elements up to the first
 // one that faults).
@@ -166,6 +167,7 @@ uint32_t copy_stack(uint64_t sp, unsigned char* out) {
                                        static_cast<unsigned long>(n), 0);
   return got > 0 ? static_cast<uint32_t>(got) : 0;
 }
+#endif
 
 void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   const int saved_errno = errno;
@@ -202,6 +204,9 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   r->stack_addr = 0;
   if (uc) {
     arch::signal_registers(*uc, r->regs);  // the machine's registers, libunwind's order (arch/)
+#if MLPD_ARCH_NATIVE_UNWIND
+    r->stack_addr = r->regs[arch::kRegSp];
+#endif
     r->leaf_offset = -1;
     if (g_pool->maxframes) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
     // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
@@ -210,15 +215,14 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
                               r->leaf_code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
     // maxframes=0: the leaf IP only, nothing to unwind; a machine without native unwinding (arch/
     // generic) keeps the leaf IP only too.
-    if constexpr (arch::kNativeUnwind) {
-      r->stack_addr = r->regs[arch::kRegSp];
-      if (!managed_leaf && g_pool->maxframes > 0) {
-        r->stack_len = copy_stack(r->stack_addr, r->stack);
-        if (r->stack_len == 0) count(g_counters.stack_copy_failed);
-      }
-    } else {
-      (void)managed_leaf;
+#if MLPD_ARCH_NATIVE_UNWIND
+    if (!managed_leaf && g_pool->maxframes > 0) {
+      r->stack_len = copy_stack(r->stack_addr, r->stack);
+      if (r->stack_len == 0) count(g_counters.stack_copy_failed);
     }
+#else
+    (void)managed_leaf;
+#endif
   } else {
     for (uint64_t& reg : r->regs) reg = 0;
     r->regs[arch::kRegIp] = r->ip;
