@@ -109,4 +109,15 @@ TEST_CASE("arch x86_64: back from a futex wait or a sleep, from glibc's code byt
   c.page[710] = 0x05;
   c.at(711, 0, FUTEX_WAIT);
   CHECK(back_from_wait(c.uc));
+  // glibc 2.41's __syscall_cancel_arch: `mov %r11,0x8(%rsp); syscall`, no number left; RSI the futex op.
+  const unsigned char cancel[] = {0x4c, 0x89, 0x5c, 0x24, 0x08, 0x0f, 0x05};
+  std::memcpy(c.page + 900, cancel, sizeof cancel);
+  c.at(907, 0, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG);
+  CHECK(back_from_wait(c.uc));
+  c.at(907, -ETIMEDOUT, FUTEX_WAIT);
+  CHECK(back_from_wait(c.uc));
+  c.at(907, 0, FUTEX_WAKE);
+  CHECK_FALSE(back_from_wait(c.uc));
+  c.at(907, 4096, FUTEX_WAIT);  // a read that returned data
+  CHECK_FALSE(back_from_wait(c.uc));
 }

@@ -63,6 +63,13 @@ inline bool back_from_wait(const ucontext_t& uc) noexcept {
     std::memcpy(&nr, at - 6, 4);
   } else if (at[-11] == 0xb8) {
     std::memcpy(&nr, at - 10, 4);
+  } else if (at[-7] == 0x4c && at[-6] == 0x89 && at[-5] == 0x5c && at[-4] == 0x24 && at[-3] == 0x08) {
+    // glibc 2.41's __syscall_cancel_arch (Debian 13), through which every cancellable system call
+    // goes: `mov %r11,8(%rsp); syscall`, the number passed in a register and gone. What is left are
+    // the arguments the kernel keeps: a futex wait has its operation in RSI (a pointer or a count
+    // in the other calls almost never masks to 0 or 9; nanosleep's NULL `rem` does, and is a wait).
+    const auto op = static_cast<uint64_t>(gregs[REG_RSI]) & FUTEX_CMD_MASK;
+    return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
   } else {
     return false;
   }
