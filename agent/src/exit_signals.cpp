@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP};
 // How long the ending waits for a write under way (one buffer: microseconds, unless the disk stalls).
-constexpr int kWaitForWriteMs = 1000;
+constexpr int kWaitForWriteMs = 5000;
 std::atomic<bool> g_ours[3];
 
 void on_exit_signal(int sig);

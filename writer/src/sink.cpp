@@ -29,6 +29,8 @@ extern char** environ;
 
 namespace mlpd {
 namespace {
+// The largest piece of the output file written at once while a kill can cut it back (DescriptorSink::write).
+constexpr size_t kCutPiece = 64 * 1024;
 
 // strerror_r comes in a GNU flavour (returns the text) and an XSI one (fills the buffer); take either.
 [[maybe_unused]] const char* pick_error_text(const char* text, const char*) { return text; }
@@ -149,9 +151,23 @@ class DescriptorSink final : public OutputSink {
     if (failed_ || closed_) return false;
     // The process is ending by a signal and the file was cut back (output_cut.h): write nothing more,
     // and say nothing either.
-    if (cut_guard_ && !output_cut::enter()) return true;
-    const int err = write_all(fd_, static_cast<const uint8_t*>(data), size, guard_sigpipe_);
-    if (cut_guard_) output_cut::leave();
+    int err = 0;
+    if (!cut_guard_) {
+      err = write_all(fd_, static_cast<const uint8_t*>(data), size, guard_sigpipe_);
+    } else {
+      // In pieces of at most kCutPiece, each one a write the handler may wait for: the kernel's dirty
+      // page throttling can hold one large write for seconds on a busy disk (seen: a 520 MB file's
+      // round outlasting the handler's wait, then cut inside a buffer), a 64 KiB one for a pause of
+      // at most about 200 ms. A cut between pieces keeps the last whole round, as any other.
+      const auto* p = static_cast<const uint8_t*>(data);
+      for (size_t done = 0; done < size && !err;) {
+        if (!output_cut::enter()) return true;
+        const size_t n = std::min(kCutPiece, size - done);
+        err = write_all(fd_, p + done, n, guard_sigpipe_);
+        output_cut::leave();
+        done += n;
+      }
+    }
     if (err) {
       fail(write_failure(name_, err));
       return false;
