@@ -9,7 +9,7 @@
 #include <ctime>
 #include <unordered_map>
 
-#include "json.h"
+#include "mlpd/json.h"
 #include "mlpd/format.h"
 #include "mlpd/views.h"
 
@@ -312,7 +312,7 @@ bool write_report(const Profile& p, const ReportOptions& o, std::FILE* file, std
   const bool json = o.json;
   std::string out;
   auto line = [&](const std::string& s) { out += s, out += '\n'; };
-  auto js = [](std::string_view s) { return cli::json_string(s); };
+  auto js = [](std::string_view s) { return json_string(s); };
 
   const uint64_t hits = o.has_thread ? masked_total(p, mask, What::cpu) : p.sample_hits();
   const uint64_t calls = o.has_thread ? 0 : p.call_count();
