@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "mlpd/conventions.h"
 #include "mlpd/report.h"
 #include "report_util.h"
 
@@ -47,9 +48,9 @@ bool is_wait_symbol(std::string_view name) {
 }
 
 CpuGroup cpu_group(const Frame& f) {
-  if (f.name.rfind("[mlpd] ", 0) == 0) return kOverhead;
+  if (f.name.rfind(conventions::kOwnFramePrefix, 0) == 0) return kOverhead;
   if (f.kind != FrameKind::native && f.kind != FrameKind::runtime) return kNoGroup;
-  if (f.kind == FrameKind::runtime && f.name.rfind("?? (", 0) == 0) return kRuntimeUnnamed;
+  if (f.kind == FrameKind::runtime && f.name.rfind(conventions::kUnnamedNativePrefix, 0) == 0) return kRuntimeUnnamed;
   return is_wait_symbol(f.name) ? kWaits : kNoGroup;
 }
 
@@ -64,7 +65,8 @@ std::string cpu_group_name(CpuGroup g, bool wall_clock) {
 
 // A group member as its line lists it: without the "[mlpd] " mark and a C++ parameter list, cut short.
 std::string short_member(std::string_view full) {
-  std::string kept(full.rfind("[mlpd] ", 0) == 0 ? full.substr(7) : full);
+  const std::string_view own = conventions::kOwnFramePrefix;
+  std::string kept(full.rfind(own, 0) == 0 ? full.substr(own.size()) : full);
   for (size_t at; (at = kept.find("(anonymous namespace)::")) != std::string::npos;) kept.erase(at, 23);
   std::string_view name = kept;
   if (const size_t paren = name.find('('); paren != std::string_view::npos && paren > 0 && name.rfind("??", 0) != 0)

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "mlpd/conventions.h"
 #include "mlpd/report.h"
 #include "report_util.h"
 
@@ -148,8 +149,8 @@ std::optional<CpuThreadsSection> cpu_threads_section(const Profile& p) {
   for (const CounterInfo& c : p.counters()) {
     const std::string& nm = c.name;
     for (int sys = 0; sys < 2; ++sys) {
-      const std::string key = sys ? "Thread CPU time (system): " : "Thread CPU time (user): ";
-      const std::string proc = sys ? "CPU time (system)" : "CPU time (user)";
+      const std::string key(sys ? conventions::kThreadCpuSystemPrefix : conventions::kThreadCpuUserPrefix);
+      const std::string proc(sys ? conventions::kProcessCpuSystem : conventions::kProcessCpuUser);
       const size_t at = nm.find(key);
       if (at != std::string::npos) {
         const std::string who = nm.substr(at + key.size());
