@@ -53,6 +53,18 @@ for cfg in "g++ Release" "clang++ Release" "clang++ RelWithDebInfo"; do
   cmake --build "$dir" -j "$jobs"
 done
 
+# arch/generic, the fallback of any machine without an arch/ folder (CLOCK_MONOTONIC, leaf-only native
+# samples, Mono's walk for every backtrace), built on this one: products and unit tests. Its integration
+# tests (those that need native frames are registered disabled: label native_frames) run with
+# MLPD_GENERIC_INTEGRATION=1.
+echo "== build (arch/generic: products and unit tests) =="
+cmake -S . -B build-generic -G Ninja -DMLPD_ARCH=generic -DMLPD_WERROR=ON -DMLPD_BENCH=OFF >/dev/null
+cmake --build build-generic -j "$jobs"
+build-generic/tests/unit/unit_tests
+if [ "${MLPD_GENERIC_INTEGRATION:-0}" != 0 ]; then
+  ctest --test-dir build-generic --output-on-failure -j "$jobs" -L integration
+fi
+
 # Sanitizers (scripts/sanitize.sh, in build-asan/ and build-tsan/): ASan+UBSan on the unit tests and a few
 # agent runs in real Mono, TSan on the writer's lock-free tests. On by default; MLPD_SANITIZE=0 skips them.
 if [ "${MLPD_SANITIZE:-1}" != 0 ]; then

@@ -34,6 +34,8 @@ struct Sets {
   // Methods JIT'd and not described yet (defer_method): their code range, for the description their
   // first reference makes. Never holds a described method; a freed one is dropped (method_freed).
   std::unordered_map<uint64_t, CodeRange> pending;
+  // The code range of each method's last jit_done (jit_repeat).
+  std::unordered_map<uint64_t, CodeRange> jitted;
 };
 // Allocated by init() (not a static with a constructor: see state.h).
 Sets* g_sets = nullptr;
@@ -166,10 +168,21 @@ bool defer_method(MonoMethod* m, uint64_t code, uint64_t size) {
   return true;
 }
 
+bool jit_repeat(MonoMethod* m, uint64_t code, uint64_t size) {
+  if (!code) return false;
+  std::lock_guard<std::mutex> lock(g_sets->mutex);
+  auto [it, added] = g_sets->jitted.try_emplace(u(m), CodeRange{code, size});
+  if (added) return false;
+  if (it->second.start == code && it->second.size == size) return true;
+  it->second = CodeRange{code, size};
+  return false;
+}
+
 void method_freed(MonoMethod* m) {
   if (!g_sets) return;
   std::lock_guard<std::mutex> lock(g_sets->mutex);
   g_sets->pending.erase(u(m));
+  g_sets->jitted.erase(u(m));
 }
 
 void ensure_method(MonoMethod* m) {
@@ -217,6 +230,7 @@ void reset_for_tests() {
   g_sets->vtables.clear();
   g_sets->methods.clear();
   g_sets->pending.clear();
+  g_sets->jitted.clear();
 }
 
 }  // namespace mlpd::hooks::described

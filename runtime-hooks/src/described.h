@@ -44,6 +44,10 @@ std::string describe_method(MonoMethod* m, uint64_t code, uint64_t size);
 // first ensure_method of `m` instead of naming it now. False, keeping nothing, when `m` is described
 // already (the caller describes it again now, with the new range).
 bool defer_method(MonoMethod* m, uint64_t code, uint64_t size);
+// Whether jit_done already reported `m` with this code range (Mono 6.12 raises jit_done again each
+// time it finds code already compiled: a call trampoline hit, a delegate, ldftn; 6.8 on a few paths):
+// nothing to describe again. Remembers the range otherwise (one per method: the last one).
+bool jit_repeat(MonoMethod* m, uint64_t code, uint64_t size);
 // The runtime frees `m` (a dynamic method): its deferred range is dropped, so nothing ever names it.
 void method_freed(MonoMethod* m);
 

@@ -83,8 +83,9 @@ std::unordered_set<uint64_t>* g_live_threads = nullptr;  // allocated by install
 // (class addresses may have been reused since).
 bool g_lazy_methods = false;
 bool g_lazy_classes = false;
-// constinit: the agent starts from an ELF constructor, before this file's dynamic initialisers run.
-constinit mono_runtime::Runtime g_runtime;  // the runtime's version and the internals' readers chosen for it
+// The runtime's version and the internals' readers chosen for it; made by install (the agent starts from
+// an ELF constructor, before this file's dynamic initialisers run: no global with a constructor here).
+mono_runtime::Runtime* g_runtime = nullptr;
 std::atomic<bool> g_unloaded{false};
 
 // ---- backtraces --------------------------------------------------------------------------------
@@ -235,6 +236,9 @@ void on_jit_done(MonoProfiler*, MonoMethod* m, MonoJitInfo* ji) {
     return;
   }
   if (ji) walker::code_added(m, ji, mono.mono_jit_info_get_method(ji), mono.mono_domain_get(), start, size);
+  // The same code again (6.12 raises jit_done whenever it finds a method compiled already): one
+  // description, one JIT event and one jitdump record per method and code range.
+  if (described::jit_repeat(m, start, size)) return;
   // Lazily described (docs/design.md, "Methods described lazily"): when nothing can name the method
   // in the file before an event that references it, its name is made at that event (ensure_method,
   // with the range kept here), or never. Not with sampling (the helper names sampled code and cannot
@@ -610,20 +614,23 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   {
     // The runtime's version picks the readers of its internals; an unknown one leaves every backtrace
     // to Mono's own walk. MLPD_TEST_MONO_VERSION stands in for the runtime's answer (tests only).
+    mono_runtime::Runtime detected;
     const char* info = std::getenv("MLPD_TEST_MONO_VERSION");
     if (!info) {
       if (auto build_info = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "mono_get_runtime_build_info"))) {
         char* text = build_info();
-        g_runtime = mono_runtime::detect(text);
+        detected = mono_runtime::detect(text);
         if (text) mono.mono_free(text);
       } else {
-        g_runtime = mono_runtime::detect(nullptr);
+        detected = mono_runtime::detect(nullptr);
       }
     } else {
-      g_runtime = mono_runtime::detect(info);
+      detected = mono_runtime::detect(info);
     }
+    if (!g_runtime) g_runtime = new (std::nothrow) mono_runtime::Runtime;
+    if (g_runtime) *g_runtime = detected;
     // walker= (MLPD_WALKER): 1 `mono`: all by mono_stack_walk_no_il; 2 `check`: all compared.
-    const bool internals = g_runtime.internals != mono_runtime::Internals::off;
+    const bool internals = detected.internals != mono_runtime::Internals::off;
     walker::init(internals && config.walker != 1, config.walker == 2, config.verbose);
   }
   if (config.calls && !config.callspec.empty()) {
@@ -710,7 +717,7 @@ void stop() {
 
 std::string backtrace_summary() { return walker::summary(); }
 
-std::string runtime_summary() { return mono_runtime::describe(g_runtime); }
+std::string runtime_summary() { return g_runtime ? mono_runtime::describe(*g_runtime) : std::string("runtime: unknown"); }
 
 void end_remaining_threads() {
   if (!g) return;

@@ -1,6 +1,5 @@
 #include "jitdump.h"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -12,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "mlpd/arch/machine.h"
 
 namespace mlpd::hooks::perf {
 
@@ -57,25 +58,7 @@ bool write_all(int fd, const uint8_t* p, size_t n, int& err) {
 
 }  // namespace
 
-uint32_t elf_machine() {
-#if defined(__x86_64__)
-  return EM_X86_64;
-#elif defined(__aarch64__)
-  return EM_AARCH64;
-#elif defined(__i386__)
-  return EM_386;
-#elif defined(__arm__)
-  return EM_ARM;
-#elif defined(__powerpc64__)
-  return EM_PPC64;
-#elif defined(__s390x__)
-  return EM_S390;
-#elif defined(__riscv)
-  return EM_RISCV;
-#else
-  return EM_NONE;
-#endif
-}
+uint32_t elf_machine() { return arch::kElfMachine; }
 
 uint64_t monotonic_ns() {
   timespec ts;

@@ -27,7 +27,7 @@ inline constexpr uint32_t kJitCodeLoad = 0;
 inline constexpr uint32_t kJitCodeClose = 3;
 inline constexpr uint64_t kFlagArchTimestamp = 1;  // never set: our timestamps are CLOCK_MONOTONIC
 
-// The ELF e_machine of this build (EM_X86_64, EM_AARCH64, ...).
+// The ELF e_machine of this build (arch/<isa>/'s machine description).
 uint32_t elf_machine();
 // CLOCK_MONOTONIC in ns: the clock `perf record -k 1` (-k mono) stamps samples with.
 uint64_t monotonic_ns();

@@ -23,15 +23,22 @@
 // TYPE_SAMPLE_USYM (real start and size) before the first hit that references it. An address inside
 // a module that no symbol covers is described as that gap ("?? (libc.so.6+0x...)"), never as the
 // neighbouring symbol. Addresses in JIT'd code are left to the methods' JIT ranges.
+//
+// A machine without native unwinding (arch/generic: MLPD_ARCH_NATIVE_UNWIND 0) keeps the leaf IP of
+// each sample only, named the same way; libunwind is then neither included nor opened.
+#include "mlpd/arch/machine.h"
+#if MLPD_ARCH_NATIVE_UNWIND
 #define UNW_REMOTE_ONLY
-#include <elf.h>
 #include <libunwind.h>
+#endif
+#include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <cstring>
@@ -57,34 +64,38 @@ using namespace sampling_detail;
 
 namespace {
 
+#if MLPD_ARCH_NATIVE_UNWIND
 // libunwind's remote interface, opened with dlopen(RTLD_LOCAL) on the helper thread: nothing of it
 // enters the host's global symbol scope (libunwind.so.8 exports _Unwind_*, which would otherwise
-// compete with libgcc_s for the host's C++ exceptions).
+// compete with libgcc_s for the host's C++ exceptions). The library and its symbols' prefix are the
+// machine's (arch/): libunwind's header names `unw_step` for this machine's `<prefix>step`.
 struct Unwind {
-  decltype(&_Ux86_64_create_addr_space) create_addr_space = nullptr;
-  decltype(&_Ux86_64_set_caching_policy) set_caching_policy = nullptr;
-  decltype(&_Ux86_64_flush_cache) flush_cache = nullptr;
-  decltype(&_Ux86_64_init_remote) init_remote = nullptr;
-  decltype(&_Ux86_64_step) step = nullptr;
-  decltype(&_Ux86_64_get_reg) get_reg = nullptr;
+  decltype(&unw_create_addr_space) create_addr_space = nullptr;
+  decltype(&unw_set_caching_policy) set_caching_policy = nullptr;
+  decltype(&unw_flush_cache) flush_cache = nullptr;
+  decltype(&unw_init_remote) init_remote = nullptr;
+  decltype(&unw_step) step = nullptr;
+  decltype(&unw_get_reg) get_reg = nullptr;
   // Exported (libunwind's ptrace and coredump back ends use it) but not declared in its headers:
   // the binary search of an .eh_frame_hdr table through the address space's accessors.
   int (*search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t*, unw_proc_info_t*, int, void*) = nullptr;
 
   bool open() {
-    void* h = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    void* h = dlopen(arch::kUnwindLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!h) return false;
     auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      char symbol[64];
+      std::snprintf(symbol, sizeof symbol, "%s%s", arch::kUnwindPrefix, name);
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, symbol));
       return fn != nullptr;
     };
-    return get(create_addr_space, "_Ux86_64_create_addr_space") &&
-           get(set_caching_policy, "_Ux86_64_set_caching_policy") && get(flush_cache, "_Ux86_64_flush_cache") &&
-           get(init_remote, "_Ux86_64_init_remote") && get(step, "_Ux86_64_step") &&
-           get(get_reg, "_Ux86_64_get_reg") && get(search_unwind_table, "_Ux86_64_dwarf_search_unwind_table");
+    return get(create_addr_space, "create_addr_space") && get(set_caching_policy, "set_caching_policy") &&
+           get(flush_cache, "flush_cache") && get(init_remote, "init_remote") && get(step, "step") &&
+           get(get_reg, "get_reg") && get(search_unwind_table, "dwarf_search_unwind_table");
   }
 };
 Unwind g_unw;
+#endif
 
 struct Segment {
   uint64_t start, end;
@@ -127,6 +138,7 @@ struct Snapshot {
   }
 };
 
+#if MLPD_ARCH_NATIVE_UNWIND
 struct UnwindArg {
   const Record* record;
   const Snapshot* snapshot;
@@ -223,6 +235,7 @@ int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, 
 unw_accessors_t g_accessors = {acc_find_proc_info, acc_put_unwind_info, acc_get_dyn_info_list_addr,
                                acc_access_mem,     acc_access_reg,      acc_access_fpreg,
                                acc_resume,         acc_get_proc_name};
+#endif  // MLPD_ARCH_NATIVE_UNWIND
 
 // ---- the helper's state (helper thread only) -----------------------------------------------------
 
@@ -239,8 +252,10 @@ struct ModuleSymbols {
   std::unordered_map<uint64_t, std::string> shown;  // symbol value -> name as written (demangled)
 };
 
+#if MLPD_ARCH_NATIVE_UNWIND
 // Records unwound per dl_iterate_phdr call: bounds how long the loader's lock (and fork) waits.
 inline constexpr size_t kChunk = 32;
+#endif
 
 pthread_mutex_t g_fork_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -248,7 +263,9 @@ void fork_prepare() { pthread_mutex_lock(&g_fork_mutex); }
 void fork_release() { pthread_mutex_unlock(&g_fork_mutex); }
 
 struct DrainState {
-  unw_addr_space_t as = nullptr;
+#if MLPD_ARCH_NATIVE_UNWIND
+  unw_addr_space_t as = nullptr;  // null: libunwind is not installed (the leaf IP only)
+#endif
   Snapshot snapshot;
   std::vector<Pending> batch;
   size_t chunk_begin = 0, chunk_end = 0;  // the part of `batch` the locked callback unwinds
@@ -290,6 +307,14 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// The loaded modules as they are now, sorted (capacity reserved by the caller: no allocation).
+void take_snapshot(Snapshot& s) {
+  s.modules.clear();
+  dl_iterate_phdr(collect_module, &s);
+  std::sort(s.modules.begin(), s.modules.end(), [](const Module& a, const Module& b) { return a.lo < b.lo; });
+}
+
+#if MLPD_ARCH_NATIVE_UNWIND
 void unwind_one(DrainState& d, Pending& p) {
   const Record* r = p.record;
   p.ips.clear();
@@ -329,15 +354,13 @@ void unwind_one(DrainState& d, Pending& p) {
 int unwind_chunk_locked(dl_phdr_info*, size_t, void* data) {
   auto* d = static_cast<DrainState*>(data);
   const unsigned long long adds = d->snapshot.adds, subs = d->snapshot.subs;
-  d->snapshot.modules.clear();
-  dl_iterate_phdr(collect_module, &d->snapshot);  // the lock is recursive: the list as it is now
-  std::sort(d->snapshot.modules.begin(), d->snapshot.modules.end(),
-            [](const Module& a, const Module& b) { return a.lo < b.lo; });
+  take_snapshot(d->snapshot);  // the lock is recursive: the list as it is now
   // A module was loaded or unloaded: libunwind's cached register rules may describe old code.
   if (adds != d->snapshot.adds || subs != d->snapshot.subs) g_unw.flush_cache(d->as, 0, 0);
   for (size_t i = d->chunk_begin; i < d->chunk_end; ++i) unwind_one(*d, d->batch[i]);
   return 1;  // stop after the first call: one chunk per lock
 }
+#endif  // MLPD_ARCH_NATIVE_UNWIND
 
 ModuleSymbols* symbols_for(DrainState& d, const Module& m) {
   auto key = std::make_pair(std::string(m.name), m.bias);
@@ -463,6 +486,7 @@ void drain_samples(bool final) {
   if (!pool || !g_sample_meta || pool->closed()) return;
   if (!g_drain) {
     g_drain = new DrainState;
+#if MLPD_ARCH_NATIVE_UNWIND
     // Without libunwind (not installed) the samples keep their leaf IP only.
     if (g_unw.open()) g_drain->as = g_unw.create_addr_space(&g_accessors, 0);
     if (g_drain->as) {
@@ -475,6 +499,7 @@ void drain_samples(bool final) {
       unw_cursor_t c;
       (void)g_unw.init_remote(&c, g_drain->as, &arg);
     }
+#endif
     g_drain->max_native = std::max<uint32_t>(1, pool->maxframes);
   }
   DrainState& d = *g_drain;
@@ -496,7 +521,13 @@ void drain_samples(bool final) {
   g_counters.taken.fetch_add(d.batch.size(), std::memory_order_relaxed);
   std::sort(d.batch.begin(), d.batch.end(),
             [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
-  if (d.as) {
+#if MLPD_ARCH_NATIVE_UNWIND
+  const bool unwind = d.as != nullptr;
+#else
+  const bool unwind = false;
+#endif
+  if (unwind) {
+#if MLPD_ARCH_NATIVE_UNWIND
     // Everything the locked part fills is allocated here, before the loader lock is taken.
     d.snapshot.modules.reserve(kMaxModules);
     for (Pending& p : d.batch) p.ips.reserve(d.max_native);
@@ -506,7 +537,14 @@ void drain_samples(bool final) {
       dl_iterate_phdr(unwind_chunk_locked, &d);
       pthread_mutex_unlock(&g_fork_mutex);
     }
+#endif
   } else {
+    // No unwinder: the leaf IP only, named from the modules loaded now (under g_fork_mutex: the
+    // loader's lock is held while the list is taken).
+    d.snapshot.modules.reserve(kMaxModules);
+    pthread_mutex_lock(&g_fork_mutex);
+    take_snapshot(d.snapshot);
+    pthread_mutex_unlock(&g_fork_mutex);
     for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
   }
   Event hit;

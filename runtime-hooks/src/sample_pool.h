@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mlpd/arch/signal_regs.h"
 #include "mlpd/hooks/sampling.h"
 
 namespace mlpd::hooks::sampling_detail {
@@ -32,7 +33,7 @@ inline constexpr uint32_t kReady = 2;
 // stack is cut at its root and marked (Record::truncated; sample_drain.cpp writes the marker).
 inline constexpr uint32_t kMaxSampleFrames = 256;
 inline constexpr uint32_t kStackCopyBytes = 16384;  // stack top copied for the helper's unwinding
-inline constexpr uint32_t kRegs = 17;               // libunwind's x86-64 numbering: RAX..R15, RIP
+inline constexpr uint32_t kRegs = arch::kSignalRegs;  // the machine's registers, libunwind's order (arch/)
 inline constexpr uint64_t kMaxSamplePool = 16384;   // maxsamples=0 ("no limit") means this many
 
 // The free stack's head index (low 32 bits of Pool::free_head) once the stack is closed.
@@ -54,7 +55,7 @@ struct Record {
   uint64_t tid;                // pthread_self(), as Mono
   uint64_t ip;
   uint64_t regs[kRegs];
-  uint64_t stack_addr;         // where the copy starts (the interrupted rsp)
+  uint64_t stack_addr;         // where the copy starts (the interrupted stack pointer)
   uint32_t stack_len;          // bytes copied (0: copy failed)
   uint32_t nframes;
   int32_t leaf_offset;         // native offset of the innermost managed frame (-1: none)

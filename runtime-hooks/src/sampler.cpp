@@ -3,7 +3,7 @@
 //
 // What the handler may do, and why each step is safe there:
 // * pop a record from the pool's lock-free stack (CAS on a preallocated word; no lock);
-// * read the clock (rdtsc or the vDSO), pthread_self() (a TLS read), the ucontext's registers;
+// * read the clock (the cycle counter or the vDSO), pthread_self() (a TLS read), the ucontext's registers;
 // * copy the top of the interrupted stack with process_vm_readv(2) on our own pid: a system call
 //   (async-signal-safe) that stops at the first unmapped page instead of faulting, so it needs no
 //   knowledge of where the thread's stack ends;
@@ -16,11 +16,9 @@
 // every PLT slot is bound before the first signal). errno is saved and restored.
 // The native frames are unwound later, on the helper thread (sample_drain.cpp).
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
@@ -54,50 +52,6 @@ pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 std::atomic<uint64_t> g_period_ns{10'000'000};  // 1e9 / the rate asked for
 std::atomic<uint32_t> g_freq{0};
 
-// True when the signal interrupted a blocking system call: the thread was waiting in the kernel,
-// not running. The kernel then hands the handler either the restart form (RIP back on the `syscall`
-// instruction, to run it again: SA_RESTART or restart_syscall) or the EINTR form (RIP after it, RAX
-// = -EINTR). A thread running user code, or returning from a system call that did not block, shows
-// neither. Reads code bytes at and before RIP only within RIP's page (mapped: the thread executes
-// there). Not enough on its own: a thread that a futex wake or time-out has just made runnable
-// shows neither form (RAX 0 or -ETIMEDOUT) although it waited until then; the CPU clock test below
-// catches that.
-bool blocked_in_kernel(const greg_t* gregs) {
-  const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
-  const auto* at = reinterpret_cast<const unsigned char*>(rip);
-  if ((rip & 0xfff) != 0xfff && at[0] == 0x0f && at[1] == 0x05) return true;  // rewound for a restart
-  constexpr int64_t kMinusEintr = -EINTR;
-  return (rip & 0xfff) >= 2 && at[-2] == 0x0f && at[-1] == 0x05 && static_cast<int64_t>(gregs[REG_RAX]) == kMinusEintr;
-}
-
-// True when the signal found the thread right back from a futex wait or a sleep that has ended
-// (RAX 0, -ETIMEDOUT or -EAGAIN): woken by another thread or its time-out, it was waiting until
-// then, and on a busy machine may have waited for a CPU since (the signal is handled when it gets
-// one). Not running: its CPU was used elsewhere, and a sample here would blame the wait. The system
-// call is known from the `mov $NR, %eax` that glibc puts just before the `syscall` (directly, or
-// with one 4-byte instruction between: __lll_lock_wait), the futex operation from RSI (kept across
-// the call). Reads code bytes before RIP only within RIP's page.
-bool back_from_wait(const greg_t* gregs) {
-  const auto rip = static_cast<uint64_t>(gregs[REG_RIP]);
-  const auto* at = reinterpret_cast<const unsigned char*>(rip);
-  if ((rip & 0xfff) < 11 || at[-2] != 0x0f || at[-1] != 0x05) return false;
-  const auto rax = static_cast<int64_t>(gregs[REG_RAX]);
-  if (rax != 0 && rax != -ETIMEDOUT && rax != -EAGAIN) return false;
-  uint32_t nr = 0;
-  if (at[-7] == 0xb8) {
-    std::memcpy(&nr, at - 6, 4);
-  } else if (at[-11] == 0xb8) {
-    std::memcpy(&nr, at - 10, 4);
-  } else {
-    return false;
-  }
-  if (nr == SYS_futex) {
-    const auto op = static_cast<uint64_t>(gregs[REG_RSI]) & FUTEX_CMD_MASK;
-    return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
-  }
-  return nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
-}
-
 // Each thread's clock as its signals saw it. `sample` (CPU time): Mono's sampler signals EVERY
 // attached thread each time the process has used one period of CPU, so charging every signal
 // would charge threads that were asleep. Instead a thread earns credit as its own CPU clock
@@ -125,7 +79,7 @@ inline constexpr int64_t kMaxCredit = 2;
 
 // `sample`: true when this signal is to be recorded (see ThreadClock).
 bool charge_cpu(const ucontext_t* uc) {
-  const bool blocked = uc && blocked_in_kernel(uc->uc_mcontext.gregs);
+  const bool blocked = uc && arch::blocked_in_kernel(*uc);
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) != 0) return !blocked;
   const uint64_t cpu = (static_cast<uint64_t>(ru.ru_utime.tv_sec) + static_cast<uint64_t>(ru.ru_stime.tv_sec)) * 1'000'000'000u +
@@ -159,7 +113,7 @@ bool charge_cpu(const ucontext_t* uc) {
   g_counters.clock_ns.fetch_add(used, std::memory_order_relaxed);
   t.credit_ns = std::min(t.credit_ns + static_cast<int64_t>(std::min<uint64_t>(used, INT64_MAX / 4)), kMaxCredit * period);
   // Earned, but not running now (blocked, or just back from a wait): the credit is kept.
-  if (t.credit_ns < period || blocked || (uc && back_from_wait(uc->uc_mcontext.gregs))) return false;
+  if (t.credit_ns < period || blocked || (uc && arch::back_from_wait(*uc))) return false;
   t.credit_ns -= period;
   return true;
 }
@@ -189,6 +143,7 @@ mono_bool on_frame(MonoMethod* method, MonoDomain*, void* base_address, int offs
   return 0;
 }
 
+#if MLPD_ARCH_NATIVE_UNWIND
 // Copies [sp, sp + kStackCopyBytes) as far as it is mapped, page by page so that the copy stops at
 // the end of the stack mapping (process_vm_readv transfers whole iovec elements up to the first
 // one that faults).
@@ -212,6 +167,7 @@ uint32_t copy_stack(uint64_t sp, unsigned char* out) {
                                        static_cast<unsigned long>(n), 0);
   return got > 0 ? static_cast<uint32_t>(got) : 0;
 }
+#endif
 
 void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   const int saved_errno = errno;
@@ -247,26 +203,29 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
   r->stack_len = 0;
   r->stack_addr = 0;
   if (uc) {
-    const greg_t* g = uc->uc_mcontext.gregs;
-    // libunwind's x86-64 register numbers: RAX RDX RCX RBX RSI RDI RBP RSP R8..R15 RIP.
-    static constexpr int kMap[kRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                        REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                        REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-    for (uint32_t i = 0; i < kRegs; ++i) r->regs[i] = static_cast<uint64_t>(g[kMap[i]]);
-    r->stack_addr = r->regs[7];
+    arch::signal_registers(*uc, r->regs);  // the machine's registers, libunwind's order (arch/)
+#if MLPD_ARCH_NATIVE_UNWIND
+    r->stack_addr = r->regs[arch::kRegSp];
+#endif
     r->leaf_offset = -1;
     if (g_pool->maxframes) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
     // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
     // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
                               r->leaf_code_start + static_cast<uint64_t>(r->leaf_offset) == r->ip;
-    if (!managed_leaf && g_pool->maxframes > 0) {  // maxframes=0: the leaf IP only, nothing to unwind
+    // maxframes=0: the leaf IP only, nothing to unwind; a machine without native unwinding (arch/
+    // generic) keeps the leaf IP only too.
+#if MLPD_ARCH_NATIVE_UNWIND
+    if (!managed_leaf && g_pool->maxframes > 0) {
       r->stack_len = copy_stack(r->stack_addr, r->stack);
       if (r->stack_len == 0) count(g_counters.stack_copy_failed);
     }
+#else
+    (void)managed_leaf;
+#endif
   } else {
     for (uint64_t& reg : r->regs) reg = 0;
-    r->regs[16] = r->ip;
+    r->regs[arch::kRegIp] = r->ip;
   }
   const uint64_t spent = rt::now_ns() - r->time;
   state.store(kReady, std::memory_order_release);

@@ -66,6 +66,9 @@ CodeIndex<CodeEntry>* g_table = nullptr;  // guarded by g_table_mutex
 // Bumped on every new code range: every thread's cached "not JIT code" answers are then stale (a
 // thread can run new code before its jit_done reaches us). Removed ranges are marked `gone` instead.
 std::atomic<uint32_t> g_generation{1};
+// For `verbose`: code ranges added (each one a generation), and repeated jit_done events for a range
+// already there (Mono 6.12 raises jit_done again whenever it finds code already compiled), ignored.
+std::atomic<uint64_t> g_ranges_added{0}, g_ranges_repeated{0};
 void mark_gone(const CodeEntry* e) { const_cast<CodeEntry*>(e)->gone.store(true, std::memory_order_release); }
 
 // Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
@@ -284,6 +287,7 @@ std::mutex g_learn_mutex;
 std::atomic<int> g_learn_budget{1024};  // libunwind runs (~tens of us each): bounded, in case stacks never settle
 std::atomic<int> g_global_checks{64};  // first fast backtraces all cross-checked
 std::atomic<int> g_lmf_checks{64};     // first backtraces started from an LMF all cross-checked
+std::atomic<int> g_lmf_top_checks{64};  // first backtraces ended at the first LMF all cross-checked
 // Mono's mono_thread_info_current_unchecked (exported): the calling thread's MonoThreadInfo.
 using ThreadInfoCurrent = void* (*)();
 ThreadInfoCurrent g_thread_info = nullptr;
@@ -434,6 +438,8 @@ struct FastResult {
   uint64_t top_ip = 0, top_sp = 0, top_rbp = 0;  // the native caller of the outermost managed frame
   GenericSlot* generic = nullptr;  // a learned generic pair this walk used whose cross-checks are due
   bool lmf = false;                // the innermost managed frame came from the thread's last LMF
+  bool lmf_top = false;            // the walk ended as Mono's does at the thread's first LMF
+  bool segments = false;           // the walk went on from an LMF above native frames, as Mono's does
 };
 
 inline uint64_t load(uintptr_t a) { return *reinterpret_cast<const uint64_t*>(a); }
@@ -500,7 +506,10 @@ inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, 
   return v;
 }
 
-bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp);
+constexpr int kLmfUnknown = 0, kLmfFrame = 1, kLmfNone = 2;  // lmf_frame's answers
+int lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp);
+// The managed frame LMF record `lmf` names (kLmfFrame), read inside `b`, or kLmfUnknown.
+int lmf_record(const Bounds& b, uint64_t lmf, uint64_t& ip, uint64_t& sp, uint64_t& rbp);
 
 int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
               Signature* extra_top, FastResult& r, Misses* misses = nullptr, bool allow_lmf = false) {
@@ -525,16 +534,47 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     ip = load(slot);
     sp = slot + 8;
     rbp = load(anchor + bottom->rbp_loc);
-  } else if (allow_lmf && lmf_frame(t, b, ip, sp, rbp)) {
+  } else if (const int lmf = allow_lmf ? lmf_frame(t, b, ip, sp, rbp) : kLmfUnknown; lmf == kLmfFrame) {
     r.lmf = true;
+  } else if (lmf == kLmfNone) {
+    r.lmf = true;  // Mono's walk gives no frame either
+    r.n = 0;
+    return kOk;
   } else {
     return kNoBottom;
   }
+  // The LMF Mono's walk would take at the first native frame above the managed ones, followed as
+  // Mono's walk follows it (mini-exceptions.c, mono_find_jit_info_ext): after each frame, a record the
+  // stack pointer has passed is dropped (an LMF lives in the frame of the wrapper or trampoline that
+  // pushed it). Zero when not known (the thread's MonoJitTlsData not found yet, or a record outside
+  // the stack bounds): the top is then a learned native chain.
+  const uint64_t first_lmf = t.jit_tls ? load(t.jit_tls + 24) : 0;
+  uint64_t lmf = first_lmf ? load(t.jit_tls + 16) : 0;
+  auto pass_lmf = [&](uint64_t now_sp) {
+    if (lmf && lmf != first_lmf && now_sp >= lmf) lmf = readable(b, lmf, 0) ? load(lmf) & ~uint64_t{7} : 0;
+  };
+  pass_lmf(sp);  // a trampoline's record lies below its managed caller's frame
   uint32_t n = 0;
   uint64_t epoch = 0;  // gc_epoch(), read when first needed
   for (;;) {
     const CodeEntry* e = lookup(t, ip);
-    if (e->kind == kNative) break;
+    if (e->kind == kNative) {
+      // Native code above the managed frames: Mono's walk goes on from its LMF, when that is a record
+      // of a wrapper or trampoline (managed code that called into the runtime, which ran the managed
+      // code below: a class constructor, a runtime invoke), at the managed frame the record names.
+      uint64_t lip, lsp, lrbp;
+      if (n == 0 || !lmf || lmf == first_lmf || lmf_record(b, lmf, lip, lsp, lrbp) != kLmfFrame || lsp <= sp ||
+          lookup(t, lip)->kind == kNative) {
+        break;
+      }
+      lmf = load(lmf) & ~uint64_t{7};
+      ip = lip;
+      sp = lsp;
+      rbp = lrbp;
+      pass_lmf(sp);
+      r.segments = true;
+      continue;
+    }
     if (e->kind == kUnsure || ip - 1 < e->body) {  // (an IP in the prologue: a signal's)
       r.n = n;
       return kNoManaged;
@@ -595,12 +635,21 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
     ip = ret;
     sp = caller_sp;
     rbp = caller_rbp;
+    pass_lmf(sp);
   }
   if (n == 0) return kNoManaged;  // the chain did not end in managed code
   r.n = n;
   r.top_ip = ip;
   r.top_sp = sp;
   r.top_rbp = rbp;
+  // Native code above, and Mono's walk would go on from the thread's first LMF, the top entry (rsp 0:
+  // mono_arch_unwind_frame stops there): whatever native frames lie above, Mono's walk ends here. So
+  // do the allocations of managed code that the runtime runs while it handles a throw (an exception's
+  // constructor, a filter), whose native chain above is the throw's.
+  if (lmf && lmf == first_lmf && (lmf & 7) == 0 && load(lmf + 16) == 0 && load(lmf) == 0) {
+    r.lmf_top = true;
+    return kOk;
+  }
   // Top: the native frames above must be a learned chain to the thread's first frame, or Mono's walk
   // could find more managed frames above them (reflection, a delegate called from native code).
   const uint32_t nt = g_top->count.load(std::memory_order_acquire);
@@ -982,6 +1031,7 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
   if (r.top) take(r.top->checks_left);
   if (r.generic) take(r.generic->checks_left);
   if (r.lmf) take(g_lmf_checks);
+  if (r.lmf_top || r.segments) take(g_lmf_top_checks);
   if (!due) return true;
   MonoMethod* theirs[format::kMaxFrames];
   const uint32_t n = mono_walk(theirs, max);
@@ -1028,39 +1078,63 @@ void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
     uint64_t j[4];
     if (!read_memory(w, reinterpret_cast<uint8_t*>(j), sizeof j)) continue;
     if (j[0] < anchor || j[0] > t.hi) continue;                      // end_of_stack
-    if (j[2] < anchor || j[2] >= t.hi || (j[2] & 7) != 0) continue;  // lmf
-    if (!j[3]) continue;                                             // first_lmf
+    if (!j[3] || (j[3] & 7) != 0) continue;                          // first_lmf
+    // lmf: on this stack above us, or the first one (no managed frame called into native code yet,
+    // or a throw's allocations: see lmf_frame)
+    if (j[2] != j[3] && (j[2] < anchor || j[2] >= t.hi || (j[2] & 7) != 0)) continue;
+    // first_lmf is the top entry: allocated zeroed when the thread was set up, never written since
+    uint64_t top[3];
+    if (!read_memory(j[3], reinterpret_cast<uint8_t*>(top), sizeof top) || top[0] || top[1] || top[2]) continue;
     t.jit_tls = w;
     return;
   }
 }
 
-bool lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+// kLmfFrame: ip, sp and rbp are the managed frame the LMF names. kLmfNone: the LMF is the thread's
+// first (MonoJitTlsData's first_lmf, Mono's "top LMF entry": allocated zeroed at attach, rsp 0), where
+// Mono's walk stops at once (mono_arch_unwind_frame: FALSE), so it gives no frame: the runtime's own
+// allocations on a thread that never called into native code from managed code, and every allocation
+// of a throw (the trace_ips array, a stack overflow's or an exception's made by the runtime): managed
+// code calls the throw trampoline directly, which pushes no LMF (mini/exceptions-amd64.c,
+// get_throw_trampoline). kLmfUnknown: left to Mono.
+int lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
   if (!t.jit_tls) {
-    // Until the thread's first suspension (a collection) its MonoThreadInfo may not point to it yet:
-    // looked for again every 256th time, at most 64 times.
-    if (t.jit_tls_tries >= 64 || (t.lmf_misses++ & 255) != 0) return false;
+    // Until the JIT has set the thread up (the main thread's first allocations) its MonoThreadInfo
+    // does not point to it yet: looked for again at the 2nd, 4th, 8th ... 256th walk that wanted it,
+    // then every 256th time, at most 64 times.
+    const uint32_t k = ++t.lmf_misses;
+    if (t.jit_tls_tries >= 64 || ((k & (k - 1)) != 0 && (k & 255) != 0)) return kLmfUnknown;
     find_jit_tls(t, b.lo);
-    if (!t.jit_tls) return false;
+    if (!t.jit_tls) return kLmfUnknown;
   }
   const uint64_t lmf = load(t.jit_tls + 16);
-  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return false;
+  if (lmf == load(t.jit_tls + 24)) {
+    // The first LMF: MonoLMF {previous_lmf, rbp, rsp}, on the heap (g_new0), Mono's for the thread's
+    // life; rsp 0 marks the top entry (always, but checked).
+    if (lmf == 0 || (lmf & 7) != 0) return kLmfUnknown;
+    return load(lmf + 16) == 0 && load(lmf) == 0 ? kLmfNone : kLmfUnknown;
+  }
+  return lmf_record(b, lmf, ip, sp, rbp);
+}
+
+int lmf_record(const Bounds& b, uint64_t lmf, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return kLmfUnknown;
   const uint64_t prev = load(lmf);
-  if (prev & 2) return false;
+  if (prev & 2) return kLmfUnknown;
   if (prev & 4) {
-    if (!readable(b, lmf, 24)) return false;
+    if (!readable(b, lmf, 24)) return kLmfUnknown;
     const uint64_t ctx = load(lmf + 24);
-    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return false;
+    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return kLmfUnknown;
     ip = load(ctx + 16 * 8);
     sp = load(ctx + 4 * 8);
     rbp = load(ctx + 5 * 8);
   } else {
     sp = load(lmf + 16);
     rbp = load(lmf + 8);
-    if (!readable(b, sp, -8)) return false;
+    if (!readable(b, sp, -8)) return kLmfUnknown;
     ip = load(sp - 8);
   }
-  return sp >= b.lo && sp <= b.hi;
+  return sp >= b.lo && sp <= b.hi ? kLmfFrame : kLmfUnknown;
 }
 
 // ---- Mono 6.8's JIT info ------------------------------------------------------------------------
@@ -1197,6 +1271,26 @@ void init(bool use_ours, bool check_all, bool verbose) {
 void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
                 uint64_t size) {
   if (!g_table || !m || !start || !size) return;
+  // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
+  // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
+  // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
+  // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
+  // generic code below: a wrapper is no open instantiation.
+  if (jit_method && jit_method != m && wrapper_type(jit_method) != 0 && wrapper_type(m) == 0) m = jit_method;
+  {
+    // The same code again (Mono 6.12 raises jit_done each time it finds a method compiled already: a
+    // call trampoline hit, a delegate, ldftn; 6.8 does on a few paths): nothing is new, and replacing
+    // the entry would empty every thread's IP cache (a new generation) for nothing. Shared generic code
+    // named for another instantiation is the same code too: its entry never names its frames (Mono's
+    // walk or the learned generic pairs do, and those are keyed by the entry: kept).
+    std::lock_guard<std::mutex> lock(g_table_mutex);
+    const CodeEntry* old = g_table->find(start);
+    if (old && old->start == start && old->end == start + size && old->domain == domain &&
+        (old->method == m || (jit_method != m && (old->kind == kUnsure || old->ctx != kCtxNone)))) {
+      g_ranges_repeated.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   auto* e = new (std::nothrow) CodeEntry;
   if (!e) return;
   e->start = start;
@@ -1204,14 +1298,6 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   e->method = m;
   e->domain = domain;
   classify(reinterpret_cast<const uint8_t*>(start), size, *e);
-  // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
-  // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
-  // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
-  // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
-  // generic code below: a wrapper is no open instantiation.
-  if (jit_method && jit_method != m && wrapper_type(jit_method) != 0 && wrapper_type(m) == 0) {
-    e->method = m = jit_method;
-  }
   // Shared generic code: jit_done names the instantiation asked for (m) while the code, and its JIT
   // info, belong to the shared method (jit_method), and Mono's walk names the instantiation it reads
   // from each frame's generic context, which a code range cannot tell: left to Mono. A generic
@@ -1232,6 +1318,7 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   if (shared && (e->kind == kUnsure || !read_generic_jit_info(ji, jit_method, start, size, *e))) e->kind = kUnsure;
   std::lock_guard<std::mutex> lock(g_table_mutex);
   g_table->add(e, mark_gone);  // the ranges it overlaps (reused code memory) are gone
+  g_ranges_added.fetch_add(1, std::memory_order_relaxed);
   // Every thread's IP cache may hold this range as "not managed code" (a thread can run new code
   // before jit_done reaches us): those answers start over.
   g_generation.fetch_add(1, std::memory_order_release);
@@ -1294,7 +1381,9 @@ std::string summary() {
          "; threads still running add theirs at exit); our walker " +
          (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
          "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
-         std::to_string(g_lmf_total.load()) + " of ours started from the LMF";
+         std::to_string(g_lmf_total.load()) + " of ours started from the LMF; code ranges: " +
+         std::to_string(g_ranges_added.load()) + " added, " + std::to_string(g_ranges_repeated.load()) +
+         " repeated jit_done ignored";
 }
 
 }  // namespace mlpd::hooks::walker

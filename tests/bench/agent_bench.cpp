@@ -1,10 +1,10 @@
 // Micro-benchmarks of the agent's per-event path: the clock and writing one event through a ThreadLog
 // (what a method enter costs us, apart from Mono's own instrumentation). Run: build/tests/bench/agent_bench
 #include <benchmark/benchmark.h>
-#include <x86intrin.h>
 
 #include <ctime>
 
+#include "mlpd/arch/cycles.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -22,10 +22,10 @@ void BM_NowNsTsc(benchmark::State& state) {
 }
 BENCHMARK(BM_NowNsTsc);
 
-void BM_Rdtsc(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+void BM_ReadCycles(benchmark::State& state) {  // arch/'s cycle counter (x86-64: rdtsc)
+  for (auto _ : state) benchmark::DoNotOptimize(mlpd::arch::read_cycles());
 }
-BENCHMARK(BM_Rdtsc);
+BENCHMARK(BM_ReadCycles);
 
 struct Writer {
   mlpd::rt::BufferPool pool{64 * 1024, 64};

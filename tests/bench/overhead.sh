@@ -11,7 +11,12 @@
 # MODE=callgrind counts instructions instead (valgrind --tool=callgrind; one run per cell: counts barely
 # vary, and they are the figure to trust on a loaded machine where CPU time is noise).
 # CASES=regex runs only the cases whose name matches.
-# Usage: [MODE=cpu|callgrind] [CASES=regex] tests/bench/overhead.sh [BUILD_DIR] [ROUNDS]
+# MONO=command runs another Mono (plain, its own log profiler, and ours), e.g. Mono 6.12 of a Debian 13
+# root through scripts/in-root.sh (MONO=build/roots-bin/mono612/mono, the wrapper cmake writes with
+# -DMLPD_MONO612_ROOT); MCS_EXE=path is the mcs.exe that command runs for the compiler cases (default:
+# the host's; a root's own, e.g. /usr/lib/mono/4.5/mcs.exe, is seen at its path inside the root). The
+# benchmark programs are compiled with the host's mcs either way.
+# Usage: [MODE=cpu|callgrind] [CASES=regex] [MONO=cmd] [MCS_EXE=path] tests/bench/overhead.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-$here/../../build}" && pwd)"
@@ -23,6 +28,7 @@ mlpd="$build/reader/mlpd"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mode="${MODE:-cpu}"
+mono="${MONO:-mono}"
 only="${CASES:-.}"
 for p in bench_calls bench_alloc bench_threads bench_strings bench_exceptions bench_dynamic; do
   mcs -optimize+ -out:"$work/$p.exe" "$here/programs/$p.cs" >/dev/null
@@ -31,6 +37,7 @@ done
 python3 "$here/gen_csharp.py" 60 > "$work/gen.cs"
 mcs_exe=$(awk '/mcs.exe/ {for (i = 1; i <= NF; i++) if ($i ~ /mcs\.exe$/) print $i}' "$(command -v mcs)" | head -1)
 [ -f "$mcs_exe" ] || mcs_exe=/usr/lib/mono/4.5/mcs.exe
+mcs_exe="${MCS_EXE:-$mcs_exe}"
 
 # name | program | args | options
 cases=(
@@ -43,9 +50,11 @@ cases=(
   "compiler: calls|mcs||calls"
   "compiler: alloc, backtraces|mcs||nodefaults,gcalloc"
   "compiler: attach only|mcs||nodefaults"
+  "compiler: sample|mcs||nodefaults,sample"
   "strings: alloc, backtraces|bench_strings|100|nodefaults,gcalloc"
   "strings: calls|bench_strings|100|calls"
   "exceptions: exception, backtraces|bench_exceptions|50|nodefaults,exception"
+  "exceptions: gcalloc,exception, backtraces|bench_exceptions|50|nodefaults,gcalloc,exception"
   "exceptions: calls|bench_exceptions|50|calls"
   "dynamic methods: alloc, backtraces|bench_dynamic|1000|nodefaults,gcalloc"
   "dynamic methods: calls|bench_dynamic|1000|calls"
@@ -64,9 +73,9 @@ measure() {
   if [ "$mode" = callgrind ]; then
     local vg=(valgrind --tool=callgrind --callgrind-out-file=/dev/null)
     case $kind in
-      plain) env -u LD_PRELOAD "${vg[@]}" mono $cmd >/dev/null 2>"$work/vg" ;;
-      mono)  "${vg[@]}" mono --profile=log:$opts,output="$out" $cmd >/dev/null 2>"$work/vg" ;;
-      mlpd)  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" "${vg[@]}" mono $cmd >/dev/null 2>"$work/vg" ;;
+      plain) env -u LD_PRELOAD "${vg[@]}" $mono $cmd >/dev/null 2>"$work/vg" ;;
+      mono)  "${vg[@]}" $mono --profile=log:$opts,output="$out" $cmd >/dev/null 2>"$work/vg" ;;
+      mlpd)  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" "${vg[@]}" $mono $cmd >/dev/null 2>"$work/vg" ;;
     esac
     local n
     n=$(grep -o "Collected : [0-9]*" "$work/vg" | awk '{print $3}')
@@ -74,9 +83,9 @@ measure() {
     return
   fi
   case $kind in
-    plain) "$here/cputime.py" "$work/t" env -u LD_PRELOAD mono $cmd ;;
-    mono)  "$here/cputime.py" "$work/t" mono --profile=log:$opts,output="$out" $cmd ;;
-    mlpd)  "$here/cputime.py" "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" mono $cmd ;;
+    plain) "$here/cputime.py" "$work/t" env -u LD_PRELOAD $mono $cmd ;;
+    mono)  "$here/cputime.py" "$work/t" $mono --profile=log:$opts,output="$out" $cmd ;;
+    mlpd)  "$here/cputime.py" "$work/t" env LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,output=$out" $mono $cmd ;;
   esac
   awk '{printf "%.4f %.4f %d\n", $1, $2, $3}' "$work/t"
 }
@@ -84,9 +93,9 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 
 unit="cpu s"; [ "$mode" = callgrind ] && unit="Minstr"
 [ "$mode" = callgrind ] && rounds=1
-printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "benchmark" "plain" "mono-log" "mlpd" \
+printf "%-42s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "benchmark" "plain" "mono-log" "mlpd" \
   "wall" "wall" "wall" "ovh" "B/event" "ours" "peak RSS MiB"
-printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "" "$unit" "$unit" "$unit" "plain" "mono" "mlpd" \
+printf "%-42s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "" "$unit" "$unit" "$unit" "plain" "mono" "mlpd" \
   "ratio" "mono/us" "walker" "plain/mono/us"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prog args opts <<<"$c"
@@ -97,8 +106,8 @@ for c in "${cases[@]}"; do
   done
   # bytes per event of each profiler's file (one more run each, outside the timing)
   cmd=$(prog_cmd "$prog" "$args")
-  mono --profile=log:$opts,output="$work/m.mlpd" $cmd >/dev/null
-  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,verbose,output=$work/o.mlpd" mono $cmd >/dev/null 2>"$work/verbose"
+  $mono --profile=log:$opts,output="$work/m.mlpd" $cmd >/dev/null
+  LD_PRELOAD="$agent" MLPD_OPTIONS="$opts,verbose,output=$work/o.mlpd" $mono $cmd >/dev/null 2>"$work/verbose"
   walker=$(sed -n 's/.*backtraces: \([0-9]*\) by our stack walker, \([0-9]*\) by mono.*/\1 \2/p' "$work/verbose" |
     awk '{ if ($1 + $2 > 0) printf "%.1f%%", 100 * $1 / ($1 + $2); else print "-" }')
   bpe() { "$mlpd" verify --json "$1" | python3 -c 'import json,sys,os; v=json.loads(sys.stdin.readline()); n=sum(v["counts"].values()); print("%.2f" % (os.path.getsize(sys.argv[1]) / max(n,1)))' "$1"; }
@@ -114,7 +123,7 @@ for c in "${cases[@]}"; do
   else
     ratio=$(awk -v p="$pc" -v m="$mc" -v o="$oc" 'BEGIN { d = m - p; if (d < 0.05) print "n/a"; else printf "%.3f", (o - p) / d }')
   fi
-  printf "%-34s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
+  printf "%-42s %9s %9s %9s | %9s %9s %9s | %7s %11s %6s | %14s\n" "$name" "$pc" "$mc" "$oc" "$pw" "$mw" "$ow" "$ratio" \
     "$(bpe "$work/m.mlpd")/$(bpe "$work/o.mlpd")" "$walker" "$rss"
 done
 echo "ovh ratio = (mlpd cpu - plain cpu) / (mono-log cpu - plain cpu): our CPU overhead as a fraction of Mono's"

@@ -2,7 +2,12 @@
 // strings made by the runtime's native string code (FastAllocateString's icall wrapper: concatenation,
 // formatting, StringBuilder, Split, Replace, ToUpper, Substring) and exceptions thrown a few frames deep
 // (Mono's throw trampoline), and allocations in shared generic code (frames named from their generic
-// context). argv[0] = "strings", "exceptions" or "generics", argv[1] = thousands of iterations.
+// context). "throwalloc": throws whose handling allocates (the trace of every throw, the exceptions the
+// runtime makes and constructs itself: casts, bounds, overflow, a missing key), with finally, filter and
+// rethrow, for allocation backtraces taken while a throw is handled. (Not the exceptions raised from a
+// signal, null dereference and division by zero: their throw events' own backtraces go through the
+// signal's native chain, which our walker does not learn on Mono 6.8.)
+// argv[0] = "strings", "exceptions", "generics" or "throwalloc", argv[1] = thousands of iterations.
 using System;
 using System.Collections.Generic;
 using System.Linq;
@@ -77,9 +82,47 @@ static class WalkCover {
     return acc;
   }
 
+  static int Raise(int i, int[] small, object o, Dictionary<string, int> map) {
+    switch (i % 5) {
+      case 0: return ((string)o).Length;                     // InvalidCastException
+      case 1: return small[i | 8];                           // IndexOutOfRangeException
+      case 2: return checked(int.MaxValue + (i | 1));        // OverflowException
+      case 3: return map["k" + i];                           // KeyNotFoundException
+      default: throw new InvalidOperationException("op " + i);
+    }
+  }
+
+  static int Rethrow(int i, int[] small, object o, Dictionary<string, int> map) {
+    try {
+      return Raise(i, small, o, map);
+    } catch (InvalidOperationException) {
+      throw;
+    }
+  }
+
+  static long ThrowAlloc(int n) {
+    long acc = 0;
+    var small = new int[4];
+    object boxed = 42;
+    var map = new Dictionary<string, int>();
+    for (int i = 0; i < n; i++) {
+      try {
+        try {
+          acc += Rethrow(i, small, boxed, map);
+        } finally {
+          acc++;
+        }
+      } catch (Exception e) when (e.Message.Length > (i & 1)) {
+        acc += e.GetType().Name.Length;
+      }
+    }
+    return acc;
+  }
+
   static int Main(string[] args) {
     int n = (args.Length > 1 ? int.Parse(args[1]) : 10) * 1000;
-    long r = args[0] == "strings" ? Strings(n) : args[0] == "generics" ? Generics(n) : Exceptions(n);
+    long r = args[0] == "strings" ? Strings(n) : args[0] == "generics" ? Generics(n) :
+             args[0] == "throwalloc" ? ThrowAlloc(n) : Exceptions(n);
     Console.WriteLine("walkcover {0} {1}", args[0], r);
     return 0;
   }

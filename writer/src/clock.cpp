@@ -4,9 +4,7 @@
 
 #include "mlpd/rt/clock_tracker.h"
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
+#include "mlpd/arch/cycles.h"
 
 namespace mlpd::rt {
 
@@ -15,24 +13,12 @@ std::atomic<const ClockSlot*> g_clock{&g_clock_slots[0]};
 
 namespace {
 
-bool has_invariant_tsc() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007) return false;
-  __get_cpuid(0x80000007, &a, &b, &c, &d);
-  return (d >> 8) & 1;
-#else
-  return false;
-#endif
-}
-
-#if defined(__x86_64__)
+// The machine's cycle counter (arch/), calibrated and checked by g_tracker.
 class RealSource final : public ClockSource {
  public:
-  uint64_t ticks() override { return __rdtsc(); }
+  uint64_t ticks() override { return arch::read_cycles(); }
   uint64_t monotonic() override { return monotonic_ns(); }
 };
-#endif
 
 // Written by init_clock, then by the helper thread only.
 ClockTracker g_tracker;
@@ -66,20 +52,16 @@ const char* init_clock(bool prefer_tsc) {
   ClockParams p;  // CLOCK_MONOTONIC
   g_tsc = false;
   g_gave_up = false;
-#if defined(__x86_64__)
-  if (prefer_tsc && has_invariant_tsc()) {
+  if (arch::kHasCycleCounter && prefer_tsc && arch::cycle_counter_invariant()) {
     RealSource src;
     g_tsc = g_tracker.calibrate(src, p);
     if (!g_tsc) p = ClockParams{};
   }
-#endif
-  (void)prefer_tsc;
   publish(p);
   return g_tsc ? "tsc" : "monotonic";
 }
 
 std::string check_clock() {
-#if defined(__x86_64__)
   if (!g_tsc) return {};
   RealSource src;
   const ClockPair now = read_pair(src, 4);
@@ -100,7 +82,6 @@ std::string check_clock() {
              ") or it went backwards; CLOCK_MONOTONIC from now on";
     }
   }
-#endif
   return {};
 }
 

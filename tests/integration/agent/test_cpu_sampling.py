@@ -34,7 +34,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|lll_lock_wait")
+# glibc 2.41 (Debian 13) enters blocking system calls through __syscall_cancel_arch, then the leaf.
+WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|lll_lock_wait|syscall_cancel")
 
 
 def run_cpu(args, options=None, out=None, timeout=300):
@@ -120,9 +121,14 @@ def check_cpu_follows_cpu_time(workdir):
     t.check(rc == 0 and so.startswith("spin "), f"cpu: program output/status changed: {rc} {so!r} {se[-300:]!r}")
     hits = hits_of(out)
     want = base_cpu * 100
-    t.check(abs(hits - want) <= 0.10 * want,
+    # Too many hits is the bug (blocked threads charged: ~46% too many). Too few means Mono's sampler
+    # thread did not get a CPU at every period: on a machine loaded beyond its cores (other tests at
+    # once), it ticks late and hits fall short of the rate; allow that shortfall only then.
+    loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
+    low = 0.75 if loaded else 0.90
+    t.check(low * want <= hits <= 1.10 * want,
             f"cpu: {hits} hits, the program uses {base_cpu:.2f} CPU-s ({want:.0f} expected at 100 Hz; "
-            f"{cpu:.2f} CPU-s profiled)")
+            f"{cpu:.2f} CPU-s profiled; load average {os.getloadavg()[0]:.1f})")
     t.check(hits <= 1.10 * cpu * 100, f"cpu: {hits} hits for {cpu:.2f} CPU-seconds profiled")
     rows = summary(out)
     total = hits or 1

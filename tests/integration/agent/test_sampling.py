@@ -98,9 +98,11 @@ def check_managed(workdir):
     # CPU-time mode: a thread blocked in the kernel is not reported (the finalizer thread waits all
     # along; Mono's profiler gives it as many hits as the busy thread). A signal can still land on it
     # in the few instructions it runs after a real wake-up (it is running then): allow a trace of that.
+    # arch/generic does not read the interrupted instruction (the system-call test is the machine's):
+    # only the CPU clock tells a waiting thread there, and a wake-up's CPU may be charged to the wait.
     waiting = [r for r in rows if WAITS.search(r[1])]
     total = sum(h for h, _ in rows)
-    t.check(max((h for h, _ in waiting), default=0) <= max(2, total // 100),
+    t.check(max((h for h, _ in waiting), default=0) <= (max(2, total // 100) if t.NATIVE_FRAMES else max(10, total // 20)),
             f"managed: blocked threads reported in CPU-time mode: {waiting} of {total} hits")
     t.check(st is not None and st["idle"] > 0, f"managed: no blocked thread was recognised as idle: {st}")
     print(f"ok  managed: {rows[0]} first of {sum(r[0] for r in rows)} hits; idle skipped {st and st['idle']}", flush=True)
@@ -152,7 +154,10 @@ def check_wall_clock_leaf(workdir):
     dump = t.run([t.MLPD, "dump", out]).stdout
     stacks = [m.group(1).split(" | ") for m in re.finditer(r"sample_hit tid=.*? ips=\[([^\]]*)\]", dump)]
     deep = [s for s in stacks if len(s) >= 4]
-    t.check(len(deep) * 2 >= len(stacks) > 0, f"sleep: {len(deep)} of {len(stacks)} hits have 4+ native frames")
+    if not t.NATIVE_FRAMES:  # arch/generic: the leaf IP only
+        t.check(len(stacks) > 0 and not deep, f"sleep: {len(deep)} of {len(stacks)} hits have native frames on arch/{t.ARCH}")
+    else:
+        t.check(len(deep) * 2 >= len(stacks) > 0, f"sleep: {len(deep)} of {len(stacks)} hits have 4+ native frames")
     unnamed = sum(1 for s in deep for f in s if " " not in f.strip())
     t.check(unnamed == 0, f"sleep: {unnamed} native frames without a name, e.g. {deep[:1]}")
     print(f"ok  wall clock: sleeping threads named {rows[:2]}", flush=True)

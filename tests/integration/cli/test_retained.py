@@ -167,16 +167,22 @@ def check_grow(label, path):
         return
     d = out[0]
     names = [c["name"] for c in d["classes"]]
-    t.check(names[:1] == [LIST_CACHE], f"{label}: diff classes begin {names[:4]}")
+    # The cache's items grew; their holder is the list, unless a stale word on a stack (Mono scans
+    # stacks conservatively) still points at an array the list outgrew, which then holds the older
+    # items too: they have two holders and only the virtual root dominates them (seen with Mono 6.12's
+    # own profiler). Either way the cache comes first, never the garbage or the event.
+    cache_first = ("CacheItem", LIST_CACHE)
+    t.check(names[:1] and names[0] in cache_first, f"{label}: diff classes begin {names[:4]}")
     t.check("LeakHandler" in names[:8], f"{label}: LeakHandler not among the first growths {names[:8]}")
     # The Garbage made between the heapshots is gone (a stale stack word may keep one, 80 bytes).
     garbage = [c for c in d["classes"] if c["name"] == "Garbage"]
     t.check(not garbage or (garbage[0]["retained"] <= 160 and names.index("Garbage") >= 8),
             f"{label}: the dropped Garbage is a growth: {garbage}, order {names}")
-    t.check(d["subtrees"] and d["subtrees"][0]["path"].startswith("static ") and
-            d["subtrees"][0]["path"].endswith("> " + LIST_CACHE), f"{label}: diff subtrees {d['subtrees'][:2]}")
+    t.check(d["subtrees"] and any(d["subtrees"][0]["path"].endswith("> " + c) for c in cache_first) and
+            (d["subtrees"][0]["path"].startswith("static ") or names[0] == "CacheItem"),
+            f"{label}: diff subtrees {d['subtrees'][:2]}")
     growth = d["classes"][0]
-    t.check(growth["retained"] == growth["to"] - growth["from"] > 2 * 1000 * (32 + 64),
+    t.check(growth["retained"] == growth["to"] - growth["from"] >= 2 * 1000 * (32 + 64),
             f"{label}: cache growth {growth}")
     p = mlpd("--suspects", "--json", path)
     out = json_lines(p, label)
@@ -186,7 +192,8 @@ def check_grow(label, path):
         t.check(any(x["path"].endswith("> LeakHandler") for x in s), f"{label}: the event is no suspect: {s[:5]}")
         t.check(not any("Garbage" in x["path"] for x in s[:8]), f"{label}: Garbage among the first suspects")
     p = mlpd("--diff", "0", "2", "--retained", path)
-    t.check(p.returncode == 0 and LIST_CACHE in p.stdout.splitlines()[3], f"{label}: text diff:\n{p.stdout[:500]}")
+    t.check(p.returncode == 0 and len(p.stdout.splitlines()) > 3 and
+            any(c in p.stdout.splitlines()[3] for c in cache_first), f"{label}: text diff:\n{p.stdout[:500]}")
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -307,7 +314,7 @@ def main():
     # Two files: heapshot 0 of Mono's grow run against heapshot 2 of the agent's.
     p = mlpd("--diff", "0", "2", "--retained", "--json", files["mono grow"][0], files["agent grow"][0])
     out = json_lines(p, "two files")
-    t.check(p.returncode == 0 and out and out[0]["classes"][0]["name"] == LIST_CACHE,
+    t.check(p.returncode == 0 and out and out[0]["classes"][0]["name"] in ("CacheItem", LIST_CACHE),
             f"two files: {p.returncode} {p.stdout[:300]!r} {p.stderr[:300]!r}")
 
     check_port_heapshot(work)

@@ -1,7 +1,7 @@
 """Shared helpers for mlpd's integration tests (Python 3, stdlib only).
 
 The tools' paths come from the environment that tests/integration/CMakeLists.txt sets:
-MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT, MLPD_RUNTIME.
+MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT, MLPD_RUNTIME, MLPD_ARCH.
 """
 import json
 import os
@@ -13,6 +13,11 @@ MLPD = os.environ.get("MLPD", "mlpd")
 MONO = os.environ.get("MONO", "mono")
 MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
 PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
+# The build's arch/ folder (CMake's MLPD_ARCH). Only x86_64's has native unwinding of samples, our own
+# stack walker and the interrupted-syscall test; arch/generic's samples keep their leaf IP only and
+# every backtrace is Mono's walk.
+ARCH = os.environ.get("MLPD_ARCH", "x86_64")
+NATIVE_FRAMES = ARCH == "x86_64"
 
 
 def _runtime():

@@ -147,6 +147,19 @@ TEST_CASE("described: methods once by ensure_method, every time by describe_meth
   CHECK(f.count(EventKind::method_jit) == 2);
 }
 
+TEST_CASE("described: a repeated jit_done (same method and code range) is told apart", "[hooks][described]") {
+  Fixture f;
+  auto* m = fake<MonoMethod>(0x5000);
+  CHECK_FALSE(described::jit_repeat(m, 0x7000, 64));
+  CHECK(described::jit_repeat(m, 0x7000, 64));   // Mono 6.12: the same code found again
+  CHECK_FALSE(described::jit_repeat(m, 0x9000, 64));  // new code (another domain): described again
+  CHECK(described::jit_repeat(m, 0x9000, 64));
+  CHECK_FALSE(described::jit_repeat(fake<MonoMethod>(0x5100), 0x9000, 64));  // another method
+  CHECK_FALSE(described::jit_repeat(m, 0, 0));  // no code range: never a repeat
+  described::method_freed(m);                   // its address may come back as another method's
+  CHECK_FALSE(described::jit_repeat(m, 0x9000, 64));
+}
+
 TEST_CASE("described: the per-thread cache answers without the sets, and misses go to them", "[hooks][described]") {
   Fixture f;
   auto* m = fake<MonoMethod>(0x5000);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "jitdump.h"
+#include "mlpd/arch/machine.h"
 #include "temp_dir.h"
 
 using namespace mlpd::hooks::perf;
@@ -134,7 +135,7 @@ void check_well_formed(const Dump& d, uint32_t pid, bool closed) {
   CHECK(d.errors.empty());
   CHECK(d.version == 1);
   CHECK(d.total_size == 40);
-  CHECK(d.elf_mach == EM_X86_64);
+  CHECK(d.elf_mach == mlpd::arch::kElfMachine);
   CHECK(d.pad1 == 0);
   CHECK(d.pid == pid);
   CHECK(d.flags == 0);  // CLOCK_MONOTONIC, not an architecture timestamp

@@ -168,12 +168,14 @@ namespace {
 __attribute__((noinline)) void capture(Record& r) {
   ucontext_t uc;
   REQUIRE(getcontext(&uc) == 0);
-  static constexpr int kMap[kRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                      REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                      REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-  for (uint32_t i = 0; i < kRegs; ++i) r.regs[i] = static_cast<uint64_t>(uc.uc_mcontext.gregs[kMap[i]]);
-  r.ip = r.regs[16];
-  r.stack_addr = r.regs[7];
+  mlpd::arch::signal_registers(uc, r.regs);
+  if constexpr (mlpd::arch::kNativeUnwind) {
+    r.ip = r.regs[mlpd::arch::kRegIp];
+    r.stack_addr = r.regs[mlpd::arch::kRegSp];
+  } else {  // arch/generic reads no register: the leaf IP only (the stack copy is then not read)
+    r.ip = reinterpret_cast<uint64_t>(&capture);
+    r.stack_addr = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  }
   pthread_attr_t attr;
   REQUIRE(pthread_getattr_np(pthread_self(), &attr) == 0);
   void* lo = nullptr;
@@ -290,7 +292,7 @@ TEST_CASE("sample drain: a stack cut short ends with the [truncated] marker, des
     r.time = 100 + i;
     r.tid = 0x1234;
     r.ip = reinterpret_cast<uint64_t>(&mlpd_sampling_test_marker);
-    r.regs[16] = r.ip;
+    r.regs[mlpd::arch::kRegIp] = r.ip;
     r.stack_len = 0;  // the leaf IP only
     r.nframes = 0;
     r.truncated = i != 1;  // records 0 and 2 were cut

@@ -9,7 +9,9 @@
 //   profiler dispatch) and those above the outermost managed frame (mono_jit_runtime_invoke ... main or
 //   start_thread) are not unwound per event: their shape is learned once with libunwind ("signatures":
 //   return-address slots and their expected values, relative to a stack position) and afterwards only
-//   checked, slot by slot.
+//   checked, slot by slot. Where the thread's MonoJitTlsData is known, an allocation's walk may start
+//   at the thread's last LMF, and the top follows the LMF as Mono's walk does (it ends at the thread's
+//   first LMF, or goes on at the managed frame a record names): no top chain is needed then.
 // * Whenever anything is not exactly as learned (unknown IP, a frame layout we cannot read, generic shared
 //   code, a stack outside the thread's bounds, another managed segment above native frames), the event
 //   uses mono_stack_walk_no_il. The first backtraces and the first uses of every learned signature are

@@ -1,6 +1,6 @@
 // The agent's clock, read once per event. Nanoseconds on one timeline for all threads:
-// * the invariant TSC (rdtsc, ~10 ns) scaled to ns, when the CPU has one (CPUID 0x80000007 EDX[8])
-//   and init_clock() was asked to use it. Calibrated at start from (TSC, CLOCK_MONOTONIC) pairs read
+// * the machine's cycle counter (arch/<isa>/'s mlpd/arch/cycles.h: x86-64's invariant TSC, ~10 ns)
+//   scaled to ns, when the machine has an invariant one and init_clock() was asked to use it. Calibrated at start from (TSC, CLOCK_MONOTONIC) pairs read
 //   in a short window (a read that was preempted is not used), then checked against CLOCK_MONOTONIC
 //   by the helper thread at every flush round and corrected when it drifts (clock_tracker.h);
 // * CLOCK_MONOTONIC otherwise (the vDSO: no syscall, but ~30 ns here), plus an offset when the
@@ -18,9 +18,8 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
+
+#include "mlpd/arch/cycles.h"
 
 namespace mlpd::rt {
 
@@ -64,24 +63,24 @@ inline uint64_t monotonic_ns() {
 
 inline uint64_t now_ns() {
   const ClockSlot* s = g_clock.load(std::memory_order_acquire);
-#if defined(__x86_64__)
-  if (s->mult) [[likely]] return ticks_to_ns(*s, __rdtsc());
-#endif
+  if constexpr (arch::kHasCycleCounter) {
+    if (s->mult) [[likely]] return ticks_to_ns(*s, arch::read_cycles());
+  }
   return monotonic_ns() + s->ns0;
 }
 
 // now_ns() when the TSC is the clock (no call: for hot paths that leave the other case to a slower
 // path); false otherwise.
 inline bool now_ns_tsc(uint64_t& t) {
-#if defined(__x86_64__)
-  const ClockSlot* s = g_clock.load(std::memory_order_acquire);
-  if (!s->mult) [[unlikely]] return false;
-  t = ticks_to_ns(*s, __rdtsc());
-  return true;
-#else
-  (void)t;
-  return false;
-#endif
+  if constexpr (arch::kHasCycleCounter) {
+    const ClockSlot* s = g_clock.load(std::memory_order_acquire);
+    if (!s->mult) [[unlikely]] return false;
+    t = ticks_to_ns(*s, arch::read_cycles());
+    return true;
+  } else {
+    (void)t;
+    return false;
+  }
 }
 
 // Chooses the clock (call once, before any event and before the helper thread starts): the TSC if
