@@ -4,8 +4,13 @@
 
 namespace mlpd::cli {
 
-int parse_args(int argc, char** argv, const char* command, const char* help, std::initializer_list<Flag> flags,
-               std::vector<std::string>& files, bool need_file) {
+int usage_error(const char* command, const std::string& message) {
+  std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --help')\n", command, message.c_str(), command);
+  return 2;
+}
+
+int parse_command(int argc, char** argv, const char* command, const std::string& help,
+                  const std::vector<Option>& options, std::vector<std::string>& files) {
   bool options_done = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -18,25 +23,47 @@ int parse_args(int argc, char** argv, const char* command, const char* help, std
       continue;
     }
     if (a == "--help" || a == "-h") {
-      std::fputs(help, stdout);
+      std::fputs(help.c_str(), stdout);
       return 0;
     }
-    bool known = false;
-    for (const Flag& f : flags) {
-      if (a == f.name) {
-        *f.value = true;
-        known = true;
+    const Option* found = nullptr;
+    std::string value;
+    bool has_value = false;
+    for (const Option& o : options) {
+      if (a == o.name || (o.alias && a == o.alias)) {
+        found = &o;
+        break;
+      }
+      const std::string prefix = std::string(o.name) + "=";
+      if (o.joined && o.take && a.rfind(prefix, 0) == 0) {
+        found = &o;
+        value = a.substr(prefix.size());
+        has_value = true;
+        break;
       }
     }
-    if (!known) {
-      std::fprintf(stderr, "mlpd %s: unknown option '%s' (try 'mlpd %s --help')\n", command, a.c_str(), command);
-      return 2;
+    if (!found) return usage_error(command, "unknown option '" + a + "'");
+    if (found->flag) {
+      *found->flag = true;
+      continue;
     }
+    if (!has_value) {
+      if (i + 1 >= argc) return usage_error(command, a + " needs a value");
+      value = argv[++i];
+    }
+    const std::string error = found->take(value);
+    if (!error.empty()) return usage_error(command, error);
   }
-  if (need_file && files.empty()) {
-    std::fprintf(stderr, "mlpd %s: no FILE given (try 'mlpd %s --help')\n", command, command);
-    return 2;
-  }
+  return -1;
+}
+
+int parse_args(int argc, char** argv, const char* command, const char* help, std::initializer_list<Flag> flags,
+               std::vector<std::string>& files, bool need_file) {
+  std::vector<Option> options;
+  for (const Flag& f : flags) options.push_back(Option{f.name, nullptr, f.value, {}, false});
+  const int status = parse_command(argc, argv, command, help, options, files);
+  if (status >= 0) return status;
+  if (need_file && files.empty()) return usage_error(command, "no FILE given");
   return -1;
 }
 

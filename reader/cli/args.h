@@ -1,7 +1,8 @@
-// Argument parsing shared by the CLI's subcommands: boolean flags, `--help`/`-h`, `--` and file names,
-// with the same one-line messages everywhere.
+// Argument parsing shared by the CLI's subcommands: flags, options with a value, `--help`/`-h`, `--`
+// and file names, with the same one-line messages everywhere.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -15,6 +16,26 @@ struct Flag {
   const char* name;  // e.g. "--json"
   bool* value;       // set to true when the flag is given
 };
+
+// One option of a subcommand: a flag (`flag` set), or an option with a value (`take` set), given as
+// `NAME VALUE` (or `NAME=VALUE` when `joined`). `take` returns "" or the usage error to print.
+struct Option {
+  const char* name;                 // "--top"
+  const char* alias = nullptr;      // "-o" beside "--output"
+  bool* flag = nullptr;
+  std::function<std::string(const std::string& value)> take;
+  bool joined = false;
+};
+
+// Prints "mlpd COMMAND: MESSAGE (try 'mlpd COMMAND --help')" on stderr; returns 2.
+int usage_error(const char* command, const std::string& message);
+
+// Goes over the arguments in order: `--` ends the options, `--help`/`-h` prints `help` (returns 0),
+// an option fills its flag or takes its value, "-", "" and words not starting with '-' are files, and
+// anything else is an unknown option. Returns -1 when the command should go on, 0 after --help, 2
+// after a usage error (printed; the first one met). The number of files is the command's to check.
+int parse_command(int argc, char** argv, const char* command, const std::string& help,
+                  const std::vector<Option>& options, std::vector<std::string>& files);
 
 // Fills `files` and the flags. Returns -1 when the command should go on, otherwise the exit status
 // to return at once: 0 after printing `help` (--help), 2 after a one-line usage error on stderr

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "load.h"
+#include "window.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -33,10 +34,7 @@ const char kHelp[] =
     "\n"
     "Exit status: 0 success, 1 a file has problems or cannot be read, 2 bad usage.\n";
 
-int usage_error(const std::string& m) {
-  std::fprintf(stderr, "mlpd diff: %s (try 'mlpd diff --help')\n", m.c_str());
-  return 2;
-}
+int usage_error(const std::string& m) { return cli::usage_error("diff", m); }
 
 bool ends_with(const std::string& s, const char* e) {
   const size_t n = std::strlen(e);
@@ -47,34 +45,18 @@ bool ends_with(const std::string& s, const char* e) {
 
 int cmd_diff(int argc, char** argv) {
   profile::What what = profile::What::cpu;
-  bool what_given = false, threads = false, options_done = false;
+  bool what_given = false, threads = false;
   std::string out_path;
   std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && (a == "--help" || a == "-h")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (!options_done && a == "--threads") {
-      threads = true;
-    } else if (!options_done && (a == "--what" || a == "-o" || a == "--output")) {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      const std::string v = argv[++i];
-      if (a == "--what") {
-        if (!profile::parse_what(v, what))
-          return usage_error("unknown --what '" + v + "' (cpu, alloc, alloc-bytes, calls, exceptions, monitor)");
-        what_given = true;
-      } else {
-        out_path = v;
-      }
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      return usage_error("unknown option '" + a + "'");
-    } else {
-      files.push_back(a);
-    }
-  }
+  const int rc = parse_command(argc, argv, "diff", kHelp,
+                               {{"--threads", nullptr, &threads},
+                                what_option(what, what_given),
+                                {"--output", "-o", nullptr, [&](const std::string& v) {
+                                   out_path = v;
+                                   return std::string();
+                                 }}},
+                               files);
+  if (rc >= 0) return rc;
   if (files.size() != 2) return usage_error("give two files, A and B");
   bool html = false;
   if (!out_path.empty() && out_path != "-") {

@@ -85,10 +85,7 @@ std::string help_text() {
   return h;
 }
 
-int usage_error(const std::string& m) {
-  std::fprintf(stderr, "mlpd export: %s (try 'mlpd export --help')\n", m.c_str());
-  return 2;
-}
+int usage_error(const std::string& m) { return cli::usage_error("export", m); }
 
 constexpr uint64_t kDefaultMaxOutput = uint64_t{2} << 30;
 
@@ -160,52 +157,31 @@ int cmd_export(int argc, char** argv) {
   views::ExportOptions o;
   std::vector<std::string> files;
   profile::BuildOptions window;
-  std::string file, out_path, format;
+  std::string out_path, format;
   uint64_t max_output = kDefaultMaxOutput;
-  bool have_file = false, options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && (a == "--help" || a == "-h")) {
-      std::fputs(help_text().c_str(), stdout);
-      return 0;
-    } else if (!options_done && a == "--threads") {
-      o.threads = true;
-    } else if (!options_done && (a == "--format" || a == "--what" || a == "-o" || a == "--output")) {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      const std::string v = argv[++i];
-      if (a == "--format") {
-        format = v;
-      } else if (a == "--what") {
-        if (!profile::parse_what(v, o.what))
-          return usage_error("unknown --what '" + v + "' (cpu, alloc, alloc-bytes, calls, exceptions, monitor)");
-        o.what_given = true;
-      } else {
-        out_path = v;
-      }
-    } else if (!options_done && (a == "--max-output" || a.rfind("--max-output=", 0) == 0)) {
-      std::string v;
-      if (a == "--max-output") {
-        if (i + 1 >= argc) return usage_error(a + " needs a value");
-        v = argv[++i];
-      } else {
-        v = a.substr(13);
-      }
-      if (!parse_size(v, max_output)) return usage_error("bad --max-output '" + v + "': expected a size such as 512M or 2G");
-    } else if (!options_done && (a == "--from" || a == "--to")) {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      std::string why;
-      if (!parse_window_bound(argv[++i], a == "--from" ? window.from : window.to, why)) return usage_error(a + ": " + why);
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      return usage_error("unknown option '" + a + "'");
-    } else {
-      if (!have_file) file = a;
-      files.push_back(a);
-      have_file = true;
-    }
-  }
-  if (!have_file) return usage_error("no FILE given");
+  auto value = [](std::string& to) {
+    return [&to](const std::string& v) {
+      to = v;
+      return std::string();
+    };
+  };
+  const int rc = parse_command(
+      argc, argv, "export", help_text(),
+      {{"--threads", nullptr, &o.threads},
+       {"--format", nullptr, nullptr, value(format)},
+       what_option(o.what, o.what_given),
+       {"--output", "-o", nullptr, value(out_path)},
+       {"--max-output", nullptr, nullptr,
+        [&](const std::string& v) {
+          return parse_size(v, max_output) ? std::string()
+                                           : "bad --max-output '" + v + "': expected a size such as 512M or 2G";
+        },
+        true},
+       window_option("--from", window.from), window_option("--to", window.to)},
+      files);
+  if (rc >= 0) return rc;
+  if (files.empty()) return usage_error("no FILE given");
+  const std::string file = files[0];
   const ExporterEntry* entry = nullptr;
   if (!format.empty()) {
     entry = by_name(format);

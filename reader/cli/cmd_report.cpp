@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "commands.h"
 #include "heapshots_retained.h"
 #include "load.h"
@@ -59,10 +60,7 @@ const char kHelp[] =
     "Problems in FILE go to standard error, spelled as in 'mlpd verify', and the report shows what\n"
     "could be read. Exit status: 0 success, 1 FILE has problems or cannot be read, 2 bad usage.\n";
 
-int usage_error(const std::string& m) {
-  std::fprintf(stderr, "mlpd report: %s (try 'mlpd report --help')\n", m.c_str());
-  return 2;
-}
+int usage_error(const std::string& m) { return cli::usage_error("report", m); }
 
 }  // namespace
 
@@ -71,45 +69,30 @@ int cmd_report(int argc, char** argv) {
   std::vector<std::string> files;
   profile::BuildOptions window;
   bool follow = false;
-  std::string file;
-  bool have_file = false, options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && (a == "--help" || a == "-h")) {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (!options_done && a == "--follow") {
-      follow = true;
-    } else if (!options_done && a == "--json") {
-      o.json = true;
-    } else if (!options_done && (a == "--top" || a == "--thread")) {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      const std::string v = argv[++i];
-      if (a == "--thread") {
-        o.has_thread = true;
-        o.thread = v;
-      } else {
-        size_t n = 0;
-        const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n == 0)
-          return usage_error("--top needs a positive number, not '" + v + "'");
-        o.top = n;
-      }
-    } else if (!options_done && (a == "--from" || a == "--to")) {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      std::string why;
-      if (!parse_window_bound(argv[++i], a == "--from" ? window.from : window.to, why)) return usage_error(a + ": " + why);
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      return usage_error("unknown option '" + a + "'");
-    } else {
-      if (!have_file) file = a;
-      files.push_back(a);
-      have_file = true;
-    }
-  }
-  if (!have_file) return usage_error("no FILE given");
+  const int rc = parse_command(
+      argc, argv, "report", kHelp,
+      {{"--follow", nullptr, &follow},
+       {"--json", nullptr, &o.json},
+       {"--top", nullptr, nullptr,
+        [&](const std::string& v) {
+          size_t n = 0;
+          const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+          if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n == 0)
+            return "--top needs a positive number, not '" + v + "'";
+          o.top = n;
+          return std::string();
+        }},
+       {"--thread", nullptr, nullptr,
+        [&](const std::string& v) {
+          o.has_thread = true;
+          o.thread = v;
+          return std::string();
+        }},
+       window_option("--from", window.from), window_option("--to", window.to)},
+      files);
+  if (rc >= 0) return rc;
+  if (files.empty()) return usage_error("no FILE given");
+  const std::string file = files[0];
   o.input_name = file;
   profile::Profile p;
   bool problems = false;

@@ -35,6 +35,7 @@
 #include "commands.h"
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 #include "mlpd/input.h"
 #include "mlpd/live.h"
 #include "mlpd/profile.h"
@@ -90,11 +91,6 @@ bool pid_alive(int pid) {
   return true;
 }
 
-uint32_t le32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
-         static_cast<uint32_t>(p[3]) << 24;
-}
-
 ssize_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t at) {
   size_t got = 0;
   while (got < n) {
@@ -144,8 +140,8 @@ HeaderState read_entry(int fd, uint64_t size, Entry& e) {
   uint8_t bh[format::kBufferHeaderSize];
   while (pos + sizeof bh <= size) {
     if (pread_full(fd, bh, sizeof bh, pos) != static_cast<ssize_t>(sizeof bh)) break;
-    const uint32_t length = le32(bh + 4);
-    if (le32(bh) != format::kBufferId || length > kMaxBufferLength) break;  // the live stream reports it
+    const uint32_t length = buffer_header_length(bh);
+    if (buffer_header_id(bh) != format::kBufferId || length > kMaxBufferLength) break;  // the live stream reports it
     if (pos + sizeof bh + length > size) break;
     pos += sizeof bh + length;
     ++n;

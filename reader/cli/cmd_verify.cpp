@@ -6,7 +6,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "json.h"
+#include "mlpd/json.h"
 #include "mlpd/budget.h"
 #include "mlpd/checks.h"
 #include "mlpd/decode_loop.h"

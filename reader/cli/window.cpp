@@ -65,4 +65,20 @@ bool parse_window_bound(std::string_view t, profile::WindowBound& out, std::stri
   return true;
 }
 
+Option window_option(const char* name, profile::WindowBound& out) {
+  return Option{name, nullptr, nullptr, [name, &out](const std::string& v) {
+                  std::string why;
+                  return parse_window_bound(v, out, why) ? std::string() : std::string(name) + ": " + why;
+                }};
+}
+
+Option what_option(profile::What& out, bool& given) {
+  return Option{"--what", nullptr, nullptr, [&out, &given](const std::string& v) {
+                  if (!profile::parse_what(v, out))
+                    return "unknown --what '" + v + "' (cpu, alloc, alloc-bytes, calls, exceptions, monitor)";
+                  given = true;
+                  return std::string();
+                }};
+}
+
 }  // namespace mlpd::cli

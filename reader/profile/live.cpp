@@ -5,6 +5,7 @@
 
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 
 namespace mlpd::profile {
 
@@ -12,11 +13,6 @@ namespace {
 
 constexpr uint32_t kMaxBufferLength = 64u << 20;  // as DecodeOptions::max_buffer_length
 constexpr size_t kInflateChunk = 64 * 1024;
-
-uint32_t load_le32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
-         static_cast<uint32_t>(p[3]) << 24;
-}
 
 // The file header followed by a stretch of the file's buffers, with the file's offsets: the header
 // is read at (body_offset - its length), so the buffers are where they are in the file.
@@ -166,8 +162,8 @@ void LiveFile::feed(IncrementalBuilder& builder, bool names_only) {
   bool bad = false;
   while (tail_.size() - pos >= format::kBufferHeaderSize) {
     const uint8_t* h = tail_.data() + pos;
-    const uint32_t length = load_le32(h + 4);
-    if (load_le32(h) != format::kBufferId || length > kMaxBufferLength) {
+    const uint32_t length = buffer_header_length(h);
+    if (buffer_header_id(h) != format::kBufferId || length > kMaxBufferLength) {
       bad = true;
       break;
     }

@@ -13,18 +13,13 @@
 
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 
 namespace mlpd {
 
 using namespace format;
 
 namespace {
-
-uint64_t load_le(const uint8_t* p, unsigned bytes) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
 
 std::string hex(uint64_t v) {
   char buf[32];
@@ -58,14 +53,10 @@ bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
     problem.message = std::move(msg);
     return false;
   };
-  const uint32_t id = static_cast<uint32_t>(load_le(fixed, 4));
+  const uint32_t id = decode_file_header_fixed(fixed, h);
   if (id != kFileId) {
     return bad(0, "not an mlpd file: header id " + hex(id) + ", expected " + hex(kFileId));
   }
-  h.major = fixed[4];
-  h.minor = fixed[5];
-  h.data_version = fixed[6];
-  h.ptr_size = fixed[7];
   if (h.major != kVersionMajor) {
     return bad(4, "unsupported format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
                       " (mlpd reads 3.x)");
@@ -76,19 +67,13 @@ bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
   if (h.ptr_size != 4 && h.ptr_size != 8) {
     return bad(7, "invalid pointer size " + std::to_string(h.ptr_size));
   }
-  h.startup_ms = load_le(fixed + 8, 8);
-  h.startup_ns = load_le(fixed + 16, 8);
-  h.timer_overhead = static_cast<int32_t>(load_le(fixed + 24, 4));
-  h.flags = static_cast<int32_t>(load_le(fixed + 28, 4));
-  h.pid = static_cast<int32_t>(load_le(fixed + 32, 4));
-  h.port = static_cast<uint16_t>(load_le(fixed + 36, 2));
   if (h.flags != 0) return bad(28, "unsupported header flags " + hex(static_cast<uint32_t>(h.flags)));
   for (std::string* s : {&h.args, &h.arch, &h.os}) {
     const char* what = s == &h.args ? "header args" : s == &h.arch ? "header arch" : "header os";
     uint8_t len_bytes[4];
     const uint64_t at = in.offset();
     if (!read_exact(in, len_bytes, 4, what, -1, problem)) return false;
-    const uint32_t len = static_cast<uint32_t>(load_le(len_bytes, 4));
+    const uint32_t len = static_cast<uint32_t>(header_string_length(len_bytes));
     if (len == 0 || len > kMaxHeaderString) {
       return bad(at, std::string(what) + ": invalid string length " + std::to_string(len));
     }
@@ -174,18 +159,14 @@ bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& ca
     report({in_.offset(), static_cast<int64_t>(index), msg});
     return false;
   }
-  const uint32_t id = static_cast<uint32_t>(load_le(raw, 4));
+  BufferHeader read_header;
+  const uint32_t id = decode_buffer_header(raw, read_header);
   if (id != kBufferId) {
     report({info_.offset, static_cast<int64_t>(index), "bad buffer id " + hex(id) + ", expected " + hex(kBufferId)});
     return false;  // no way to find the next buffer
   }
   BufferHeader& h = info_.header;
-  h.length = static_cast<uint32_t>(load_le(raw + 4, 4));
-  h.time_base = load_le(raw + 8, 8);
-  h.ptr_base = static_cast<int64_t>(load_le(raw + 16, 8));
-  h.obj_base = static_cast<int64_t>(load_le(raw + 24, 8));
-  h.thread_id = load_le(raw + 32, 8);
-  h.method_base = static_cast<int64_t>(load_le(raw + 40, 8));
+  h = read_header;
   if (h.length > opt_.max_buffer_length) {
     report({info_.offset + 4, static_cast<int64_t>(index),
             "buffer length " + std::to_string(h.length) + " exceeds the limit of " +

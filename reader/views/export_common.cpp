@@ -1,7 +1,7 @@
 #include "export_common.h"
 #include "mlpd/views.h"
 
-#include "json.h"
+#include "mlpd/json.h"
 
 #include <cerrno>
 #include <charconv>
@@ -42,13 +42,13 @@ uint64_t Exporter::estimate(const profile::Profile& p) {
 namespace mlpd::views::detail {
 
 // One JSON escaper and one UTF-8 check for the reader (cli/json.cpp, part of mlpd_views).
-void json_escape(std::string& out, std::string_view s) { cli::json_escape_body(out, s); }
+void json_escape(std::string& out, std::string_view s) { json_escape_body(out, s); }
 
 std::string utf8_clean(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const size_t n = cli::utf8_length(s, i);
+    const size_t n = utf8_length(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;

@@ -9,13 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "json.h"
+#include "mlpd/json.h"
 #include "mlpd/views.h"
 
 namespace mlpd::views {
 
 using namespace mlpd::profile;
-using cli::json_string;
 
 namespace {
 

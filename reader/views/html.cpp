@@ -6,7 +6,7 @@
 #include <charconv>
 #include <unordered_map>
 
-#include "json.h"
+#include "mlpd/json.h"
 #include "mlpd/views.h"
 
 namespace mlpd::views {
@@ -298,15 +298,15 @@ std::string FlameTree::html(const std::string& title, const std::string& unit, b
   const std::vector<TreeNode>& t = t_;
   const std::vector<std::string>& names = names_;
   std::string json = "{\"title\":";
-  cli::json_escape_into(json, title);
+  json_escape_into(json, title);
   json += ",\"unit\":";
-  cli::json_escape_into(json, unit);
+  json_escape_into(json, unit);
   json += ",\"diff\":";
   json += diff ? "true" : "false";
   json += ",\"names\":[";
   for (size_t i = 0; i < names.size(); ++i) {
     if (i) json += ',';
-    cli::json_escape_into(json, names[i]);
+    json_escape_into(json, names[i]);
   }
   json += "],\"nodes\":[";
   // Pre-order, children heaviest first... in name order, like flamegraph.pl (stable, diffable).

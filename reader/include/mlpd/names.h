@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "mlpd/id_map.h"
+#include "mlpd/conventions.h"
 #include "mlpd/event.h"
 
 namespace mlpd {
@@ -67,7 +68,7 @@ class Names {
   // -- marked "[mlpd] NAME" so that every view can tell profiler overhead from the program.
   static std::string display_symbol(std::string_view raw);
   static constexpr size_t kMaxDemangle = 1024;
-  static constexpr std::string_view kOwnPrefix = "[mlpd] ";
+  static constexpr std::string_view kOwnPrefix = conventions::kOwnFramePrefix;
 
   size_t method_count() const { return methods_.size(); }
   size_t class_count() const { return classes_.size(); }

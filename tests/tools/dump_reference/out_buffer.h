@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "json.h"
+#include "mlpd/json.h"
 
 namespace mlpd::cli {
 

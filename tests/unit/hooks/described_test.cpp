@@ -11,6 +11,7 @@
 #include "described.h"
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/meta_log.h"
 #include "state.h"
@@ -84,19 +85,9 @@ std::vector<Jitted> take_jitted(rt::MetaLog& meta) {
   meta.take(bytes, 1);
   std::vector<Jitted> out;
   size_t at = 0;
-  auto le = [&](size_t off, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; --i) v = (v << 8) | bytes[at + off + static_cast<size_t>(i)];
-    return v;
-  };
   while (at + format::kBufferHeaderSize <= bytes.size()) {
     BufferHeader h;
-    h.length = static_cast<uint32_t>(le(4, 4));
-    h.time_base = le(8, 8);
-    h.ptr_base = static_cast<int64_t>(le(16, 8));
-    h.obj_base = static_cast<int64_t>(le(24, 8));
-    h.thread_id = le(32, 8);
-    h.method_base = static_cast<int64_t>(le(40, 8));
+    decode_buffer_header(bytes.data() + at, h);
     BufferDecoder dec(h, bytes.data() + at + format::kBufferHeaderSize, 0);
     Event e;
     std::string problem;

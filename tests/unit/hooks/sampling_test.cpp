@@ -21,6 +21,7 @@
 
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/meta_log.h"
 
@@ -263,19 +264,9 @@ namespace {
 std::vector<mlpd::Event> decode_all(const std::vector<uint8_t>& bytes) {
   std::vector<mlpd::Event> out;
   size_t at = 0;
-  auto le = [&](size_t off, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; --i) v = (v << 8) | bytes[at + off + static_cast<size_t>(i)];
-    return v;
-  };
   while (at + mlpd::format::kBufferHeaderSize <= bytes.size()) {
     mlpd::BufferHeader h;
-    h.length = static_cast<uint32_t>(le(4, 4));
-    h.time_base = le(8, 8);
-    h.ptr_base = static_cast<int64_t>(le(16, 8));
-    h.obj_base = static_cast<int64_t>(le(24, 8));
-    h.thread_id = le(32, 8);
-    h.method_base = static_cast<int64_t>(le(40, 8));
+    mlpd::decode_buffer_header(bytes.data() + at, h);
     mlpd::BufferDecoder dec(h, bytes.data() + at + mlpd::format::kBufferHeaderSize, 0);
     mlpd::Event e;
     std::string problem;

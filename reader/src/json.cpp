@@ -1,8 +1,8 @@
-#include "json.h"
+#include "mlpd/json.h"
 
 #include <cstdio>
 
-namespace mlpd::cli {
+namespace mlpd {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
 size_t utf8_length(std::string_view s, size_t i) {
@@ -74,4 +74,4 @@ void json_escape_body(std::string& out, std::string_view s) {
   }
 }
 
-}  // namespace mlpd::cli
+}  // namespace mlpd

@@ -1,4 +1,4 @@
-// Minimal JSON output for the CLI's --json modes: strings escaped per RFC 8259 (bytes that are not
+// Minimal JSON output for the reader's JSON (the CLI's --json modes, the report, the exporters): strings escaped per RFC 8259 (bytes that are not
 // valid UTF-8 are written as U+FFFD so the output is always valid JSON).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace mlpd::cli {
+namespace mlpd {
 
 // Appends `s` quoted as a JSON string.
 void json_escape_into(std::string& out, std::string_view s);
@@ -22,4 +22,4 @@ inline std::string json_string(std::string_view s) {
   return out;
 }
 
-}  // namespace mlpd::cli
+}  // namespace mlpd

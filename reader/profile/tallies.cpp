@@ -1,0 +1,253 @@
+// The tallies (profile/builder.h): every event but enter/leave -- sample hits, allocations (weighted
+// when the agent sampled them), throws, monitors, collections, heapshots, JIT, counters, threads --
+// folded into the profile's aggregates, and the recorded intervals of a paused run.
+#include "builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "mlpd/format.h"
+
+namespace mlpd::profile {
+
+void Builder::other_event(const Event& e, ThreadIndex t) {
+  names_.observe(e);
+  if (names_only_) [[unlikely]]
+    return;
+  if (e.time) {
+    if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
+    if (e.time > p_.last_time_) p_.last_time_ = e.time;
+  }
+  if (e.kind != EventKind::sample_hit) touch(t, e.time);
+  if (windowed_ && !in_window(e.time)) {
+    switch (e.kind) {  // counted only in the window (samples: in sample())
+      case EventKind::alloc:
+      case EventKind::exception_throw:
+      case EventKind::exception_clause:
+      case EventKind::monitor:
+      case EventKind::gc_event:
+        return;
+      default:
+        break;
+    }
+  }
+  switch (e.kind) {
+    case EventKind::method_exc_leave: leave(e, t, true); break;
+    case EventKind::sample_hit: sample(e); break;
+    case EventKind::alloc: alloc(e, t); break;
+    case EventKind::exception_throw: exception_throw(e, t); break;
+    case EventKind::exception_clause: ++p_.clauses_; break;
+    case EventKind::monitor: monitor(e, t); break;
+    case EventKind::gc_event: gc_event(e, t); break;
+    case EventKind::gc_resize: ++p_.gc_resizes_; break;
+    case EventKind::heap_start: {
+      states_[t].heapshot = static_cast<int64_t>(p_.heapshots_.size());
+      p_.heapshots_.push_back(HeapshotInfo{e.time, 0, 0, 0, t});
+      emit(TimelineKind::heapshot_start, t, e.time);
+      break;
+    }
+    case EventKind::heap_object: {
+      const int64_t h = states_[t].heapshot;
+      if (h >= 0 && e.size > 0) {
+        ++p_.heapshots_[static_cast<size_t>(h)].objects;
+        p_.heapshots_[static_cast<size_t>(h)].bytes += e.size;
+      }
+      break;
+    }
+    case EventKind::heap_end: {
+      const int64_t h = states_[t].heapshot;
+      if (h >= 0) p_.heapshots_[static_cast<size_t>(h)].end = e.time;
+      states_[t].heapshot = -1;
+      emit(TimelineKind::heapshot_end, t, e.time);
+      break;
+    }
+    case EventKind::method_jit: {
+      ++p_.jit_methods_;
+      p_.jit_code_bytes_ += e.size;
+      const FrameId f = managed_frame(e.method);
+      emit(TimelineKind::jit, t, e.time, f);
+      break;
+    }
+    case EventKind::jit_helper: ++p_.jit_helpers_; break;
+    case EventKind::counter_samples: counter_samples(e, t); break;
+    case EventKind::sync_point:
+      if (ours_ && e.code == format::SYNC_POINT_PERIODIC && pause_marks_.size() < (1u << 20)) pause_marks_.push_back(e.time);
+      break;
+    case EventKind::thread_start: thread_start(e); break;
+    case EventKind::thread_end: thread_end(e); break;
+    case EventKind::image_load:
+      if (p_.program_.empty() && e.name.size() > 4 && e.name.compare(e.name.size() - 4, 4, ".exe") == 0)
+        p_.program_ = e.name;
+      break;
+    case EventKind::thread_name: p_.threads_[thread_index(e.ptr)].name = e.name; break;
+    default: break;
+  }
+}
+
+void Builder::alloc(const Event& e, ThreadIndex t) {
+  // alloc-sample: the sample stands for 1/p allocations of its size (profile.h).
+  uint64_t count = 1, bytes = e.size;
+  ++p_.alloc_samples_;
+  if (const uint64_t interval = p_.alloc_sample_interval_) {
+    const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
+    const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+    count = static_cast<uint64_t>(std::llround(w));
+    bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
+  }
+  p_.alloc_objects_ += count;
+  p_.alloc_bytes_ += bytes;
+  p_.present_[static_cast<size_t>(What::alloc)] = p_.present_[static_cast<size_t>(What::alloc_bytes)] = true;
+  const NodeId n = event_stack(e, t);
+  add(What::alloc, n, count);
+  add(What::alloc_bytes, n, bytes);
+  TypeStat& ts = alloc_by_vtable_[e.ptr];
+  ts.count += count;
+  ts.bytes += bytes;
+  ThreadState& s = states_[t];
+  s.recent_obj[s.recent_next] = e.obj;
+  s.recent_vtable[s.recent_next] = e.ptr;
+  s.recent_next = (s.recent_next + 1) % kRecentAllocs;
+  emit(TimelineKind::alloc, t, e.time, kNoFrame, n, 0, e.size);
+}
+
+void Builder::exception_throw(const Event& e, ThreadIndex t) {
+  ++p_.throws_;
+  p_.present_[static_cast<size_t>(What::exceptions)] = true;
+  const NodeId n = event_stack(e, t);
+  add(What::exceptions, n, 1);
+  uint64_t vtable = 0;
+  const ThreadState& s = states_[t];
+  for (size_t i = 0; i < kRecentAllocs; ++i)
+    if (s.recent_obj[i] == e.obj && e.obj) vtable = s.recent_vtable[i];
+  ++throws_by_vtable_[vtable];
+  emit(TimelineKind::exception, t, e.time, kNoFrame, n);
+}
+
+void Builder::monitor(const Event& e, ThreadIndex t) {
+  p_.present_[static_cast<size_t>(What::monitor)] = true;
+  if (e.code < 4) ++p_.monitor_[e.code];
+  ThreadState& s = states_[t];
+  NodeId n = 0;
+  if (e.code == format::MONITOR_CONTENTION) {
+    n = event_stack(e, t);
+    add(What::monitor, n, 1);
+    s.monitor_waiting = true;
+    s.monitor_obj = e.obj;
+    s.monitor_time = e.time;
+  } else if (s.monitor_waiting && s.monitor_obj == e.obj) {
+    if (e.time > s.monitor_time) p_.monitor_wait_ns_ += e.time - s.monitor_time;
+    s.monitor_waiting = false;
+  }
+  emit(TimelineKind::monitor, t, e.time, kNoFrame, n, e.code);
+}
+
+void Builder::gc_event(const Event& e, ThreadIndex t) {
+  if (e.code == format::GC_EVENT_START) {
+    if (e.generation < p_.gc_collections_.size()) ++p_.gc_collections_[e.generation];
+    gc_open_ = true;
+    gc_ = GcPause{e.time, 0, e.generation, t};
+  } else if (e.code == format::GC_EVENT_END && gc_open_) {
+    gc_.end = e.time >= gc_.start ? e.time : gc_.start;
+    p_.gc_pauses_.push_back(gc_);
+    gc_open_ = false;
+  }
+  if (o_.listener) {
+    TimelineEvent ev;
+    ev.kind = TimelineKind::gc;
+    ev.thread = t;
+    ev.time = e.time;
+    ev.code = e.code;
+    ev.generation = e.generation;
+    o_.listener->on_event(ev);
+  }
+}
+
+void Builder::thread_start(const Event& e) {
+  auto it = thread_ids_.find(e.ptr);
+  if (it != thread_ids_.end() && p_.threads_[it->second].ended) {  // a reused id: a new thread
+    it->second = new_thread(e.ptr);
+    have_last_thread_ = false;
+    if (e.ptr == p_.threads_[cur_thread_].id) cur_thread_ = it->second;
+  }
+  const ThreadIndex th = thread_index(e.ptr);
+  ThreadInfo& ti = p_.threads_[th];
+  ti.started = true;
+  ti.start_time = e.time;
+  touch(th, e.time);
+  emit(TimelineKind::thread_start, th, e.time);
+}
+
+void Builder::thread_end(const Event& e) {
+  const ThreadIndex th = thread_index(e.ptr);
+  ThreadInfo& ti = p_.threads_[th];
+  ti.ended = true;
+  ti.end_time = e.time;
+  touch(th, e.time);
+  emit(TimelineKind::thread_end, th, e.time);
+}
+
+void Builder::counter_samples(const Event& e, ThreadIndex t) {
+  for (const CounterValue& v : e.counter_values) {
+    auto [it, inserted] = counter_index_.try_emplace(v.index, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(p_.counters_.size());
+      p_.counters_.push_back(CounterInfo{});
+      p_.counters_.back().index = v.index;
+    }
+    CounterInfo& c = p_.counters_[it->second];
+    ++c.samples;
+    const CounterDesc* d = names_.counter(v.index);
+    if (v.type == format::COUNTER_STRING) {
+      c.is_string = true;
+      c.last_string = v.is_null ? std::string() : v.str;
+    } else if (v.type == format::COUNTER_DOUBLE) {
+      double x;
+      std::memcpy(&x, &v.bits, sizeof x);
+      c.last = x;
+    } else if (!d || d->section == format::COUNTER_SECTION_PERFCOUNTERS) {
+      c.last = signed_type(v.type) ? static_cast<double>(static_cast<int64_t>(v.bits))
+                                   : static_cast<double>(v.bits);
+    } else {
+      uint64_t& total = counter_totals_[v.index];
+      total += v.bits;
+      if (v.type == format::COUNTER_INT || v.type == format::COUNTER_UINT) total &= 0xFFFFFFFFu;
+      if (v.type == format::COUNTER_INT)
+        c.last = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(total)));
+      else
+        c.last = signed_type(v.type) ? static_cast<double>(static_cast<int64_t>(total))
+                                     : static_cast<double>(total);
+    }
+    if (o_.listener) {
+      TimelineEvent ev;
+      ev.kind = TimelineKind::counter;
+      ev.thread = t;
+      ev.time = e.time;
+      ev.counter = it->second;
+      ev.number = c.last;
+      o_.listener->on_event(ev);
+    }
+  }
+}
+
+bool Builder::signed_type(uint64_t t) {
+  return t == format::COUNTER_INT || t == format::COUNTER_WORD || t == format::COUNTER_LONG ||
+         t == format::COUNTER_TIME_INTERVAL;
+}
+
+// Recorded intervals: the agent's sync points alternate pause / resume from its initial state.
+void Builder::record_intervals() {
+  if (!start_paused_ && pause_marks_.empty()) return;
+  p_.pauses_recorded_ = true;
+  std::sort(pause_marks_.begin(), pause_marks_.end());
+  bool recording = !start_paused_;
+  uint64_t since = p_.first_time_;
+  for (const uint64_t t : pause_marks_) {
+    if (recording) p_.recorded_.push_back(RecordedInterval{since, t});
+    recording = !recording;
+    since = t;
+  }
+  if (recording) p_.recorded_.push_back(RecordedInterval{since, std::max(since, p_.last_time_)});
+}
+
+}  // namespace mlpd::profile

@@ -1,0 +1,166 @@
+// `mlpd report` as data: one struct per section, built from the profile model by build_report()
+// (report_model.cpp, report_cpu.cpp), and two renderers over them, text (report_text.cpp) and JSON
+// (report_json.cpp). write_report() (mlpd/views.h) is build_report() then one renderer. A section
+// that the file (or the --thread selection) has nothing for is absent (std::nullopt) and neither
+// renderer writes it. Lists are already ranked and cut to what the renderers show, except where a
+// comment says the text cuts further (the JSON lists those whole).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlpd/profile.h"
+#include "mlpd/views.h"
+
+namespace mlpd::views::report {
+
+// A method's numbers merged by name (distinct method pointers can share a name).
+struct MethodLine {
+  std::string name;
+  profile::FrameKind kind = profile::FrameKind::managed;
+  profile::MethodStat s;
+};
+
+struct HeaderSection {
+  std::string file;        // the input's name ("" when not given)
+  std::string program;     // "" when unknown
+  int64_t pid = 0;
+  std::string options, arch, os;
+  uint64_t startup_ms = 0;
+  uint64_t duration_ns = 0;
+  uint64_t events = 0, threads = 0, problems = 0;
+  bool has_thread = false;
+  std::string thread_note;  // the threads --thread selected
+};
+
+struct RecordedSection {  // pause/resume (issue 15)
+  struct Interval {
+    double start_s = 0, end_s = 0;  // seconds after the first event
+    uint64_t ns = 0;
+  };
+  uint64_t recorded_ns = 0;
+  std::vector<Interval> intervals;
+};
+
+struct CpuSection {
+  // A line of the text's rankings: a method of the program, or a group of frames (kind "group").
+  struct Ranked {
+    std::string name, kind;
+    uint64_t self = 0, total = 0;
+  };
+  struct Group {  // waits, the runtime's unnamed code, the profiler's own frames (issue 22.2)
+    std::string name;  // "[waits]", "[runtime, unnamed]", "[mlpd overhead]"
+    uint64_t self = 0, total = 0;
+    std::vector<std::pair<std::string, uint64_t>> members;  // name, self hits; most first
+  };
+  uint64_t hits = 0;
+  std::vector<MethodLine> by_self, by_total;  // every frame, groups not applied
+  std::vector<Ranked> ranked_self, ranked_total;  // the program's frames and the group lines
+  std::vector<std::pair<std::string, uint64_t>> threads;  // thread label, hits; most first
+  std::vector<Group> groups;  // those with hits
+  std::string asked_hz;       // "" when the file does not say
+  double delivered_hz = 0;    // 0 when the file does not say
+  bool wall_clock = false;
+};
+
+struct CallsSection {
+  struct Step {
+    std::string name;
+    profile::CallStat cs;
+  };
+  uint64_t total = 0, unmatched_leaves = 0, unclosed = 0;
+  std::vector<MethodLine> by_total, by_self, by_calls;
+  std::vector<Step> hot_path;  // heaviest callee at each level
+};
+
+struct Site {  // the innermost frame that is not the runtime's
+  std::string name;
+  uint64_t count = 0, bytes = 0;
+};
+
+struct AllocSection {
+  uint64_t objects = 0, bytes = 0;
+  uint64_t sample_interval = 0, samples = 0;  // interval 0: every allocation recorded
+  bool show_types = true;                     // false with --thread (types are not per thread)
+  std::vector<profile::TypeStat> types;
+  std::vector<Site> sites;
+};
+
+struct ExceptionSection {
+  uint64_t throws = 0, clauses = 0;
+  bool show_types = true;
+  std::vector<profile::TypeStat> types;
+  std::vector<Site> sites;
+};
+
+struct MonitorSection {
+  uint64_t contentions = 0, acquired = 0, failed = 0, wait_ns = 0;
+  std::vector<Site> sites;
+};
+
+struct GcSection {
+  uint64_t collections = 0, resizes = 0;
+  std::vector<uint64_t> generations;  // collections per generation
+  uint64_t pauses = 0, total_ns = 0, p50_ns = 0, p99_ns = 0, max_ns = 0;
+};
+
+struct JitSection {
+  uint64_t methods = 0, code_bytes = 0, helpers = 0;
+  std::vector<MethodLine> largest;
+};
+
+struct CountersSection {
+  std::vector<profile::CounterInfo> values;  // all, by name (the text shows those not zero, up to top)
+};
+
+struct CpuThreadsSection {  // the agent's "Thread CPU time (user|system): NAME [TID]" counters
+  struct Thread {
+    std::string name;
+    double user_s = 0, system_s = 0;
+  };
+  double process_user_s = 0, process_system_s = 0;
+  std::vector<Thread> threads;  // most CPU first, all (the text shows up to top)
+};
+
+struct HeapshotsSection {
+  struct Shot {
+    uint64_t time_ns = 0;  // after the first event
+    uint64_t objects = 0, bytes = 0;
+    bool complete = false;
+  };
+  std::vector<Shot> list;  // all (the text shows the last top)
+};
+
+struct Report {
+  size_t top = 10;
+  HeaderSection header;
+  std::optional<RecordedSection> recorded;
+  std::optional<CpuSection> cpu;
+  std::optional<CallsSection> calls;
+  std::optional<AllocSection> alloc;
+  std::optional<ExceptionSection> exceptions;
+  std::optional<MonitorSection> monitor;
+  std::optional<GcSection> gc;
+  std::optional<JitSection> jit;
+  std::optional<CountersSection> counters;
+  std::optional<CpuThreadsSection> cpu_threads;
+  std::optional<HeapshotsSection> heapshots;
+};
+
+// Returns false with `error` when the --thread selection matches no thread.
+bool build_report(const profile::Profile& p, const ReportOptions& o, Report& out, std::string& error);
+
+// Text and JSON (one object, ending in a newline), byte for byte what `mlpd report [--json]` writes.
+std::string render_text(const Report& r);
+std::string render_json(const Report& r);
+
+// What the model side shares (report_model.cpp): per-method rows merged by name, and the first n
+// rows by a key (most first, then by name).
+std::vector<MethodLine> rows_by_name(const profile::Profile& p, const std::vector<profile::MethodStat>& stats);
+std::optional<CpuSection> cpu_section(const profile::Profile& p, const std::vector<bool>& mask,
+                                      const std::vector<MethodLine>& rows, uint64_t hits, size_t n);
+
+}  // namespace mlpd::views::report

@@ -1,0 +1,285 @@
+// The report's sections as data (mlpd/report.h), built from the profile model; the CPU section is
+// report_cpu.cpp's. The renderers (report_text.cpp, report_json.cpp) only format what is here.
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "mlpd/conventions.h"
+#include "mlpd/report.h"
+#include "report_util.h"
+
+namespace mlpd::views::report {
+
+using namespace mlpd::profile;
+
+namespace {
+
+uint64_t percentile(const std::vector<uint64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t i = static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+// The heaviest call path: from the heaviest outermost call, the heaviest child by inclusive time.
+std::vector<CallsSection::Step> hot_path(const Profile& p, const std::vector<bool>& mask, size_t max_len) {
+  const auto& nodes = p.nodes();
+  std::vector<NodeId> best(nodes.size(), 0);
+  NodeId root_best = 0;
+  uint64_t root_best_ns = 0;
+  for (NodeId n = 1; n < nodes.size(); ++n) {
+    if (nodes[n].frame == kNoFrame || !mask[nodes[n].thread]) continue;
+    const uint64_t ns = p.calls(n).total_ns;
+    if (ns == 0 && p.calls(n).calls == 0) continue;
+    const NodeId parent = nodes[n].parent;
+    if (nodes[n].depth == 1) {
+      if (!root_best || ns > root_best_ns) root_best = n, root_best_ns = ns;
+    } else if (!best[parent] || ns > p.calls(best[parent]).total_ns) {
+      best[parent] = n;
+    }
+  }
+  std::vector<CallsSection::Step> out;
+  for (NodeId n = root_best; n && out.size() < max_len; n = best[n])
+    out.push_back({p.frames()[nodes[n].frame].name, p.calls(n)});
+  return out;
+}
+
+// Leaf frames of a What's stacks merged by name: the "site" ranking.
+std::vector<Site> sites(const Profile& p, const std::vector<bool>& mask, What count, What bytes, size_t n) {
+  std::unordered_map<std::string_view, Site> m;
+  const bool with_bytes = count != bytes;
+  for (NodeId i = 1; i < p.nodes().size(); ++i) {
+    const Node& nd = p.nodes()[i];
+    if (nd.frame == kNoFrame || !mask[nd.thread]) continue;
+    const uint64_t c = p.weight(count, i);
+    if (!c) continue;
+    // The site: the innermost frame that is not the runtime's (allocation and icall wrappers).
+    NodeId s = i;
+    while (p.frames()[p.nodes()[s].frame].kind == FrameKind::runtime && p.nodes()[s].depth > 1) s = p.nodes()[s].parent;
+    if (p.frames()[p.nodes()[s].frame].kind == FrameKind::runtime) s = i;
+    Site& r = m[p.frames()[p.nodes()[s].frame].name];
+    r.count += c;
+    if (with_bytes) r.bytes += p.weight(bytes, i);
+  }
+  std::vector<Site> out;
+  for (auto& [k, v] : m) {
+    v.name = std::string(k);
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(), [&](const Site& x, const Site& y) {
+    const uint64_t kx = with_bytes ? x.bytes : x.count, ky = with_bytes ? y.bytes : y.count;
+    return kx != ky ? kx > ky : x.name < y.name;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+uint64_t masked_total(const Profile& p, const std::vector<bool>& mask, What w) {
+  uint64_t t = 0;
+  for (NodeId i = 1; i < p.nodes().size(); ++i)
+    if (mask[p.nodes()[i].thread]) t += p.weight(w, i);
+  return t;
+}
+
+// --thread: a name or an id. False with `error` when it matches no thread.
+bool thread_mask(const Profile& p, const ReportOptions& o, std::vector<bool>& mask, std::string& note,
+                 std::string& error) {
+  mask.assign(p.threads().size(), !o.has_thread);
+  if (!o.has_thread) return true;
+  uint64_t id = 0;
+  bool is_id = false;
+  const std::string& s = o.thread;
+  if (s.size() > 2 && (s[0] == '0') && (s[1] == 'x' || s[1] == 'X')) {
+    is_id = std::from_chars(s.data() + 2, s.data() + s.size(), id, 16).ec == std::errc();
+  } else if (!s.empty()) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), id);
+    is_id = r.ec == std::errc() && r.ptr == s.data() + s.size();
+  }
+  bool any = false;
+  for (size_t t = 0; t < p.threads().size(); ++t) {
+    if (p.threads()[t].name == s || (is_id && p.threads()[t].id == id)) {
+      mask[t] = true;
+      any = true;
+      note += (note.empty() ? "" : ", ") + thread_label(p.threads()[t]);
+    }
+  }
+  if (!any) {
+    error = "no thread named or numbered '" + s + "' in the file (threads:";
+    for (const ThreadInfo& t : p.threads()) error += " " + thread_label(t) + ";";
+    error += ")";
+    return false;
+  }
+  return true;
+}
+
+std::optional<RecordedSection> recorded_section(const Profile& p) {
+  if (!p.pauses_recorded()) return std::nullopt;
+  RecordedSection out;
+  auto rel = [&](uint64_t t) { return static_cast<double>(t >= p.first_time() ? t - p.first_time() : 0) / 1e9; };
+  for (const RecordedInterval& r : p.recorded_intervals()) {
+    out.recorded_ns += r.end - r.start;
+    out.intervals.push_back({rel(r.start), rel(r.end), r.end - r.start});
+  }
+  return out;
+}
+
+std::optional<GcSection> gc_section(const Profile& p) {
+  GcSection out;
+  out.generations = p.gc_collections();
+  for (uint64_t c : out.generations) out.collections += c;
+  out.resizes = p.gc_resizes();
+  if (!out.collections && !out.resizes) return std::nullopt;
+  std::vector<uint64_t> pauses;
+  for (const GcPause& g : p.gc_pauses()) {
+    pauses.push_back(g.end - g.start);
+    out.total_ns += g.end - g.start;
+  }
+  std::sort(pauses.begin(), pauses.end());
+  out.pauses = pauses.size();
+  out.p50_ns = percentile(pauses, 0.5);
+  out.p99_ns = percentile(pauses, 0.99);
+  out.max_ns = pauses.empty() ? 0 : pauses.back();
+  return out;
+}
+
+std::optional<CpuThreadsSection> cpu_threads_section(const Profile& p) {
+  CpuThreadsSection out;
+  bool any = false;
+  for (const CounterInfo& c : p.counters()) {
+    const std::string& nm = c.name;
+    for (int sys = 0; sys < 2; ++sys) {
+      const std::string key(sys ? conventions::kThreadCpuSystemPrefix : conventions::kThreadCpuUserPrefix);
+      const std::string proc(sys ? conventions::kProcessCpuSystem : conventions::kProcessCpuUser);
+      const size_t at = nm.find(key);
+      if (at != std::string::npos) {
+        const std::string who = nm.substr(at + key.size());
+        auto it = std::find_if(out.threads.begin(), out.threads.end(),
+                               [&](const CpuThreadsSection::Thread& r) { return r.name == who; });
+        if (it == out.threads.end()) it = out.threads.insert(out.threads.end(), CpuThreadsSection::Thread{who});
+        (sys ? it->system_s : it->user_s) = c.last / 1e7;  // 100 ns units
+        any = true;
+      } else if (nm.size() >= proc.size() && nm.compare(nm.size() - proc.size(), proc.size(), proc) == 0 &&
+                 (nm.size() == proc.size() || nm[nm.size() - proc.size() - 1] == '/')) {
+        (sys ? out.process_system_s : out.process_user_s) = c.last / 1e7;
+      }
+    }
+  }
+  if (!any) return std::nullopt;
+  std::sort(out.threads.begin(), out.threads.end(), [](const auto& a, const auto& b) {
+    return a.user_s + a.system_s > b.user_s + b.system_s;
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<MethodLine> rows_by_name(const Profile& p, const std::vector<MethodStat>& stats) {
+  std::unordered_map<std::string_view, size_t> index;
+  std::vector<MethodLine> rows;
+  for (FrameId f = 0; f < stats.size(); ++f) {
+    const Frame& fr = p.frames()[f];
+    auto [it, inserted] = index.try_emplace(fr.name, rows.size());
+    if (inserted) rows.push_back(MethodLine{fr.name, fr.kind, {}});
+    MethodStat& d = rows[it->second].s;
+    const MethodStat& s = stats[f];
+    d.samples_self += s.samples_self;
+    d.samples_total += s.samples_total;
+    d.calls += s.calls;
+    d.self_ns += s.self_ns;
+    d.total_ns += s.total_ns;
+    d.alloc_objects += s.alloc_objects;
+    d.alloc_bytes += s.alloc_bytes;
+    d.throws += s.throws;
+    d.contentions += s.contentions;
+    d.jit_code_bytes += s.jit_code_bytes;
+  }
+  return rows;
+}
+
+bool build_report(const Profile& p, const ReportOptions& o, Report& r, std::string& error) {
+  r = Report();
+  std::vector<bool> mask;
+  std::string thread_note;
+  if (!thread_mask(p, o, mask, thread_note, error)) return false;
+  const std::vector<MethodStat> stats = o.has_thread ? method_stats(p, &mask) : p.methods();
+  const std::vector<MethodLine> rows = rows_by_name(p, stats);
+  const size_t n = o.top;
+  const bool all = !o.has_thread;
+  r.top = n;
+  const FileHeader& h = p.header();
+  const uint64_t dur = p.last_time() > p.first_time() ? p.last_time() - p.first_time() : 0;
+  r.header = HeaderSection{o.input_name, p.program(), h.pid, h.args, h.arch, h.os, h.startup_ms, dur,
+                           p.summary().events, p.threads().size(), p.problem_count(), o.has_thread, thread_note};
+  r.recorded = recorded_section(p);
+
+  const uint64_t hits = all ? p.sample_hits() : masked_total(p, mask, What::cpu);
+  r.cpu = cpu_section(p, mask, rows, hits, n);
+
+  uint64_t calls_masked = 0;
+  for (const MethodLine& m : rows) calls_masked += m.s.calls;
+  const uint64_t call_total = all ? p.call_count() : calls_masked;
+  if (call_total || (all && p.has(What::calls))) {
+    CallsSection c;
+    c.total = call_total;
+    c.unmatched_leaves = p.unmatched_leaves();
+    c.unclosed = p.unclosed_calls();
+    c.by_total = top(rows, n, [](const MethodStat& s) { return s.total_ns; });
+    c.by_self = top(rows, n, [](const MethodStat& s) { return s.self_ns; });
+    c.by_calls = top(rows, n, [](const MethodStat& s) { return s.calls; });
+    c.hot_path = hot_path(p, mask, std::max<size_t>(n, 12));
+    r.calls = std::move(c);
+  }
+
+  const uint64_t objects = all ? p.alloc_objects() : masked_total(p, mask, What::alloc);
+  if (objects) {
+    AllocSection a;
+    a.objects = objects;
+    a.bytes = all ? p.alloc_bytes() : masked_total(p, mask, What::alloc_bytes);
+    a.sample_interval = p.alloc_sample_interval();
+    a.samples = p.alloc_samples();
+    a.show_types = all;
+    if (all) a.types.assign(p.alloc_types().begin(), p.alloc_types().begin() + std::min(n, p.alloc_types().size()));
+    a.sites = sites(p, mask, What::alloc, What::alloc_bytes, n);
+    r.alloc = std::move(a);
+  }
+
+  const uint64_t throws = all ? p.throws() : masked_total(p, mask, What::exceptions);
+  if (throws || (all && p.clauses())) {
+    ExceptionSection e;
+    e.throws = throws;
+    e.clauses = p.clauses();
+    e.show_types = all;
+    const auto& types = p.exception_types();
+    if (all) e.types.assign(types.begin(), types.begin() + std::min(n, types.size()));
+    e.sites = sites(p, mask, What::exceptions, What::exceptions, n);
+    r.exceptions = std::move(e);
+  }
+
+  if (all ? p.has(What::monitor) : masked_total(p, mask, What::monitor) != 0) {
+    r.monitor = MonitorSection{p.monitor_contentions(), p.monitor_done(), p.monitor_fails(), p.monitor_wait_ns(),
+                               sites(p, mask, What::monitor, What::monitor, n)};
+  }
+
+  if (!all) return true;  // the rest is the whole process's, not a thread's
+  r.gc = gc_section(p);
+  if (p.jit_methods() || p.jit_helpers())
+    r.jit = JitSection{p.jit_methods(), p.jit_code_bytes(), p.jit_helpers(),
+                       top(rows, n, [](const MethodStat& s) { return s.jit_code_bytes; })};
+  if (!p.counters().empty()) {
+    CountersSection c{p.counters()};
+    std::sort(c.values.begin(), c.values.end(),
+              [](const CounterInfo& a, const CounterInfo& b) { return a.name < b.name; });
+    r.counters = std::move(c);
+  }
+  r.cpu_threads = cpu_threads_section(p);
+  if (!p.heapshots().empty()) {
+    HeapshotsSection hs;
+    for (const HeapshotInfo& s : p.heapshots())
+      hs.list.push_back({s.start >= p.first_time() ? s.start - p.first_time() : 0, s.objects, s.bytes, s.end != 0});
+    r.heapshots = std::move(hs);
+  }
+  return true;
+}
+
+}  // namespace mlpd::views::report
