@@ -272,7 +272,7 @@ struct DrainState {
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<ModuleSymbols>> symbols;  // (name, bias)
   std::unordered_map<uint64_t, std::string> described;  // USYM start -> name written
   uint32_t max_native = kMaxSampleFrames;
-  const rt::MetaLog* truncated_in = nullptr;  // the MetaLog that has the [truncated] marker's method_jit
+  uint64_t truncated_in = 0;  // the serial of the MetaLog that has the [truncated] marker's method_jit
 };
 DrainState* g_drain = nullptr;
 
@@ -417,7 +417,9 @@ std::string shown_name(std::string_view raw, bool ours) {
 
 // The [truncated] marker (format::kTruncatedMethod), described once before its first use.
 void describe_truncated(DrainState& d) {
-  if (d.truncated_in == g_sample_meta) return;
+  // By serial, not address: a stream made after another was freed (a test's, a fork child's) can have
+  // the same address and must still get the marker's description.
+  if (d.truncated_in == g_sample_meta->serial()) return;
   Event e;
   e.kind = EventKind::method_jit;
   e.method = format::kTruncatedMethod;
@@ -425,7 +427,7 @@ void describe_truncated(DrainState& d) {
   e.size = 1;
   e.name = format::kTruncatedName;
   g_sample_meta->add(e, rt::now_ns);
-  d.truncated_in = g_sample_meta;
+  d.truncated_in = g_sample_meta->serial();
 }
 
 constexpr uint64_t kMprofReach = 4096;

@@ -8,6 +8,7 @@
 // the world is stopped (a suspended thread may hold the lock).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -19,7 +20,12 @@ namespace mlpd::rt {
 
 class MetaLog {
  public:
-  explicit MetaLog(uint64_t thread_id, uint64_t now) : encoder_(thread_id, now), thread_id_(thread_id) {}
+  explicit MetaLog(uint64_t thread_id, uint64_t now)
+      : encoder_(thread_id, now), thread_id_(thread_id), serial_(next_serial()) {}
+
+  // This stream among all made in the process, never reused (an address is: a stream made after
+  // another was freed can have its address). For "described once in this stream" marks kept elsewhere.
+  uint64_t serial() const { return serial_; }
 
   // Appends one event; its time is taken under the lock so the stream's times never go backwards.
   template <typename Clock>
@@ -61,10 +67,16 @@ class MetaLog {
  private:
   static constexpr size_t kBufferLimit = 60 * 1024;
 
+  static uint64_t next_serial() {
+    static std::atomic<uint64_t> serials{0};
+    return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
   std::mutex mutex_;
   BufferEncoder encoder_;
   std::vector<uint8_t> pending_;  // finished buffers not yet taken
   uint64_t thread_id_;
+  uint64_t serial_;
   uint64_t events_ = 0;
   uint64_t counts_[kEventKindCount] = {};
 };
