@@ -18,7 +18,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "export_common.h"
+#include "pprof_common.h"
 #include "mlpd/views.h"
 #include "profile.pb.h"
 
@@ -30,49 +30,6 @@ using profile::FrameId;
 using profile::NodeId;
 using profile::Profile;
 using profile::What;
-
-class Strings {
- public:
-  explicit Strings(perftools::profiles::Profile& pb) : pb_(pb) { pb_.add_string_table(""); }
-  int64_t operator()(const std::string& raw) {
-    auto [it, inserted] = index_.emplace(raw, static_cast<int64_t>(index_.size() + 1));
-    if (inserted) pb_.add_string_table(detail::utf8_clean(raw));  // proto3 strings must be UTF-8
-    return it->second;
-  }
-
- private:
-  perftools::profiles::Profile& pb_;
-  std::unordered_map<std::string, int64_t> index_;
-};
-
-bool gzip_to(const std::string& data, std::FILE* out, std::string& error) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    error = "zlib: deflateInit2 failed";
-    return false;
-  }
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());  // a profile is far below 4 GiB (checked by the caller)
-  std::vector<unsigned char> buf(1 << 16);
-  int rc;
-  do {
-    z.next_out = buf.data();
-    z.avail_out = static_cast<uInt>(buf.size());
-    rc = deflate(&z, Z_FINISH);
-    const size_t n = buf.size() - z.avail_out;
-    if (n && std::fwrite(buf.data(), 1, n, out) != n) {
-      deflateEnd(&z);
-      error = "write error";
-      return false;
-    }
-  } while (rc == Z_OK || rc == Z_BUF_ERROR);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) {
-    error = "zlib: deflate failed";
-    return false;
-  }
-  return true;
-}
 
 class PprofExporter final : public Exporter {
  public:
@@ -90,7 +47,7 @@ class PprofExporter final : public Exporter {
       return false;
     }
     perftools::profiles::Profile pb;
-    Strings str(pb);
+    detail::PprofStrings str(pb);
 
     // Sample types: (what, type, unit) per value.
     struct Column {
@@ -221,7 +178,7 @@ class PprofExporter final : public Exporter {
       error = "the pprof profile could not be serialized (too large)";
       return false;
     }
-    return gzip_to(bytes, out, error);
+    return detail::gzip_to(bytes, out, error);
   }
 
  private:
@@ -232,5 +189,38 @@ class PprofExporter final : public Exporter {
 }  // namespace
 
 std::unique_ptr<Exporter> make_pprof_exporter(const ExportOptions& o) { return std::make_unique<PprofExporter>(o); }
+
+namespace detail {
+
+bool gzip_to(const std::string& data, std::FILE* out, std::string& error) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    error = "zlib: deflateInit2 failed";
+    return false;
+  }
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());  // a profile is far below 4 GiB (checked by the caller)
+  std::vector<unsigned char> buf(1 << 16);
+  int rc;
+  do {
+    z.next_out = buf.data();
+    z.avail_out = static_cast<uInt>(buf.size());
+    rc = deflate(&z, Z_FINISH);
+    const size_t n = buf.size() - z.avail_out;
+    if (n && std::fwrite(buf.data(), 1, n, out) != n) {
+      deflateEnd(&z);
+      error = "write error";
+      return false;
+    }
+  } while (rc == Z_OK || rc == Z_BUF_ERROR);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) {
+    error = "zlib: deflate failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace mlpd::views

@@ -237,6 +237,8 @@ def check_export(work, path):
     t.check(p.returncode == 0 and m and int(m.group(2)) == r["bytes"] - r["unreached"]["bytes"],
             f"go tool pprof: {p.returncode} {p.stdout[:400]!r} {p.stderr[-300:]!r}")
     t.check("Static Fields: RetentionProgram" in p.stdout and "CacheItem[]" in p.stdout, f"pprof -top: {p.stdout[:600]}")
+    # Generic class names whole: a function with a system name is C++ to pprof, which cuts `<...>` out.
+    t.check(LIST_CACHE in p.stdout, f"pprof -top: {LIST_CACHE} not whole: {p.stdout[:600]}")
     p = t.run([MLPD, "export", "--what", "retained", "-o", os.path.join(work, "x.json"), path])
     t.check(p.returncode == 2, f"export --what retained to .json: {p.returncode}")
 
