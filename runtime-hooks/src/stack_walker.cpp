@@ -19,6 +19,7 @@
 #include <new>
 
 #include "code_index.h"
+#include "mono_walk.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 
@@ -665,23 +666,7 @@ int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, S
 
 // ---- Mono's walk -------------------------------------------------------------------------------
 
-struct MonoWalk {
-  MonoMethod** frames;
-  uint32_t max;
-  uint32_t n;
-};
-
-mono_bool mono_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
-  auto* w = static_cast<MonoWalk*>(data);
-  if (m) w->frames[w->n++] = m;
-  return w->n >= w->max;
-}
-
-uint32_t mono_walk(MonoMethod** frames, uint32_t max) {
-  MonoWalk w{frames, max, 0};
-  mono.mono_stack_walk_no_il(mono_frame, &w);
-  return w.n;
-}
+// mono_walk(): mono_walk.h.
 
 bool same(MonoMethod* const* a, uint32_t na, MonoMethod* const* b, uint32_t nb) {
   return na == nb && std::memcmp(a, b, na * sizeof(MonoMethod*)) == 0;

@@ -10,22 +10,11 @@
 #include "mlpd/arch/machine.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/stack_walker.h"
+#include "mono_walk.h"
 
 namespace mlpd::hooks::walker {
 
 namespace {
-
-struct MonoWalk {
-  MonoMethod** frames;
-  uint32_t max;
-  uint32_t n;
-};
-
-mono_bool mono_frame(MonoMethod* m, int32_t, int32_t, mono_bool, void* data) {
-  auto* w = static_cast<MonoWalk*>(data);
-  if (m) w->frames[w->n++] = m;
-  return w->n >= w->max;
-}
 
 // Backtraces made, for summary(): counted per thread (initial-exec TLS, no shared atomic per event) and
 // added to g_total every 4096th time, at the thread's exit (a pthread key's destructor, which runs
@@ -57,15 +46,14 @@ void method_freed(MonoMethod*) {}
 
 uint32_t collect(MonoMethod** frames, uint32_t max, bool) {
   if (max == 0) return 0;
-  MonoWalk w{frames, max, 0};
-  mono.mono_stack_walk_no_il(mono_frame, &w);
+  const uint32_t n = mono_walk(frames, max);
   if (!tls_registered) [[unlikely]] {
     tls_registered = true;
     static constinit int marker = 0;
     if (g_key_ok) pthread_setspecific(g_key, &marker);  // a non-null value: the destructor runs at exit
   }
   if (++tls_count >= 4096) flush_count();
-  return w.n;
+  return n;
 }
 
 std::string summary() {
