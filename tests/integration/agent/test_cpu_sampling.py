@@ -34,8 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-# glibc 2.41 (Debian 13) enters blocking system calls through __syscall_cancel_arch, then the leaf.
-WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|lll_lock_wait|syscall_cancel")
+WAITS = t.WAITS
 
 
 def run_cpu(args, options=None, out=None, timeout=300):
@@ -72,18 +71,8 @@ def hits_of(path):
 
 
 def summary(path):
-    p = t.run([t.MPROF_REPORT, "--reports=sample", path], timeout=300)
-    t.check(p.returncode == 0, f"{path}: mprof-report exit {p.returncode}: {p.stderr[:300]}")
-    rows, in_table = [], False
-    for line in p.stdout.splitlines():
-        if "Hits      % Method name" in line:
-            in_table = True
-            continue
-        m = re.match(r"^\s+(\d+)\s+[\d.]+ (.+)$", line) if in_table else None
-        if m:
-            rows.append((int(m.group(1)), m.group(2).strip()))
-        elif in_table and line.strip():
-            break
+    rc, rows, _ = t.mprof_sample_summary(path)
+    t.check(rc == 0, f"{path}: mprof-report exit {rc}")
     return rows
 
 

@@ -26,9 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-# glibc 2.41 (Debian 13) enters blocking system calls through __syscall_cancel_arch, which is then the leaf.
-WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|__nptl_death_event|lll_lock_wait|"
-                   r"__syscall_cancel_arch|__internal_syscall_cancel")
+WAITS = t.WAITS
 
 
 def profile(prog, args, options, out, timeout=120):
@@ -46,20 +44,7 @@ def sample_stats(stderr):
 
 
 def summary(path):
-    """mprof-report's sample summary: (returncode, [(hits, name)], text)."""
-    p = t.run([t.MPROF_REPORT, "--reports=sample", path], timeout=300)
-    rows = []
-    in_table = False
-    for line in p.stdout.splitlines():
-        if "Hits      % Method name" in line:
-            in_table = True
-            continue
-        m = re.match(r"^\s+(\d+)\s+[\d.]+ (.+)$", line) if in_table else None
-        if m:
-            rows.append((int(m.group(1)), m.group(2).strip()))
-        elif in_table and line.strip():
-            break
-    return p.returncode, rows, p.stdout
+    return t.mprof_sample_summary(path)
 
 
 def valid(label, path, expect_hits=True):

@@ -111,6 +111,29 @@ def our_totals(path):
     return p.returncode, totals, p
 
 
+# Leaf frames of a thread waiting, not running (sampled waits). glibc 2.41 (Debian 13) enters blocking
+# system calls through __syscall_cancel_arch, which is then the leaf.
+WAITS = re.compile(r"futex|sem_wait|nanosleep|__poll|epoll|pthread_cond|__nptl_death_event|lll_lock_wait|"
+                   r"syscall_cancel")
+
+
+def mprof_sample_summary(path):
+    """mprof-report's sample summary: (returncode, [(hits, name)], text)."""
+    p = run([MPROF_REPORT, "--reports=sample", path], timeout=300)
+    rows = []
+    in_table = False
+    for line in p.stdout.splitlines():
+        if "Hits      % Method name" in line:
+            in_table = True
+            continue
+        m = re.match(r"^\s+(\d+)\s+[\d.]+ (.+)$", line) if in_table else None
+        if m:
+            rows.append((int(m.group(1)), m.group(2).strip()))
+        elif in_table and line.strip():
+            break
+    return p.returncode, rows, p.stdout
+
+
 _NOISE = re.compile(r"^(unmatched leave|time went backwards|callee time bigger)")
 
 
