@@ -14,18 +14,13 @@
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
 #include "mlpd/header_decoder.h"
+#include "mlpd/hex.h"
 
 namespace mlpd {
 
 using namespace format;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Reads exactly n bytes; on a short read fills `problem` with a truncation message.
 bool read_exact(Input& in, void* dst, size_t n, const char* what, int64_t buffer, Problem& problem) {

@@ -7,16 +7,9 @@
 #include "mlpd/budget.h"
 #include "mlpd/dominators.h"
 #include "mlpd/enum_names.h"
+#include "mlpd/hex.h"
 
 namespace mlpd {
-
-namespace {
-std::string hex(uint64_t v) {
-  char buf[24] = {'0', 'x'};
-  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
-  return std::string(buf, r.ptr);
-}
-}  // namespace
 
 std::string root_kind_name(uint8_t kind) {
   if (kind == kRootUnknown) return "unknown";

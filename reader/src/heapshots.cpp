@@ -1,4 +1,5 @@
 #include "mlpd/heapshots.h"
+#include "mlpd/hex.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,16 +8,6 @@
 #include <utility>
 
 namespace mlpd {
-
-namespace {
-
-std::string hex(uint64_t v) {
-  char buf[24] = {'0', 'x'};
-  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
 
 void HeapshotCollector::on_buffer(const BufferInfo& b) {
   // mprof-report's "startup": the time_base of the first buffer of the file.

@@ -7,16 +7,11 @@
 #include <utility>
 
 #include "mlpd/budget.h"
+#include "mlpd/hex.h"
 
 namespace mlpd::views {
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[24] = {'0', 'x'};
-  const auto r = std::to_chars(buf + 2, buf + sizeof buf, v, 16);
-  return std::string(buf, r.ptr);
-}
 
 // Which root names an object held by several: the most telling first (a static field or a handle
 // says who holds it; a conservatively scanned stack word or the finalizer queue says less).
