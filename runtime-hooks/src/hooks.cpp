@@ -280,20 +280,25 @@ bool make_room(CallStack& cs) { return cs.depth == cs.count && (!cs.full() || gr
 // range; jit_done describes it again with one.
 // An enter beyond calldepth (or with logging off) is kept as an unrecorded frame, so that its leave
 // is matched with it and not with a recorded frame of the same method below (call_stack.h).
-[[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
-  CallStack& cs = tls_calls;
+// The frame of an enter on the thread's shadow stack: counted only, unrecorded (beyond calldepth, or
+// no log), or recorded, its method described first. Returns the log to write the enter to when recorded.
+inline rt::ThreadLog* push_enter(CallStack& cs, MonoMethod* m) {
   if (!make_room(cs)) [[unlikely]] {
     cs.enter_counted();
-    return;
+    return nullptr;
   }
   rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
   if (!l) {
     cs.push_unrecorded(u(m));
-    return;
+    return nullptr;
   }
   described::ensure_method_cached(m);
   cs.push(u(m));
-  rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
+  return l;
+}
+
+[[gnu::noinline]] void method_enter_slow(MonoMethod* m) {
+  if (rt::ThreadLog* l = push_enter(tls_calls, m)) rt::write_method(*l, TYPE_ENTER, now_ns(), u(m));
 }
 
 // The `calls` hot path (docs/design.md, "The calls hot path"): when nothing needs a call (the
@@ -365,19 +370,7 @@ uint64_t g_calls_min_ns = 0;
 
 void on_method_enter_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
   if (!active()) return;
-  CallStack& cs = tls_calls;
-  if (!make_room(cs)) [[unlikely]] {
-    cs.enter_counted();
-    return;
-  }
-  rt::ThreadLog* l = cs.within(g_calldepth.load(std::memory_order_relaxed)) ? log() : nullptr;
-  if (!l) {
-    cs.push_unrecorded(u(m));
-    return;
-  }
-  described::ensure_method_cached(m);
-  cs.push(u(m));
-  rt::write_enter_held(*l, now_ns(), u(m));
+  if (rt::ThreadLog* l = push_enter(tls_calls, m)) rt::write_enter_held(*l, now_ns(), u(m));
 }
 
 void on_method_leave_min(MonoProfiler*, MonoMethod* m, MonoProfilerCallContext*) {
