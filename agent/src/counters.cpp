@@ -3,6 +3,7 @@
 #include <iterator>
 #include <vector>
 
+#include "mlpd/conventions.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/sampling.h"
@@ -38,10 +39,10 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
   }
   // Issue 22: the rate asked for and the rate delivered (samples written per second of the sampled
   // threads' clock, also given: CPU time with `sample`, wall time with `sample-real`).
-  sampler_.add_profiler("Sample rate asked (Hz)", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  sampler_.add_profiler(std::string(conventions::kSampleRateAsked), format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
                         format::COUNTER_VARIANCE_VARIABLE,
                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().freq; }, nullptr);
-  sampler_.add_profiler("Sample rate delivered (Hz)", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  sampler_.add_profiler(std::string(conventions::kSampleRateDelivered), format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
                         format::COUNTER_VARIANCE_VARIABLE,
                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().delivered_hz(); }, nullptr);
   sampler_.add_profiler("Sampled threads' clock", format::COUNTER_LONG, format::COUNTER_UNIT_TIME,

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "mlpd/conventions.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 
@@ -125,7 +126,7 @@ void CpuCounters::add_process(CounterSampler& s) {
   for (uint64_t arg = 0; arg < 2; ++arg) {
     CounterSampler::Source src;
     src.desc.section = format::COUNTER_SECTION_PROFILER;
-    src.desc.name = arg == 0 ? "CPU time (user)" : "CPU time (system)";
+    src.desc.name = std::string(arg == 0 ? conventions::kProcessCpuUser : conventions::kProcessCpuSystem);
     src.desc.type = format::COUNTER_LONG;
     src.desc.unit = format::COUNTER_UNIT_TIME;
     src.desc.variance = format::COUNTER_VARIANCE_MONOTONIC;
@@ -181,7 +182,7 @@ void CpuCounters::discover(CounterSampler& s) {
     for (uint64_t arg = 0; arg < 2; ++arg) {
       CounterSampler::Source src;
       src.desc.section = format::COUNTER_SECTION_PROFILER;
-      src.desc.name = std::string(arg == 0 ? "Thread CPU time (user): " : "Thread CPU time (system): ") + name +
+      src.desc.name = std::string(arg == 0 ? conventions::kThreadCpuUserPrefix : conventions::kThreadCpuSystemPrefix) + name +
                       " [" + std::to_string(tid) + "]";
       src.desc.type = format::COUNTER_LONG;
       src.desc.unit = format::COUNTER_UNIT_TIME;

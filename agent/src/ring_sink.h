@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 #include "mlpd/leb128.h"
 #include "mlpd/sink.h"
 
@@ -70,10 +70,11 @@ class RingSink final : public OutputSink {
     for (const std::vector<uint8_t>& b : ring_) {
       // Every event starts with its type byte and its time delta (uleb).
       const uint8_t* p = b.data() + format::kBufferHeaderSize + 1;
-      uint64_t base, delta;
+      uint64_t delta;
       if (length_of(b.data()) < 2 || get_uleb(p, b.data() + b.size(), delta) != LebStatus::ok) continue;
-      std::memcpy(&base, b.data() + 8, 8);
-      const uint64_t t = base + delta;
+      BufferHeader h;
+      decode_buffer_header(b.data(), h);
+      const uint64_t t = h.time_base + delta;
       if (t != 0 && (oldest == 0 || t < oldest)) oldest = t;
     }
     return oldest;
@@ -83,11 +84,7 @@ class RingSink final : public OutputSink {
   uint64_t buffers_dropped() const { return buffers_dropped_; }
 
  private:
-  static uint32_t length_of(const uint8_t* h) {
-    uint32_t n;
-    std::memcpy(&n, h + 4, 4);  // little-endian host (x86-64, as the format)
-    return n;
-  }
+  static uint32_t length_of(const uint8_t* h) { return buffer_header_length(h); }
 
   uint64_t capacity_;
   uint64_t held_ = 0;
