@@ -6,8 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -16,14 +14,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <libdeflate.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <optional>
 
 #include "mlpd/output_cut.h"
+#include "sink_io.h"
 
 extern char** environ;
 
@@ -32,104 +29,7 @@ namespace {
 // The largest piece of the output file written at once while a kill can cut it back (DescriptorSink::write).
 constexpr size_t kCutPiece = 64 * 1024;
 
-// strerror_r comes in a GNU flavour (returns the text) and an XSI one (fills the buffer); take either.
-[[maybe_unused]] const char* pick_error_text(const char* text, const char*) { return text; }
-[[maybe_unused]] const char* pick_error_text(int rc, const char* buffer) { return rc == 0 ? buffer : "unknown error"; }
-
-std::string errno_text(int err) {
-  char buffer[128] = {};
-  return pick_error_text(strerror_r(err, buffer, sizeof buffer), buffer);
-}
-
-// Targets come from the user (a command may hold a newline); messages must stay on one line.
-std::string one_line(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return out;
-}
-
-std::string write_failure(const std::string& name, int err) {
-  return "mlpd: cannot write to '" + one_line(name) + "': " + errno_text(err) + "; profiling stopped";
-}
-
-// Keeping SIGPIPE away from the host without send(MSG_NOSIGNAL) (we write to pipes, FIFOs, ttys and
-// inherited descriptors, not only sockets) and without touching the process-wide disposition (it belongs
-// to the host): the SIGPIPE that a write(2) on a broken pipe raises is directed at the writing thread. So,
-// around our writes:
-//   1. block SIGPIPE in this thread only (pthread_sigmask) -- a SIGPIPE raised now stays pending on us
-//      instead of being delivered (with the default disposition it would kill the host);
-//   2. remember whether one was already pending before we started (it is someone else's; leave it);
-//   3. after a write fails with EPIPE, if none was pending before, take the one we caused off the queue
-//      with sigtimedwait and a zero timeout (it never blocks);
-//   4. restore the thread's previous mask.
-// The same technique is used by libpq (pq_block_sigpipe / pq_reset_sigpipe). It costs three cheap
-// syscalls per write batch, so it is skipped for regular files, which cannot raise SIGPIPE.
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigemptyset(&sigpipe_);
-    sigaddset(&sigpipe_, SIGPIPE);
-    sigemptyset(&old_mask_);
-    pthread_sigmask(SIG_BLOCK, &sigpipe_, &old_mask_);
-    sigset_t pending;
-    sigemptyset(&pending);
-    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
-  }
-  ~SigpipeGuard() { pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); }
-  SigpipeGuard(const SigpipeGuard&) = delete;
-  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
-  void consume_after_epipe() {
-    if (was_pending_) return;
-    const timespec zero{0, 0};
-    while (sigtimedwait(&sigpipe_, nullptr, &zero) < 0 && errno == EINTR) {
-    }
-  }
-
- private:
-  sigset_t sigpipe_;
-  sigset_t old_mask_;
-  bool was_pending_ = false;
-};
-
-// Writes everything or returns the errno that stopped it. Partial writes and EINTR are retried; EAGAIN (an
-// embedder's non-blocking descriptor) waits for POLLOUT, which makes it behave like a blocking one.
-int write_all(int fd, const uint8_t* data, size_t size, bool guard_sigpipe) {
-  std::optional<SigpipeGuard> guard;
-  if (guard_sigpipe) guard.emplace();
-  constexpr size_t kMaxChunk = size_t{1} << 30;
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, std::min(size, kMaxChunk));
-    if (n > 0) {
-      data += n;
-      size -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n == 0) return EIO;  // no progress and no error: do not spin
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      pollfd pfd{fd, POLLOUT, 0};
-      if (poll(&pfd, 1, -1) < 0 && errno != EINTR) return errno;
-      continue;
-    }
-    if (err == EPIPE && guard) guard->consume_after_epipe();
-    return err;
-  }
-  return 0;
-}
-
-timespec monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts;
-}
-
-int64_t ms_between(const timespec& a, const timespec& b) {
-  return (static_cast<int64_t>(b.tv_sec) - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
-}
+using namespace sink_detail;
 
 // A descriptor we write to: a file we opened, the write end of a pipe to a command we started, or a
 // descriptor the embedder gave us (which we never close).
@@ -287,174 +187,6 @@ class DescriptorSink final : public OutputSink {
   bool closed_ = false;
 };
 
-// gzip as a sequence of complete members (RFC 1952 allows any number in a row; gzip -d, zlib's gzread and
-// so Mono's mprof-report, and our reader read them as one stream). Bytes are staged in a fixed buffer; a
-// member is compressed (libdeflate, whole-buffer, several times faster than zlib at the same ratio) and
-// written when the stage is full and on every flush(). So whatever has been flushed is a complete gzip
-// file: a process killed at any moment leaves a file that reads up to its last flush round, plus at most
-// one member cut short, which readers report as truncation. Memory: the stage and its compressed bound
-// (about 2 MiB) and at most kMaxHeldBytes of members held for the round, whatever the output rate.
-// Speed: level 1 by default (~330 MB/s of event data on this machine); while the writer is behind
-// (set_hurry: a round found more than a few MiB of buffers waiting, e.g. a helper starved of CPU by the
-// host's threads) members are stored, not compressed (GB/s): the file grows, the buffer pool does not.
-class GzipSink final : public OutputSink {
- public:
-  static constexpr size_t kStageSize = 1024 * 1024;
-  static constexpr int kDefaultLevel = 1;  // see SinkOptions::gzip_level
-  static constexpr size_t kMaxHeldBytes = 4 * 1024 * 1024;  // members held until the round's flush, at most
-
-  explicit GzipSink(std::unique_ptr<OutputSink> inner) : inner_(std::move(inner)) {}
-  ~GzipSink() override {
-    close();
-    if (compressor_) libdeflate_free_compressor(compressor_);
-    if (store_) libdeflate_free_compressor(store_);
-  }
-
-  // Returns false (and sets `error`) if the compressor cannot be set up.
-  bool init(int level, std::string& error) {
-    // zlib's levels (0..9) map to libdeflate's 0..12 one to one below 10; -1 is our default (sink.h).
-    if (level < -1 || level > 9) {
-      error = "mlpd: cannot compress output to '" + one_line(inner_->describe()) + "': bad compression level " +
-              std::to_string(level);
-      return false;
-    }
-    compressor_ = libdeflate_alloc_compressor(level < 0 ? kDefaultLevel : level);
-    store_ = libdeflate_alloc_compressor(0);  // "no compression": stored blocks
-    stage_.reset(new (std::nothrow) uint8_t[kStageSize]);
-    if (compressor_ && store_) {
-      out_size_ = std::max(libdeflate_gzip_compress_bound(compressor_, kStageSize),
-                           libdeflate_gzip_compress_bound(store_, kStageSize));
-      out_.reset(new (std::nothrow) uint8_t[out_size_]);
-    }
-    if (!compressor_ || !store_ || !stage_ || !out_) {
-      error = "mlpd: cannot compress output to '" + one_line(inner_->describe()) + "': out of memory";
-      return false;
-    }
-    return true;
-  }
-
-  bool write(const void* data, size_t size) override {
-    if (failed_ || closed_) return false;
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (size > 0) {
-      const size_t k = std::min(size, kStageSize - staged_);
-      std::memcpy(stage_.get() + staged_, p, k);
-      staged_ += k;
-      p += k;
-      size -= k;
-      if (staged_ == kStageSize && !emit_member()) return false;
-    }
-    return true;
-  }
-
-  // A member made elsewhere: it follows the bytes staged so far, which end their member first. Held
-  // like the sink's own, so a round stays a sequence of complete members written at its flush.
-  bool write_member(const void* data, size_t size) override {
-    if (failed_ || closed_) return false;
-    if (!emit_member()) return false;
-    ++members_;
-    return hold(static_cast<const uint8_t*>(data), size);
-  }
-
-  // Ends the current member and writes the members held since the last flush: everything written so
-  // far is a complete gzip stream in the target, ending where a flush round ended.
-  bool flush() override {
-    if (failed_ || closed_) return false;
-    if (!emit_member() || !write_held()) return false;
-    if (!inner_->flush()) return fail_from_inner();
-    return true;
-  }
-
-  bool close() override {
-    if (closed_) return !failed_;
-    closed_ = true;
-    // A stream with no byte at all still gets one (empty) member: an empty file is not valid gzip.
-    if (!failed_ && (staged_ > 0 || members_ == 0) && emit_member(true)) write_held();
-    // Always release the target (descriptor, command), even after a failure.
-    if (!inner_->close() && !failed_) fail_from_inner();
-    return !failed_;
-  }
-
-  // Nothing is freed: the allocator may have been held by another thread at fork.
-  void abandon() override {
-    if (closed_) return;
-    closed_ = failed_ = true;
-    compressor_ = store_ = nullptr;
-    (void)stage_.release();
-    (void)out_.release();
-    inner_->abandon();
-  }
-
-  std::string error() const override { return error_; }
-  std::string describe() const override { return inner_->describe(); }
-  uint64_t written() const override { return inner_->written(); }
-  void set_hurry(bool hurry) override { hurry_ = hurry; }
-  // Whole only right after a flush: then the target ends with complete members.
-  void mark_whole() override {
-    if (!failed_ && !closed_ && staged_ == 0 && held_.empty()) inner_->mark_whole();
-  }
-
- private:
-  bool emit_member(bool even_empty = false) {
-    if (staged_ == 0 && !even_empty) return true;
-    const size_t n =
-        libdeflate_gzip_compress(hurry_ ? store_ : compressor_, stage_.get(), staged_, out_.get(), out_size_);
-    staged_ = 0;
-    if (n == 0) {  // cannot happen with the bound's room; treat as a failure, never as success
-      failed_ = true;
-      error_ = "mlpd: cannot compress output to '" + one_line(inner_->describe()) + "'; profiling stopped";
-      return false;
-    }
-    ++members_;
-    return hold(out_.get(), n);
-  }
-
-  // Held until the round's flush: a member that filled the stage ends in the middle of an mlpd
-  // buffer, and a file whose last complete member ended there would not read to its last round
-  // after a kill. What is held is compressed (a round's worth, a tenth of its size or less; stored
-  // while hurrying). A round whose members exceed kMaxHeldBytes is written through as it goes
-  // (memory stays bounded; a kill inside such a round leaves its last buffer cut, which the reader
-  // reports).
-  bool hold(const uint8_t* member, size_t n) {
-    // Room for the bound at once and kept: growing by doubling and shrinking back every round made
-    // fresh pages to fault in each time (several ms a round in this VM, with the helper behind).
-    if (held_.capacity() < held_.size() + n) held_.reserve(std::max(held_.size() + n, kMaxHeldBytes + out_size_));
-    held_.insert(held_.end(), member, member + n);
-    if (held_.size() >= kMaxHeldBytes) return write_held();
-    return true;
-  }
-
-  bool write_held() {
-    if (held_.empty()) return true;
-    const bool ok = inner_->write(held_.data(), held_.size());
-    held_.clear();
-    return ok || fail_from_inner();
-  }
-
-  bool fail_from_inner() {
-    if (!failed_) {
-      failed_ = true;
-      error_ = inner_->error();
-      if (error_.empty()) error_ = "mlpd: cannot write to '" + one_line(inner_->describe()) + "'; profiling stopped";
-    }
-    return false;
-  }
-
-  std::unique_ptr<OutputSink> inner_;
-  libdeflate_compressor* compressor_ = nullptr;
-  libdeflate_compressor* store_ = nullptr;  // level 0, while hurrying
-  std::unique_ptr<uint8_t[]> stage_;
-  std::unique_ptr<uint8_t[]> out_;
-  size_t out_size_ = 0;
-  size_t staged_ = 0;
-  std::vector<uint8_t> held_;  // complete members not yet written (written at flush and close)
-  bool hurry_ = false;
-  uint64_t members_ = 0;
-  std::string error_;
-  bool failed_ = false;
-  bool closed_ = false;
-};
-
 // Moves a descriptor to 3 or above (keeping O_CLOEXEC), so that the child's dup2 onto 0 never meets
 // itself (dup2(fd, fd) would leave close-on-exec set) and our stdio slots stay untouched.
 int above_stdio(int fd) {
@@ -594,16 +326,6 @@ std::unique_ptr<OutputSink> open_pipe(const std::string& command, const SinkOpti
 }
 
 }  // namespace
-
-std::unique_ptr<OutputSink> make_gzip_sink(std::unique_ptr<OutputSink> inner, int level, std::string& error) {
-  if (!inner) {
-    error = "mlpd: no output to compress";
-    return nullptr;
-  }
-  auto sink = std::make_unique<GzipSink>(std::move(inner));
-  if (!sink->init(level, error)) return nullptr;
-  return sink;
-}
 
 std::unique_ptr<OutputSink> open_sink(OutputKind kind, const std::string& target, bool zip, std::string& error,
                                       const SinkOptions& options) {
