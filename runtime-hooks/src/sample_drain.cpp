@@ -45,7 +45,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +54,7 @@
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
 #include "sample_pool.h"
+#include "unwind_binding.h"
 
 #include <dlfcn.h>
 
@@ -65,36 +65,8 @@ using namespace sampling_detail;
 namespace {
 
 #if MLPD_ARCH_NATIVE_UNWIND
-// libunwind's remote interface, opened with dlopen(RTLD_LOCAL) on the helper thread: nothing of it
-// enters the host's global symbol scope (libunwind.so.8 exports _Unwind_*, which would otherwise
-// compete with libgcc_s for the host's C++ exceptions). The library and its symbols' prefix are the
-// machine's (arch/): libunwind's header names `unw_step` for this machine's `<prefix>step`.
-struct Unwind {
-  decltype(&unw_create_addr_space) create_addr_space = nullptr;
-  decltype(&unw_set_caching_policy) set_caching_policy = nullptr;
-  decltype(&unw_flush_cache) flush_cache = nullptr;
-  decltype(&unw_init_remote) init_remote = nullptr;
-  decltype(&unw_step) step = nullptr;
-  decltype(&unw_get_reg) get_reg = nullptr;
-  // Exported (libunwind's ptrace and coredump back ends use it) but not declared in its headers:
-  // the binary search of an .eh_frame_hdr table through the address space's accessors.
-  int (*search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t*, unw_proc_info_t*, int, void*) = nullptr;
-
-  bool open() {
-    void* h = dlopen(arch::kUnwindLibrary, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return false;
-    auto get = [&](auto& fn, const char* name) {
-      char symbol[64];
-      std::snprintf(symbol, sizeof symbol, "%s%s", arch::kUnwindPrefix, name);
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, symbol));
-      return fn != nullptr;
-    };
-    return get(create_addr_space, "create_addr_space") && get(set_caching_policy, "set_caching_policy") &&
-           get(flush_cache, "flush_cache") && get(init_remote, "init_remote") && get(step, "step") &&
-           get(get_reg, "get_reg") && get(search_unwind_table, "dwarf_search_unwind_table");
-  }
-};
-Unwind g_unw;
+// libunwind's remote interface (unwind_binding.h), opened on the helper thread when sampling starts.
+UnwindLib g_unw;
 #endif
 
 struct Segment {
@@ -490,7 +462,7 @@ void drain_samples(bool final) {
     g_drain = new DrainState;
 #if MLPD_ARCH_NATIVE_UNWIND
     // Without libunwind (not installed) the samples keep their leaf IP only.
-    if (g_unw.open()) g_drain->as = g_unw.create_addr_space(&g_accessors, 0);
+    if (g_unw.open_remote()) g_drain->as = g_unw.create_addr_space(&g_accessors, 0);
     if (g_drain->as) {
       g_unw.set_caching_policy(g_drain->as, UNW_CACHE_GLOBAL);
       // libunwind initialises itself on its first cursor: let that happen here, outside the loader

@@ -1,0 +1,149 @@
+// The x86-64 machine code knowledge of our stack walker, for Mono 6.8's amd64 JIT (mini-amd64.c,
+// exceptions-amd64.c, tramp-amd64.c; Mono 6.12 emits the same): the prologue classes of JIT'd methods,
+// the throw trampolines' frames, the rbp/rsp step from a frame to its caller, the MonoLMF and
+// MonoContext register slots, the registers a generic context may live in, and libunwind's x86-64
+// register names. The one walker file that depends on both the machine and the Mono version; a new
+// ISA adds walker/<isa>/frame_shapes.{h,cpp} with the same names (docs/design.md, "Porting").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mono/v6_8/layouts.h"
+#include "unwind_binding.h"
+#include "walker/code_table.h"
+#include "walker/thread_state.h"
+
+#pragma GCC visibility push(hidden)
+namespace mlpd::hooks::walker {
+
+// ---- prologues ---------------------------------------------------------------------------------
+
+// The frame shape of the code at `c` (`size` bytes; e.start is its address): sets e.kind
+// (kFramePointer, kFixedFrame or kUnsure), e.body, and for a fixed frame e.frame and e.rbp_save.
+void classify(const uint8_t* c, uint64_t size, CodeEntry& e);
+
+// ---- throw trampolines -------------------------------------------------------------------------
+
+struct TrampolineFrame {
+  uint32_t size = 0;
+  int32_t rbp_save = -1;
+};
+constexpr size_t kTrampolineScan = 512;
+
+// The frame of the trampoline whose code ends with the call that returns to the end of `code`
+// (`len` bytes, the last one just before the return address). False when it is not read as one.
+bool decode_trampoline(const uint8_t* code, size_t len, TrampolineFrame& f);
+// The same for the code before return address `ret` in this process (copied, so that unmapped
+// memory is an error, not a fault).
+bool read_trampoline(uint64_t ret, TrampolineFrame& f);
+
+// ---- one frame up ------------------------------------------------------------------------------
+
+// The caller of a managed frame (ip in entry e, stack pointer sp, rbp) inside stack bounds ending at
+// hi: its return address, stack pointer and rbp. False when the frame cannot be stepped.
+inline bool caller_frame(const CodeEntry& e, uintptr_t hi, uint64_t sp, uint64_t rbp, uint64_t& ret,
+                         uint64_t& caller_sp, uint64_t& caller_rbp) {
+  if (e.kind == kFramePointer) {
+    if (rbp < sp || rbp > hi || hi - rbp < 16) return false;
+    caller_rbp = load(rbp);
+    ret = load(rbp + 8);
+    caller_sp = rbp + 16;
+  } else {
+    if (sp > hi || hi - sp < uint64_t{e.frame} + 8) return false;
+    ret = load(sp + e.frame);
+    caller_sp = sp + e.frame + 8;
+    caller_rbp = e.rbp_save >= 0 ? load(sp + static_cast<uint32_t>(e.rbp_save)) : rbp;
+  }
+  return true;
+}
+
+// ---- generic contexts --------------------------------------------------------------------------
+
+// Mono's amd64 register numbers of the two bases a generic context's stack slot is read from.
+constexpr int kRegRsp = 4, kRegRbp = 5;
+inline bool context_base_ok(int reg) { return reg == kRegRsp || reg == kRegRbp; }
+inline uint64_t context_base(const CodeEntry& e, uint64_t sp, uint64_t rbp) { return e.ctx_base == kRegRbp ? rbp : sp; }
+
+// ---- the LMF -----------------------------------------------------------------------------------
+
+constexpr int kLmfUnknown = 0, kLmfFrame = 1, kLmfNone = 2;  // lmf_frame's answers
+
+// amd64's MonoLMF {gpointer previous_lmf; guint64 rbp; guint64 rsp} (mini/mini-amd64.h), a
+// MonoLMFTramp {MonoLMF lmf; MonoContext *ctx; ...}, and MonoContext's gregs[] (utils/mono-context.h:
+// rsp 4, rbp 5, rip 16).
+constexpr int64_t kLmfRbp = 8, kLmfRsp = 16, kLmfTrampCtx = 24;
+constexpr int64_t kCtxRsp = 4 * 8, kCtxRbp = 5 * 8, kCtxRip = 16 * 8;
+
+// True when `lmf` is the thread's top LMF entry (allocated zeroed at attach: rsp 0, no previous).
+inline bool lmf_is_top(uint64_t lmf) { return load(lmf + kLmfRsp) == 0 && load(lmf) == 0; }
+
+// Mono's mono_thread_info_current_unchecked (exported): the calling thread's MonoThreadInfo, where
+// find_jit_tls looks for its MonoJitTlsData (init() binds it).
+using ThreadInfoCurrent = void* (*)();
+extern ThreadInfoCurrent g_thread_info;
+
+// The managed frame LMF record `lmf` names (kLmfFrame), read inside `b`, or kLmfUnknown. Inline: the
+// fast walk reads one per walk that starts from the LMF, and keeps its state in registers across it.
+inline int lmf_record(const Bounds& b, uint64_t lmf, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return kLmfUnknown;
+  const uint64_t prev = load(lmf);
+  if (prev & mono_v6_8::kLmfExtBit) return kLmfUnknown;
+  if (prev & mono_v6_8::kLmfTrampBit) {
+    if (!readable(b, lmf, kLmfTrampCtx)) return kLmfUnknown;
+    const uint64_t ctx = load(lmf + kLmfTrampCtx);
+    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return kLmfUnknown;
+    ip = load(ctx + kCtxRip);
+    sp = load(ctx + kCtxRsp);
+    rbp = load(ctx + kCtxRbp);
+  } else {
+    sp = load(lmf + kLmfRsp);
+    rbp = load(lmf + kLmfRbp);
+    if (!readable(b, sp, -8)) return kLmfUnknown;
+    ip = load(sp - 8);
+  }
+  return sp >= b.lo && sp <= b.hi ? kLmfFrame : kLmfUnknown;
+}
+// Looks for the thread's MonoJitTlsData (sets t.jit_tls when found).
+void find_jit_tls(ThreadWalk& t, uintptr_t anchor);
+
+// kLmfFrame: ip, sp and rbp are the managed frame the thread's last LMF names. kLmfNone: the LMF is the
+// thread's first (MonoJitTlsData's first_lmf, Mono's "top LMF entry": allocated zeroed at attach, rsp
+// 0), where Mono's walk stops at once (mono_arch_unwind_frame: FALSE), so it gives no frame: the
+// runtime's own allocations on a thread that never called into native code from managed code, and
+// every allocation of a throw (the trace_ips array, a stack overflow's or an exception's made by the
+// runtime): managed code calls the throw trampoline directly, which pushes no LMF
+// (mini/exceptions-amd64.c, get_throw_trampoline). kLmfUnknown: left to Mono.
+inline int lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+  if (!t.jit_tls) {
+    // Until the JIT has set the thread up (the main thread's first allocations) its MonoThreadInfo
+    // does not point to it yet: looked for again at the 2nd, 4th, 8th ... 256th walk that wanted it,
+    // then every 256th time, at most 64 times.
+    const uint32_t k = ++t.lmf_misses;
+    if (t.jit_tls_tries >= 64 || ((k & (k - 1)) != 0 && (k & 255) != 0)) return kLmfUnknown;
+    find_jit_tls(t, b.lo);
+    if (!t.jit_tls) return kLmfUnknown;
+  }
+  const uint64_t lmf = load(t.jit_tls + mono_v6_8::kJitTlsLmf);
+  if (lmf == load(t.jit_tls + mono_v6_8::kJitTlsFirstLmf)) {
+    // The first LMF: MonoLMF {previous_lmf, rbp, rsp}, on the heap (g_new0), Mono's for the thread's
+    // life; rsp 0 marks the top entry (always, but checked).
+    if (lmf == 0 || (lmf & 7) != 0) return kLmfUnknown;
+    return lmf_is_top(lmf) ? kLmfNone : kLmfUnknown;
+  }
+  return lmf_record(b, lmf, ip, sp, rbp);
+}
+
+// ---- libunwind (local) -------------------------------------------------------------------------
+
+// The local-only libunwind and its symbols (`unw_step` is `_ULx86_64_step` there).
+inline constexpr const char* kUnwindLocalLibrary = "libunwind.so.8";
+inline constexpr const char* kUnwindLocalPrefix = "_ULx86_64_";
+inline constexpr const char* kUnwindGetcontext = "_Ux86_64_getcontext";
+// Where the frame at cursor `c` saved the caller's rbp (a memory slot), or false.
+bool unwind_saved_fp(const UnwindLib& u, unw_cursor_t* c, uint64_t& addr);
+// Makes `uc` (from getcontext) start at ip, sp and rbp.
+void unwind_set_start(unw_context_t& uc, uint64_t ip, uint64_t sp, uint64_t rbp);
+
+}  // namespace mlpd::hooks::walker
+#pragma GCC visibility pop
