@@ -24,7 +24,7 @@
 #include "walker/native_chains.h"
 #include "walker/thread_state.h"
 #include "walker/walk.h"
-#include "walker/x86_64/frame_shapes.h"
+#include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 namespace mlpd::hooks::walker {
 

@@ -7,7 +7,7 @@
 #include "mlpd/hooks/stack_walker.h"
 #include "mono/v6_8/layouts.h"
 #include "walker/generic_instances.h"
-#include "walker/x86_64/frame_shapes.h"
+#include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 namespace mlpd::hooks::walker {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "walker/thread_state.h"
-#include "walker/x86_64/frame_shapes.h"
+#include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 #pragma GCC visibility push(hidden)
 namespace mlpd::hooks::walker {

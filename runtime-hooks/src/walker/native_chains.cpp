@@ -8,7 +8,7 @@
 #include <new>
 
 #include "unwind_binding.h"
-#include "walker/x86_64/frame_shapes.h"
+#include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 namespace mlpd::hooks::walker {
 

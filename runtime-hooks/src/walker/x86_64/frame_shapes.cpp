@@ -1,5 +1,5 @@
 // The x86-64 machine code knowledge of our stack walker (frame_shapes.h).
-#include "walker/x86_64/frame_shapes.h"
+#include "frame_shapes.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,0 +1,89 @@
+// The stack walker's per-thread state (runtime-hooks/src/walker/thread_state.h): the thread's stack
+// bounds, the IP cache in front of the code table, the counts, the memory copies, the bounds checks.
+#include "mlpd_catch.h"
+
+#include <thread>
+
+#include "mlpd/hooks/stack_walker.h"
+#include "walker_fixtures.h"
+
+using namespace walker_test;
+
+TEST_CASE("thread state: made once per thread, with this thread's stack bounds") {
+  set_up();
+  ThreadWalk* a = nullptr;
+  std::thread([&a] {
+    ThreadWalk* t = thread_walk();
+    REQUIRE(t != nullptr);
+    CHECK(thread_walk() == t);
+    int local = 0;
+    const auto here = reinterpret_cast<uintptr_t>(&local);
+    CHECK(t->bounds_ok);
+    CHECK((t->lo < here && here < t->hi));
+    a = t;
+  }).join();
+  std::thread([&a] { CHECK(thread_walk() != nullptr); }).join();
+  CHECK(a != nullptr);
+}
+
+TEST_CASE("thread state: the IP cache holds entries until they are gone, native answers until code is added") {
+  set_up();
+  static FakeCode code(kFixedPrologue);
+  static FakeMethod m;
+  code_added(m.get(), nullptr, m.get(), nullptr, code.start(), sizeof code.bytes);
+  ThreadWalk* t = synthetic_thread(0, 0);
+  const CodeEntry* e = lookup(*t, code.start() + 21);  // a return address: the call ends at +20
+  REQUIRE(e != &kNativeEntry);
+  CHECK(e->method == m.get());
+  CHECK(lookup(*t, code.start() + 21) == e);
+  // cached: the slot of ip (ret - 1) holds the entry
+  const uint64_t ip = code.start() + 20;
+  const IpSlot& s = t->ips[((ip >> 2) % (kIpCache / 2)) * 2];
+  CHECK(s.ip == ip);
+  CHECK(s.value == reinterpret_cast<uintptr_t>(e));
+  // Not JIT code: cached with this generation's tag; a new generation makes the answer stale.
+  static uint8_t native[64];
+  const uint64_t nat = reinterpret_cast<uint64_t>(native) + 9;
+  CHECK(lookup(*t, nat) == &kNativeEntry);
+  const IpSlot& n = t->ips[(((nat - 1) >> 2) % (kIpCache / 2)) * 2];
+  CHECK(n.value == t->native_tag);
+  CHECK(cached(*t, n, nat - 1) == &kNativeEntry);
+  t->native_tag += 2;
+  CHECK(cached(*t, n, nat - 1) == nullptr);
+  // The method freed: the cached entry is gone, the lookup says native.
+  method_freed(m.get());
+  CHECK(cached(*t, s, ip) == nullptr);
+  CHECK(lookup(*t, code.start() + 21) == &kNativeEntry);
+  delete t;
+}
+
+TEST_CASE("thread state: counts reach the global ones") {
+  ThreadWalk t;
+  t.fast = 5;
+  t.via_lmf = 2;
+  t.slow[kNoTop] = 3;
+  const uint64_t fast = g_fast_total.load(), lmf = g_lmf_total.load(), top = g_slow_total[kNoTop].load();
+  flush_counts(t);
+  CHECK(g_fast_total.load() == fast + 5);
+  CHECK(g_lmf_total.load() == lmf + 2);
+  CHECK(g_slow_total[kNoTop].load() == top + 3);
+  CHECK((t.fast == 0 && t.via_lmf == 0 && t.slow[kNoTop] == 0));
+}
+
+TEST_CASE("thread state: memory copies and bounds checks") {
+  take_pid();
+  const uint64_t value = 0x1122334455667788;
+  uint64_t copy = 0;
+  REQUIRE(read_memory(reinterpret_cast<uint64_t>(&value), reinterpret_cast<uint8_t*>(&copy), sizeof copy));
+  CHECK(copy == value);
+  CHECK_FALSE(read_memory(8, reinterpret_cast<uint8_t*>(&copy), sizeof copy));  // unmapped: an error, no fault
+  const Bounds b{0x1000, 0x2000};
+  CHECK(readable(b, 0x1000, 0));
+  CHECK(readable(b, 0x1000, 0xff8));
+  CHECK_FALSE(readable(b, 0x1000, 0xff9));  // its last byte past the end
+  CHECK(readable(b, 0x1800, -0x800));
+  CHECK_FALSE(readable(b, 0x1800, -0x801));
+  CHECK_FALSE(readable(b, 0x0ff8, 8));      // a base outside
+  CHECK_FALSE(readable(b, 0x1000, INT64_MIN));
+  CHECK_FALSE(readable(b, 0x1000, INT64_MAX));
+}
