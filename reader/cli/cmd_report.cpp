@@ -10,6 +10,7 @@
 #include "heapshots_retained.h"
 #include "load.h"
 #include "window.h"
+#include "mlpd/report.h"
 #include "mlpd/views.h"
 
 namespace mlpd::cli {
@@ -53,7 +54,8 @@ const char kHelp[] =
     "  FILE...             several files of one run (rotated files) are read in order as one profile\n"
     "  --json              one JSON object with the keys header, recorded, samples, calls, alloc,\n"
     "                      exceptions, monitor, gc, jit, counters, cpu_threads, heapshots (present\n"
-    "                      when the file has them; alloc.estimated with alloc-sample);\n"
+    "                      when the file has them; alloc.estimated with alloc-sample), held_by (the\n"
+    "                      last heapshot's classes by retained size, each with its root);\n"
     "                      totals are integers: samples.total, calls.total, alloc.objects, alloc.bytes,\n"
     "                      exceptions.throws; every ranking is a list of objects with a \"name\"\n"
     "\n"
@@ -101,13 +103,16 @@ int cmd_report(int argc, char** argv) {
              : !load_profiles("report", files, p, nullptr, window, problems))
     return 1;
   std::string error;
-  if (!views::write_report(p, o, stdout, error)) {
+  views::report::Report report;
+  if (!views::report::build_report(p, o, report, error)) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());
-    return o.has_thread && error != "write error" ? 2 : 1;
+    return o.has_thread ? 2 : 1;
   }
-  // The last heapshot's "Held by" section (heapshots_retained.cpp): text, one file read again.
-  if (!o.json && !o.has_thread && !follow && files.size() == 1 && file != "-" && !p.heapshots().empty() &&
-      !write_held_by(file, o.top, stdout)) {
+  // The last heapshot's "Held by" section (heapshots_retained.cpp): one file read again.
+  if (!o.has_thread && !follow && files.size() == 1 && file != "-" && !p.heapshots().empty())
+    report.held_by = held_by_section(file, o.top);
+  const std::string out = o.json ? views::report::render_json(report) : views::report::render_text(report);
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
     std::fprintf(stderr, "mlpd report: write error\n");
     return 1;
   }

@@ -301,37 +301,33 @@ void path_json(OutBuffer& out, const views::RootPath& p) {
 
 }  // namespace
 
-bool write_held_by(const std::string& path, size_t top, std::FILE* file) {
+std::optional<views::report::HeldBySection> held_by_section(const std::string& path, size_t top) {
   FileResult f = read_heapshots("report", path, true, false, 0, nullptr, false, 0, false);
-  if (!f.kept) return f.opened;
+  if (!f.kept) return std::nullopt;
   const Retention& r = f.kept->result();
-  OutBuffer out(file);
-  out.put("== Held by: heapshot ").dec(r.index).put(", the last (mlpd heapshots --retained, --paths CLASS) ==\n");
-  if (!r.error.empty()) {
-    out.put("  ").put(r.error).put('\n');
-  } else {
-    out.put("      retained    objects  class  <- held by (the root of its largest instance)\n");
-    size_t shown = 0;
-    for (const views::RetainedClass& c : r.classes) {
-      if (shown == top || c.retained == 0) break;
-      ++shown;
-      out.put("  ");
-      padded(out, std::to_string(c.retained), 12);
-      out.put(' ');
-      padded(out, std::to_string(c.objects), 10);
-      out.put("  ").text(c.name, false);
-      if (c.held_by < r.roots.size()) {
-        const views::RootName& root = r.roots[c.held_by];
-        out.put("  <- ").put(root.kind);
-        if (!root.name.empty()) out.put(" \"").text(root.name, false).put('"');
-      }
-      out.put('\n');
+  views::report::HeldBySection h;
+  h.index = r.index;
+  h.error = r.error;
+  if (!h.error.empty()) return h;
+  h.objects = r.objects;
+  h.bytes = r.bytes;
+  h.unreached_objects = r.unreached_objects;
+  h.unreached_bytes = r.unreached_bytes;
+  for (const views::RetainedClass& c : r.classes) {
+    if (h.classes.size() == top || c.retained == 0) break;
+    views::report::HeldBySection::Class x;
+    x.name = c.name;
+    x.objects = c.objects;
+    x.shallow = c.shallow;
+    x.retained = c.retained;
+    if (c.held_by < r.roots.size()) {
+      x.has_root = true;
+      x.root_kind = r.roots[c.held_by].kind;
+      x.root_name = r.roots[c.held_by].name;
     }
-    if (r.unreached_objects)
-      out.put("  (unreached: ").dec(r.unreached_objects).put(" objects, ").dec(r.unreached_bytes).put(" bytes)\n");
+    h.classes.push_back(std::move(x));
   }
-  out.flush();
-  return !out.failed();
+  return h;
 }
 
 int run_retained(const RetainedRequest& q) {

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mlpd/report.h"
 #include "mlpd/retention.h"
 
 namespace mlpd::cli {
@@ -65,7 +67,8 @@ int finish_output(OutBuffer& out, int status);
 
 // The report's "Held by" section (cmd_report.cpp): the last heapshot of `path`, its top classes by
 // retained size and the root each is held from. Problems in the file were reported by the report.
-bool write_held_by(const std::string& path, size_t top, std::FILE* out);
+// Empty when the file cannot be opened or has no heapshot.
+std::optional<views::report::HeldBySection> held_by_section(const std::string& path, size_t top);
 
 // `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
 // dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).

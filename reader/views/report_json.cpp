@@ -168,6 +168,24 @@ void heapshots(std::string& out, const HeapshotsSection& h) {
   out += "}";
 }
 
+// The text's "Held by" rows, with what `mlpd heapshots --retained --json` says of each class.
+void held_by(std::string& out, const HeldBySection& h) {
+  out += ",\"held_by\":{\"index\":" + u64(h.index);
+  if (!h.error.empty()) {
+    out += ",\"error\":" + js(h.error) + "}";
+    return;
+  }
+  out += ",\"objects\":" + u64(h.objects) + ",\"bytes\":" + u64(h.bytes) + ",\"unreached\":{\"objects\":" +
+         u64(h.unreached_objects) + ",\"bytes\":" + u64(h.unreached_bytes) + "}";
+  list(out, "classes", h.classes, [&](const HeldBySection::Class& c) {
+    out += "{\"name\":" + js(c.name) + ",\"objects\":" + u64(c.objects) + ",\"shallow\":" + u64(c.shallow) +
+           ",\"retained\":" + u64(c.retained) + ",\"root\":";
+    out += c.has_root ? "{\"kind\":" + js(c.root_kind) + ",\"name\":" + js(c.root_name) + "}" : std::string("null");
+    out += "}";
+  });
+  out += "}";
+}
+
 }  // namespace
 
 std::string render_json(const Report& r) {
@@ -184,6 +202,7 @@ std::string render_json(const Report& r) {
   if (r.counters) counters(out, *r.counters);
   if (r.cpu_threads) cpu_threads(out, *r.cpu_threads);
   if (r.heapshots) heapshots(out, *r.heapshots);
+  if (r.held_by) held_by(out, *r.held_by);
   out += "}\n";
   return out;
 }

@@ -175,7 +175,46 @@ class Text {
            bytes_h(hs[i].bytes));
   }
 
+  // After the report's closing blank line, as `mlpd report` has always ended with it.
+  void held_by(const HeldBySection& h) {
+    line("== Held by: heapshot " + u64(h.index) + ", the last (mlpd heapshots --retained, --paths CLASS) ==");
+    if (!h.error.empty()) {
+      line("  " + h.error);
+      return;
+    }
+    line("      retained    objects  class  <- held by (the root of its largest instance)");
+    for (const HeldBySection::Class& c : h.classes) {
+      std::string s = fmt("  %12" PRIu64 " %10" PRIu64 "  ", c.retained, c.objects) + escaped(c.name);
+      if (c.has_root) {
+        s += "  <- " + c.root_kind;
+        if (!c.root_name.empty()) s += " \"" + escaped(c.root_name) + '"';
+      }
+      line(s);
+    }
+    if (h.unreached_objects)
+      line("  (unreached: " + u64(h.unreached_objects) + " objects, " + u64(h.unreached_bytes) + " bytes)");
+  }
+
  private:
+  // Control bytes as the CLI's text views write them (\n, \t, \r, \xHH): a class or root name from
+  // the file cannot break the line.
+  static std::string escaped(const std::string& s) {
+    std::string out;
+    for (const char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c != 0x7f) {
+        out += ch;
+        continue;
+      }
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default: out += fmt("\\x%02x", c);
+      }
+    }
+    return out;
+  }
   size_t n_;
 };
 
@@ -196,6 +235,7 @@ std::string render_text(const Report& r) {
   if (r.cpu_threads) t.cpu_threads(*r.cpu_threads);
   if (r.heapshots) t.heapshots(*r.heapshots);
   t.out += '\n';
+  if (r.held_by) t.held_by(*r.held_by);
   return std::move(t.out);
 }
 

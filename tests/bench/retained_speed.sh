@@ -5,7 +5,8 @@
 # chains). Runs alternate; each figure is the median of RUNS (wall and CPU seconds) and the largest peak
 # RSS seen. The baseline RSS is `mlpd heapshots --retained` on a file without heapshots.
 # Goals: --retained <= 3x verify's wall time; peak RSS <= 64 bytes per object above the baseline.
-# Usage: tests/bench/retained_speed.sh [BUILD_DIR] [NODES] [RUNS]; FILE=path reuses a recorded file.
+# Usage: tests/bench/retained_speed.sh [BUILD_DIR] [NODES] [RUNS]; FILE=path reuses a recorded file;
+# BASE=path/to/an/older/mlpd measures its --retained too, in the same runs ("before").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build}"
@@ -33,13 +34,16 @@ measure() {
   }
   awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }' "$work/time" >>"$work/$name"
 }
+names="verify retained baseline"
+[ -n "${BASE:-}" ] && names="verify before retained baseline"
 for _ in $(seq "$runs"); do
   measure verify "$mlpd" verify "$big"
+  [ -n "${BASE:-}" ] && measure before "$BASE" heapshots --max-memory=0 --retained "$big"
   measure retained "$mlpd" heapshots --max-memory=0 --retained "$big"
   measure baseline "$mlpd" heapshots --retained "$work/empty.mlpd"
 done
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-for name in verify retained baseline; do
+for name in $names; do
   wall=$(cut -d' ' -f1 "$work/$name" | median)
   cpu=$(cut -d' ' -f3 "$work/$name" | median)
   rss=$(cut -d' ' -f2 "$work/$name" | sort -n | tail -1)
@@ -53,3 +57,11 @@ print(f"--retained / verify: wall {rw / vw:.2f}x, cpu {rc / vc:.2f}x (goal <= 3x
 print(f"objects per second (--retained wall): {objects / rw:,.0f}")
 print(f"peak RSS above the baseline: {(rss - base) * 1024 / objects:.1f} bytes per object (goal <= 64)")
 PY
+if [ -n "${BASE:-}" ]; then
+  python3 - "$objects" "$verify_cpu" "$before_cpu" "$retained_cpu" "$before_rss" "$baseline_rss" <<'PY'
+import sys
+objects, vc, bc, rc, brss, base = int(sys.argv[1]), *map(float, sys.argv[2:])
+print(f"before: cpu {bc / vc:.2f}x verify, {(brss - base) * 1024 / objects:.1f} bytes per object; "
+      f"now {bc / rc:.2f}x less CPU than before")
+PY
+fi

@@ -6,6 +6,8 @@
 // problems", 2005): a depth-first search numbers the reached nodes in preorder, semidominators are
 // computed in reverse preorder with path compression (Lengauer-Tarjan's "simple" eval/link), and each
 // immediate dominator is the nearest common ancestor of the node's DFS parent and its semidominator.
+// Leaves (nodes without successors) are left out of all that and get the nearest common ancestor of
+// their predecessors in the resulting tree, numbered after the others.
 // Nothing recurses: the search, the path compression and the NCA walk use explicit arrays, so a
 // linked list of a billion nodes needs no stack. O(E log N) time, about 28 bytes a reached node plus
 // 4 bytes a reached edge besides the graph itself.
@@ -21,7 +23,8 @@ class MemoryBudget;
 inline constexpr uint32_t kNoNode = UINT32_MAX;
 
 struct Dominators {
-  // The reached nodes in DFS preorder: order[0] is the root. Nodes the root does not reach are absent.
+  // The reached nodes, order[0] the root: those with successors in DFS preorder, then the leaves (no
+  // successors) in node order. Nodes the root does not reach are absent.
   std::vector<uint32_t> order;
   // By preorder number k (0 .. order.size()-1): the preorder number of order[k]'s immediate
   // dominator; idom[0] == 0 (the root dominates itself). Always idom[k] < k for k > 0, so a pass in

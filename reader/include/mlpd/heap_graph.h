@@ -80,7 +80,11 @@ struct HeapGraph {
   uint64_t dangling_roots = 0;    // roots to no object of the heapshot
   uint64_t duplicate_objects = 0; // objects listed again at an address already listed
 
-  uint64_t object_size(uint32_t object) const;
+  uint64_t object_size(uint32_t object) const {
+    const uint32_t s = size[object];
+    return s != UINT32_MAX ? s : big_size(object);
+  }
+  uint64_t big_size(uint32_t object) const;  // of an object whose `size` is UINT32_MAX
 };
 
 // A Visitor that builds the graphs of the heapshots `want` says yes to (by index), handing each to
@@ -125,6 +129,8 @@ class HeapGraphCollector final : public Visitor {
   };
   void close(uint64_t thread);
   void resolve(Building& b, HeapGraph& g);
+  template <typename Index>
+  void resolve_edges(Building& b, HeapGraph& g, const Index& index);
 
   Options opt_;
   Names names_;

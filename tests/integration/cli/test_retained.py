@@ -332,6 +332,43 @@ def main():
         rf"^ +\d+ +1  {re.escape(LIST_CACHE)}  <- static \"Static Fields: RetentionProgram\"$", rows[0]),
         f"report: held by section {held[1][:400] if len(held) == 2 else p.stdout[-400:]!r}")
 
+    # The same section in `report --json` ("held_by"): the text's rows, and the classes of
+    # `heapshots --retained --json` of that heapshot (the first ones, with something retained).
+    shutdown = files["mono heapshot-on-shutdown cache"][0]
+    for top in ("10", "3"):
+        text = t.run([MLPD, "report", "--top", top, shutdown])
+        p = t.run([MLPD, "report", "--json", "--top", top, shutdown])
+        try:
+            held_by = json.loads(p.stdout).get("held_by")
+        except ValueError:
+            held_by = None
+        t.check(p.returncode == 0 and isinstance(held_by, dict) and held_by.get("classes"),
+                f"report --json --top {top}: no held_by: {p.returncode} {p.stdout[-400:]!r}")
+        if not isinstance(held_by, dict) or not held_by.get("classes"):
+            continue
+        section = text.stdout.split("== Held by: heapshot ", 1)[1]
+        lines = section.splitlines()
+        t.check(lines[0].startswith(f"{held_by['index']}, the last "), f"top {top}: index {held_by['index']} {lines[0]!r}")
+        rows = [line for line in lines[2:] if not line.startswith("  (unreached")]
+        as_text = []
+        for c in held_by["classes"]:
+            row = f"  {c['retained']:>12} {c['objects']:>10}  {c['name']}"
+            if c["root"] is not None:
+                row += f"  <- {c['root']['kind']}" + (f" \"{c['root']['name']}\"" if c["root"]["name"] else "")
+            as_text.append(row)
+        t.check(rows == as_text, f"top {top}: text rows {rows!r} != JSON rows {as_text!r}")
+        t.check(held_by["classes"][0]["name"] == LIST_CACHE and held_by["classes"][0]["root"] ==
+                {"kind": "static", "name": "Static Fields: RetentionProgram"}, f"top {top}: {held_by['classes'][0]!r}")
+        r = mlpd("--retained", "--json", "--heapshot", str(held_by["index"]), shutdown)
+        shot = json_lines(r, "retained json")
+        t.check(r.returncode == 0 and len(shot) == 1, f"--retained --json: {r.returncode} {r.stdout[:200]!r}")
+        if len(shot) == 1:
+            want = [c for c in shot[0]["classes"] if c["retained"] > 0][: int(top)]
+            got = [{k: c[k] for k in ("name", "objects", "shallow", "retained")} for c in held_by["classes"]]
+            t.check(got == want, f"top {top}: held_by {got!r} != --retained {want!r}")
+            for k in ("objects", "bytes", "unreached"):
+                t.check(held_by[k] == shot[0][k], f"top {top}: held_by.{k} {held_by[k]!r} != {shot[0][k]!r}")
+
     # Errors.
     cache = files["mono cache"][0]
     p = mlpd("--retained", "--heapshot", "99", cache)

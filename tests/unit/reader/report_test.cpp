@@ -438,6 +438,41 @@ TEST_CASE("report sections: heapshots", "[report]") {
                                            "\"objects\":1,\"bytes\":32,\"complete\":true}]}}\n"));
 }
 
+TEST_CASE("report sections: held by (set by the CLI), text and JSON the same rows", "[report]") {
+  auto r = section_report(section_profile());
+  const std::string before = views::report::render_text(r), before_json = views::report::render_json(r);
+  views::report::HeldBySection h;
+  h.index = 2;
+  h.objects = 10;
+  h.bytes = 400;
+  h.unreached_objects = 1;
+  h.unreached_bytes = 16;
+  h.classes.push_back({"Cache", 1, 40, 320, true, "static", "Static Fields: P"});
+  h.classes.push_back({"Bad\nName", 2, 32, 32, false, "", ""});
+  r.held_by = h;
+  const std::string text = views::report::render_text(r), json = views::report::render_json(r);
+  // The text: the whole report as before, then the section (after the report's closing blank line).
+  CHECK(text == before + "== Held by: heapshot 2, the last (mlpd heapshots --retained, --paths CLASS) ==\n"
+                         "      retained    objects  class  <- held by (the root of its largest instance)\n"
+                         "           320          1  Cache  <- static \"Static Fields: P\"\n"
+                         "            32          2  Bad\\nName\n"
+                         "  (unreached: 1 objects, 16 bytes)\n");
+  CHECK(json == before_json.substr(0, before_json.size() - 2) +
+                    ",\"held_by\":{\"index\":2,\"objects\":10,\"bytes\":400,\"unreached\":{\"objects\":1,\"bytes\":16},"
+                    "\"classes\":[{\"name\":\"Cache\",\"objects\":1,\"shallow\":40,\"retained\":320,"
+                    "\"root\":{\"kind\":\"static\",\"name\":\"Static Fields: P\"}},"
+                    "{\"name\":\"Bad\\nName\",\"objects\":2,\"shallow\":32,\"retained\":32,\"root\":null}]}}\n");
+  // Too large for the memory budget: the message, nothing else.
+  r.held_by = views::report::HeldBySection{};
+  r.held_by->index = 3;
+  r.held_by->error = "heapshot 3 is too large for the memory budget: x";
+  CHECK(views::report::render_text(r) ==
+        before + "== Held by: heapshot 3, the last (mlpd heapshots --retained, --paths CLASS) ==\n"
+                 "  heapshot 3 is too large for the memory budget: x\n");
+  CHECK(has(views::report::render_json(r),
+            ",\"held_by\":{\"index\":3,\"error\":\"heapshot 3 is too large for the memory budget: x\"}}\n"));
+}
+
 TEST_CASE("report sections: write_report is build_report then one renderer", "[report]") {
   const auto p = section_profile();
   for (bool json : {false, true}) {

@@ -134,6 +134,22 @@ struct HeapshotsSection {
   std::vector<Shot> list;  // all (the text shows the last top)
 };
 
+// The last heapshot's classes by retained size, each with the root holding its largest instance
+// (docs/reports.md "Retained sizes"). Not built from the profile model, which keeps no object graph:
+// the CLI reads the file again (reader/cli/heapshots_retained.cpp) and sets Report::held_by.
+struct HeldBySection {
+  struct Class {
+    std::string name;
+    uint64_t objects = 0, shallow = 0, retained = 0;
+    bool has_root = false;  // false: no root named (none of its instances reached)
+    std::string root_kind, root_name;
+  };
+  size_t index = 0;      // the heapshot's index in the file
+  std::string error;     // set (too large for the memory budget): nothing below is
+  uint64_t objects = 0, bytes = 0, unreached_objects = 0, unreached_bytes = 0;
+  std::vector<Class> classes;  // retained descending, those retaining something, up to top
+};
+
 struct Report {
   size_t top = 10;
   HeaderSection header;
@@ -148,6 +164,7 @@ struct Report {
   std::optional<CountersSection> counters;
   std::optional<CpuThreadsSection> cpu_threads;
   std::optional<HeapshotsSection> heapshots;
+  std::optional<HeldBySection> held_by;  // set by the caller of build_report (see HeldBySection)
 };
 
 // Returns false with `error` when the --thread selection matches no thread.
