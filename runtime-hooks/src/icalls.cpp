@@ -47,7 +47,6 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/sampling.h"
 
-#include <dlfcn.h>
 #include <mono/metadata/loader.h>
 #include <mono/metadata/profiler.h>
 #include <mono/utils/mono-publib.h>
@@ -64,6 +63,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/heapshot.h"
 #include "mlpd/hooks/hooks.h"
+#include "mono/optional.h"
 
 namespace mlpd::hooks {
 
@@ -263,7 +263,7 @@ void set_after_trigger_heapshot(void (*fn)()) { g_after_trigger.store(fn, std::m
 void register_log_profiler_icalls() {
   // Resolved here rather than in the required API list: the agent works without it, only
   // LogProfiler.IsAttached then says false.
-  auto add = reinterpret_cast<decltype(&::mono_add_internal_call)>(dlsym(RTLD_DEFAULT, "mono_add_internal_call"));
+  auto add = mono_optional.mono_add_internal_call;
   if (!add) return;
   for (const Icall& icall : kIcalls) add(icall.name, icall.fn);
   // The event properties' names, kept for the process's life (whether Mono copies them or not).

@@ -9,7 +9,6 @@
 // layouts in mono/v6_8/.
 #include "mlpd/hooks/stack_walker.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -150,13 +149,6 @@ bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
 void init(bool use_ours, bool check_all, bool verbose) {
   g_verbose = verbose;
   g_check_all = check_all;
-  g_method_context = reinterpret_cast<GetContext>(dlsym(RTLD_DEFAULT, "mono_method_get_context"));
-  g_method_flags = reinterpret_cast<GetFlags>(dlsym(RTLD_DEFAULT, "mono_method_get_flags"));
-  g_collection_count = reinterpret_cast<CollectionCount>(dlsym(RTLD_DEFAULT, "mono_gc_collection_count"));
-  g_generation_of = reinterpret_cast<GetGeneration>(dlsym(RTLD_DEFAULT, "mono_gc_get_generation"));
-  g_thread_info = reinterpret_cast<ThreadInfoCurrent>(dlsym(RTLD_DEFAULT, "mono_thread_info_current_unchecked"));
-  g_method_class = reinterpret_cast<GetClass>(dlsym(RTLD_DEFAULT, "mono_method_get_class"));
-  g_class_valuetype = reinterpret_cast<IsValuetype>(dlsym(RTLD_DEFAULT, "mono_class_is_valuetype"));
   const bool table = make_code_table();
   take_pid();
   const bool chains = make_signature_sets();

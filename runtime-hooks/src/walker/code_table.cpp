@@ -75,9 +75,9 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   // mono_method_get_context nothing tells these apart: every frame is left to Mono.
   // Where the JIT info says the frame keeps its generic context, frames are ours after all (named
   // through what Mono's walks taught us: see GenericSlot).
-  bool shared = jit_method != m || !g_method_context;
+  bool shared = jit_method != m || !mono_optional.mono_method_get_context;
   if (!shared) {
-    if (void* const* ctx = static_cast<void* const*>(g_method_context(m))) {
+    if (void* const* ctx = static_cast<void* const*>(mono_optional.mono_method_get_context(m))) {
       shared = mono_v6_8::open_instantiation(ctx[0]) || mono_v6_8::open_instantiation(ctx[1]);
     }
   }

@@ -7,12 +7,6 @@
 
 namespace mlpd::hooks::walker {
 
-GetContext g_method_context = nullptr;
-GetFlags g_method_flags = nullptr;
-GetClass g_method_class = nullptr;
-IsValuetype g_class_valuetype = nullptr;
-CollectionCount g_collection_count = nullptr;
-GetGeneration g_generation_of = nullptr;
 std::atomic<int> g_nursery_check{0};
 int g_probe_static = 0;
 std::mutex g_generic_mutex;
@@ -62,7 +56,7 @@ void forget_generic_instances() {
 bool read_generic_jit_info(const MonoJitInfo* ji, MonoMethod* jit_method, uint64_t start, uint64_t size,
                            CodeEntry& e) {
   namespace v = mono_v6_8;
-  if (!ji || !jit_method || !g_method_context || !g_method_flags || !g_method_class || !g_class_valuetype) {
+  if (!ji || !jit_method || !mono_optional.mono_method_get_context || !mono_optional.mono_method_get_flags || !mono_optional.mono_method_get_class || !mono_optional.mono_class_is_valuetype) {
     return false;
   }
   const auto at = reinterpret_cast<uint64_t>(ji);
@@ -90,14 +84,14 @@ bool read_generic_jit_info(const MonoJitInfo* ji, MonoMethod* jit_method, uint64
   if (g.nlocs > 0 && (!g.locations || !read_memory(g.locations, locs, g.nlocs * v::kLocSize))) return false;
   v::ContextSlot slot;
   if (!v::context_slot(g, locs, size, slot) || !context_base_ok(slot.reg)) return false;
-  void* const* context = static_cast<void* const*>(g_method_context(jit_method));
+  void* const* context = static_cast<void* const*>(mono_optional.mono_method_get_context(jit_method));
   if (!context) return false;
   uint32_t iflags = 0;
-  const uint32_t flags = g_method_flags(jit_method, &iflags);
-  MonoClass* klass = g_method_class(jit_method);
+  const uint32_t flags = mono_optional.mono_method_get_flags(jit_method, &iflags);
+  MonoClass* klass = mono_optional.mono_method_get_class(jit_method);
   if (!klass) return false;
   constexpr uint32_t kStatic = 0x0010;  // METHOD_ATTRIBUTE_STATIC
-  e.ctx = (context[1] || (flags & kStatic) || g_class_valuetype(klass)) ? kCtxValue : kCtxThis;
+  e.ctx = (context[1] || (flags & kStatic) || mono_optional.mono_class_is_valuetype(klass)) ? kCtxValue : kCtxThis;
   e.ctx_base = static_cast<uint8_t>(slot.reg);
   e.ctx_offset = slot.offset;
   e.ctx_from = slot.from;

@@ -8,27 +8,14 @@
 #include <cstdint>
 #include <mutex>
 
+#include "mono/optional.h"
 #include "walker/thread_state.h"
 #include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 #pragma GCC visibility push(hidden)
 namespace mlpd::hooks::walker {
 
-// Mono's exported functions the walker's generic code reads (bound by init(); null when absent).
-// mono_method_get_context (not in the public headers): the generic context of an inflated method
-// (class and method instantiations), NULL for any other.
-using GetContext = void* (*)(MonoMethod*);
-using GetFlags = uint32_t (*)(MonoMethod*, uint32_t*);
-using GetClass = MonoClass* (*)(MonoMethod*);
-using IsValuetype = mono_bool (*)(MonoClass*);
-using CollectionCount = int (*)(int);
-using GetGeneration = int (*)(MonoObject*);
-extern GetContext g_method_context;
-extern GetFlags g_method_flags;
-extern GetClass g_method_class;
-extern IsValuetype g_class_valuetype;
-extern CollectionCount g_collection_count;
-extern GetGeneration g_generation_of;
+// Mono's exported functions the walker's generic code reads: mono/optional.h (null when absent).
 
 // (code entry, generic context value) -> the instantiation Mono's walk names for such a frame, learned
 // from Mono's walks. Given the JIT info (the entry) and the context (a vtable, or a method runtime
@@ -91,9 +78,9 @@ bool read_generic_jit_info(const MonoJitInfo* ji, MonoMethod* jit_method, uint64
 // The number of collections so far (any generation), plus one: objects move and die only in a
 // collection, so an address that held an object of some vtable holds it until the count changes.
 inline uint64_t gc_epoch() {
-  if (!g_collection_count) return 0;
-  return (static_cast<uint64_t>(static_cast<uint32_t>(g_collection_count(1))) << 32) +
-         static_cast<uint32_t>(g_collection_count(0)) + 1;
+  if (!mono_optional.mono_gc_collection_count) return 0;
+  return (static_cast<uint64_t>(static_cast<uint32_t>(mono_optional.mono_gc_collection_count(1))) << 32) +
+         static_cast<uint32_t>(mono_optional.mono_gc_collection_count(0)) + 1;
 }
 
 // Whether `obj` lies in sgen's nursery: Mono's mono_gc_get_generation answers 0 exactly then, from the
@@ -106,12 +93,12 @@ extern int g_probe_static;
 inline bool in_nursery(uint64_t obj) {
   int state = g_nursery_check.load(std::memory_order_relaxed);
   if (state == 0) [[unlikely]] {
-    const bool ok = g_generation_of && g_generation_of(nullptr) == 1 &&
-                    g_generation_of(reinterpret_cast<MonoObject*>(&g_probe_static)) == 1;
+    const bool ok = mono_optional.mono_gc_get_generation && mono_optional.mono_gc_get_generation(nullptr) == 1 &&
+                    mono_optional.mono_gc_get_generation(reinterpret_cast<MonoObject*>(&g_probe_static)) == 1;
     state = ok ? 1 : -1;
     g_nursery_check.store(state, std::memory_order_relaxed);
   }
-  return state == 1 && (obj & 7) == 0 && g_generation_of(reinterpret_cast<MonoObject*>(obj)) == 0;
+  return state == 1 && (obj & 7) == 0 && mono_optional.mono_gc_get_generation(reinterpret_cast<MonoObject*>(obj)) == 0;
 }
 
 // The vtable of the object at `obj` (its first word). The address comes from a stack slot, and would

@@ -7,7 +7,6 @@
 
 namespace mlpd::hooks::walker {
 
-ThreadInfoCurrent g_thread_info = nullptr;
 
 // Reads Mono's amd64 prologue. Mono 6.8 (mini-amd64.c, mono_arch_emit_prolog) emits, for a method with a
 // frame pointer, `push %rbp` then `mov %rsp,%rbp`; without one (omit_fp), `sub $N,%rsp` and then the
@@ -185,8 +184,8 @@ bool decode_trampoline(const uint8_t* code, size_t len, TrampolineFrame& f) {
 // Mono's walk.
 void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
   ++t.jit_tls_tries;
-  if (!g_thread_info) return;
-  const auto info = reinterpret_cast<uint64_t>(g_thread_info());
+  if (!mono_optional.mono_thread_info_current_unchecked) return;
+  const auto info = reinterpret_cast<uint64_t>(mono_optional.mono_thread_info_current_unchecked());
   if (!info) return;
   uint64_t words[256];
   if (!read_memory(info, reinterpret_cast<uint8_t*>(words), sizeof words)) return;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mono/optional.h"
 #include "mono/v6_8/layouts.h"
 #include "unwind_binding.h"
 #include "walker/code_table.h"
@@ -78,10 +79,6 @@ constexpr int64_t kCtxRsp = 4 * 8, kCtxRbp = 5 * 8, kCtxRip = 16 * 8;
 // True when `lmf` is the thread's top LMF entry (allocated zeroed at attach: rsp 0, no previous).
 inline bool lmf_is_top(uint64_t lmf) { return load(lmf + kLmfRsp) == 0 && load(lmf) == 0; }
 
-// Mono's mono_thread_info_current_unchecked (exported): the calling thread's MonoThreadInfo, where
-// find_jit_tls looks for its MonoJitTlsData (init() binds it).
-using ThreadInfoCurrent = void* (*)();
-extern ThreadInfoCurrent g_thread_info;
 
 // The managed frame LMF record `lmf` names (kLmfFrame), read inside `b`, or kLmfUnknown. Inline: the
 // fast walk reads one per walk that starts from the LMF, and keeps its state in registers across it.

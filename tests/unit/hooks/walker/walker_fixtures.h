@@ -49,7 +49,7 @@ inline void set_up() {
   REQUIRE(make_signature_sets());
   REQUIRE(make_thread_key());
   take_pid();
-  g_method_context = [](MonoMethod*) -> void* { return nullptr; };
+  mlpd::hooks::mono_optional.mono_method_get_context = [](MonoMethod*) -> void* { return nullptr; };
 }
 
 // A thread state for a synthetic stack [lo, hi), its caches empty and valid now.
