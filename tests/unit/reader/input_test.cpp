@@ -248,7 +248,7 @@ TEST_CASE("corrupt gzip data is reported, not decoded as garbage", "[input][gzip
   }
 }
 
-TEST_CASE("\"-\" reads standard input", "[input]") {
+TEST_CASE("the path - reads standard input", "[input]") {
   const Sample s = make_sample(5, 3, 20);
   TempDir dir;
   for (const Bytes& bytes : {s.plain, gzip(s.plain)}) {
