@@ -1,8 +1,26 @@
 #include "args.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <thread>
 
 namespace mlpd::cli {
+
+unsigned default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+Option jobs_option(unsigned& jobs) {
+  return Option{"--jobs", "-j", nullptr,
+                [&jobs](const std::string& v) {
+                  unsigned n = 0;
+                  const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+                  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n == 0 || n > 256)
+                    return "--jobs needs a number of threads from 1 to 256, not '" + v + "'";
+                  jobs = n;
+                  return std::string();
+                },
+                true};
+}
 
 int usage_error(const char* command, const std::string& message) {
   std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --help')\n", command, message.c_str(), command);

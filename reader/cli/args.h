@@ -27,6 +27,11 @@ struct Option {
   bool joined = false;
 };
 
+// --jobs N (report, export, diff): the profile model built by N worker threads (profile.h,
+// BuildOptions::jobs); `jobs` starts as default_jobs(), the number of cores.
+unsigned default_jobs();
+Option jobs_option(unsigned& jobs);
+
 // Prints "mlpd COMMAND: MESSAGE (try 'mlpd COMMAND --help')" on stderr; returns 2.
 int usage_error(const char* command, const std::string& message);
 

@@ -133,6 +133,11 @@ bool DecodeDriver::over_budget_slow(uint64_t offset) {
   return true;
 }
 
+void DecodeDriver::budget_problem(uint64_t offset, uint64_t index) {
+  if (opt_.budget) (void)opt_.budget->exceeded();  // the figure the message gives
+  report({offset, static_cast<int64_t>(index), opt_.budget ? opt_.budget->message() : "memory budget exceeded"});
+}
+
 void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::string& message) {
   report({offset, static_cast<int64_t>(index), message});
 }

@@ -37,6 +37,9 @@ class DecodeDriver {
   bool over_budget(uint64_t offset) {
     return opt_.budget && over_budget_slow(offset);
   }
+  // The memory budget was exceeded at `offset` of buffer `index` (seen by a worker of the parallel
+  // profile build): one problem naming the limit, as over_budget() reports it.
+  void budget_problem(uint64_t offset, uint64_t index);
   // The problem that ended the current buffer's events.
   void buffer_problem(uint64_t offset, const std::string& message) { buffer_problem(offset, info_.index, message); }
   void buffer_problem(uint64_t offset, uint64_t index, const std::string& message);

@@ -1,0 +1,153 @@
+// One thread's part of the profile model on a worker (thread_part.h). enter/leave mirror Builder's
+// (builder.h) step for step -- the window, max_depth, the unwinding search -- on local nodes.
+#include "thread_part.h"
+
+#include "builder.h"  // detail::kMaxUnwindSearch
+#include "mlpd/budget.h"
+#include "mlpd/format.h"
+
+namespace mlpd::profile::detail {
+
+namespace {
+constexpr size_t kFrameSlots = 1024;
+}
+
+ThreadPart::ThreadPart() : frame_cache_(kFrameSlots) {
+  nodes.push_back({0, 0});  // 0: none
+  nodes.push_back({0, 0});  // kLocalRoot
+  stats.resize(2);
+  last_child_.resize(2, 0);
+  node_frame_.resize(2, UINT32_MAX);
+}
+
+uint32_t ThreadPart::local_frame(uint64_t method) {
+  FrameSlot& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameSlots - 1)];
+  if (c.method == method && c.frame != UINT32_MAX) return c.frame;
+  auto [it, inserted] = frames_.try_emplace(method, static_cast<uint32_t>(frames_.size()));
+  c.method = method;
+  c.frame = it->second;
+  return it->second;
+}
+
+uint32_t ThreadPart::child(uint32_t parent, uint64_t method, PartJob& j) {
+  const uint32_t f = local_frame(method);
+  const uint32_t cached = last_child_[parent];
+  if (cached && node_frame_[cached] == f) return cached;
+  const uint64_t key = (static_cast<uint64_t>(parent) << 32) | f;
+  uint32_t n = table_.find(key);
+  if (n == 0) {
+    n = static_cast<uint32_t>(nodes.size());
+    nodes.push_back({parent, method});
+    stats.emplace_back();
+    last_child_.push_back(0);
+    node_frame_.push_back(f);
+    table_.insert(key, n);
+    j.records.push_back(PartRecord{n, parent, method, -1});
+  }
+  last_child_[parent] = n;
+  return n;
+}
+
+void ThreadPart::enter(const Event& e, PartJob& j, const PartLimits& lim) {
+  if (lim.in_window(e.time)) ++j.call_count;
+  j.calls_present = true;
+  if (calls.size() >= lim.max_depth) {
+    ++deep;
+    return;
+  }
+  const uint32_t parent = calls.empty() ? kLocalRoot : calls.back().node;
+  const uint32_t n = child(parent, e.method, j);
+  calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
+}
+
+void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
+  const CallEntry& c = calls.back();
+  const uint64_t dur = time > c.enter ? time - c.enter : 0;
+  const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
+  const uint32_t node = c.node;
+  calls.pop_back();
+  if (lim.in_window(time)) {
+    CallStat& cs = stats[node];
+    ++cs.calls;
+    cs.total_ns += dur;
+    cs.self_ns += self;
+  }
+  if (!calls.empty()) calls.back().child_ns += dur;
+}
+
+void ThreadPart::leave(const Event& e, PartJob& j, const PartLimits& lim) {
+  if (deep > 0) {
+    --deep;
+    return;
+  }
+  if (calls.empty()) {
+    ++j.unmatched;
+    return;
+  }
+  if (calls.back().method == e.method) {
+    close_top(e.time, lim);
+    return;
+  }
+  size_t found = calls.size();
+  for (size_t i = calls.size(); i > 0 && calls.size() - i < kMaxUnwindSearch; --i) {
+    if (calls[i - 1].method == e.method) {
+      found = i - 1;
+      break;
+    }
+  }
+  if (found == calls.size()) {
+    ++j.unmatched;
+    return;
+  }
+  while (calls.size() > found + 1) close_top(e.time, lim);
+  close_top(e.time, lim);
+}
+
+void ThreadPart::run(PartJob& j, const PartLimits& lim) {
+  j.records.clear();
+  j.used = 0;
+  j.n = 0;
+  j.buf_min = UINT64_MAX;
+  j.buf_max = 0;
+  j.call_count = j.unmatched = 0;
+  j.calls_present = false;
+  j.message.clear();
+  j.problem_offset = 0;
+  j.over_budget = false;
+  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
+  Event e;
+  uint64_t offset = 0;
+  uint64_t n = 0;
+  while (dec.next(e, j.message, offset)) {
+    ++n;
+    if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
+      if (j.buf_min == UINT64_MAX) [[unlikely]]
+        j.buf_min = e.time;
+      j.buf_max = e.time;
+      if (e.kind == EventKind::method_enter)
+        enter(e, j, lim);
+      else
+        leave(e, j, lim);
+    } else {
+      // The replay does the rest of the event (Builder::other_event), with this call path; an
+      // exception leave's unwinding is the thread's own.
+      const uint32_t top = calls.empty() ? 0 : calls.back().node;
+      if (e.kind == EventKind::method_exc_leave) leave(e, j, lim);
+      if (j.used == j.events.size())
+        j.events.push_back(e);
+      else
+        j.events[j.used] = e;
+      j.records.push_back(PartRecord{top, 0, 0, static_cast<int64_t>(j.used)});
+      ++j.used;
+    }
+    if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+      j.over_budget = true;
+      j.budget_offset = offset;
+      break;
+    }
+  }
+  j.n = n;
+  j.problem_offset = dec.problem_offset();
+}
+
+}  // namespace mlpd::profile::detail
