@@ -7,7 +7,7 @@
 // workers' call counts and times are added to the nodes their local nodes became, and their open calls
 // become the threads' open calls; Builder::finish does the rest, as for one thread.
 //
-// Memory: at most 4 buffers per worker and 8 MiB are read ahead (as decode_counting); each part's tree
+// Memory: at most 16 buffers per worker and 8 MiB are read ahead (as decode_counting); each part's tree
 // holds its thread's distinct call paths. The memory budget (mlpd --max-memory) is the process's heap,
 // checked by the reader at every buffer and by the workers every 4096 events: it holds for all
 // threads together.
@@ -172,7 +172,7 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
     return true;
   }
   d.set_deferring(true);  // reported after the buffers before them
-  const size_t K = 4 * static_cast<size_t>(workers_);
+  const size_t K = 16 * static_cast<size_t>(workers_);
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
   std::vector<PartJob> jobs(K);

@@ -20,19 +20,27 @@ ThreadPart::ThreadPart() : frame_cache_(kFrameSlots) {
   node_frame_.resize(2, UINT32_MAX);
 }
 
-uint32_t ThreadPart::local_frame(uint64_t method) {
+[[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
   FrameSlot& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameSlots - 1)];
   if (c.method == method && c.frame != UINT32_MAX) return c.frame;
+  return frame_slow(method, c);
+}
+
+uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
   auto [it, inserted] = frames_.try_emplace(method, static_cast<uint32_t>(frames_.size()));
   c.method = method;
   c.frame = it->second;
   return it->second;
 }
 
-uint32_t ThreadPart::child(uint32_t parent, uint64_t method, PartJob& j) {
+[[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, PartJob& j) {
   const uint32_t f = local_frame(method);
   const uint32_t cached = last_child_[parent];
   if (cached && node_frame_[cached] == f) return cached;
+  return child_slow(parent, f, method, j);
+}
+
+uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t f, uint64_t method, PartJob& j) {
   const uint64_t key = (static_cast<uint64_t>(parent) << 32) | f;
   uint32_t n = table_.find(key);
   if (n == 0) {
@@ -48,7 +56,7 @@ uint32_t ThreadPart::child(uint32_t parent, uint64_t method, PartJob& j) {
   return n;
 }
 
-void ThreadPart::enter(const Event& e, PartJob& j, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, PartJob& j, const PartLimits& lim) {
   if (lim.in_window(e.time)) ++j.call_count;
   j.calls_present = true;
   if (calls.size() >= lim.max_depth) {
@@ -60,7 +68,7 @@ void ThreadPart::enter(const Event& e, PartJob& j, const PartLimits& lim) {
   calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
 }
 
-void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
   const CallEntry& c = calls.back();
   const uint64_t dur = time > c.enter ? time - c.enter : 0;
   const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
@@ -75,7 +83,7 @@ void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
   if (!calls.empty()) calls.back().child_ns += dur;
 }
 
-void ThreadPart::leave(const Event& e, PartJob& j, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, PartJob& j, const PartLimits& lim) {
   if (deep > 0) {
     --deep;
     return;

@@ -85,6 +85,7 @@ class ThreadPart {
  private:
   uint32_t local_frame(uint64_t method);
   uint32_t child(uint32_t parent, uint64_t method, PartJob& j);
+  [[gnu::noinline]] uint32_t child_slow(uint32_t parent, uint32_t frame, uint64_t method, PartJob& j);
   void enter(const Event& e, PartJob& j, const PartLimits& lim);
   void leave(const Event& e, PartJob& j, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
@@ -93,6 +94,7 @@ class ThreadPart {
     uint64_t method = 0;
     uint32_t frame = UINT32_MAX;
   };
+  [[gnu::noinline]] uint32_t frame_slow(uint64_t method, FrameSlot& c);
   std::vector<FrameSlot> frame_cache_;
   std::unordered_map<uint64_t, uint32_t> frames_;  // method -> local frame id
   ChildTable table_;                               // (local parent, local frame) -> local node
