@@ -153,11 +153,11 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
   d.add_events(j.n);
   if (j.over_budget) {
     d.set_deferring(false);
-    d.budget_problem(j.budget_offset, j.info.index);
+    d.budget_problem(j.budget_offset, j.info.index, j.cut);
     d.set_deferring(true);
   } else if (!j.message.empty()) {
     d.set_deferring(false);  // its place in the file is now
-    d.buffer_problem(j.problem_offset, j.info.index, j.message);
+    d.buffer_problem(j.problem_offset, j.info.index, j.message, j.cut);
     d.set_deferring(true);
   }
   b.on_buffer_end(j.info);
@@ -204,6 +204,7 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
     PartJob& j = jobs[read % K];
     if (!d.next_buffer_into(j.data, j.capacity) || d.has_deferred()) break;
     j.info = d.info();
+    j.cut = in.truncation_warning();  // what a problem in it becomes (DecodeDriver::report)
     if (!limits_set_) {  // the window, from the first buffer (as Builder::on_buffer resolves it)
       if (!b_.window_resolved_) b_.resolve_window(j.info.header.time_base);
       lim_.windowed = b_.windowed_;

@@ -37,6 +37,7 @@ struct PartJob {
   std::unique_ptr<uint8_t[]> data;
   size_t capacity = 0;
   BufferInfo info;
+  std::string cut;  // Input::truncation_warning() right after its bytes were read
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
   // Results.
   std::vector<PartRecord> records;

@@ -37,9 +37,13 @@ class DecodeDriver {
   bool over_budget(uint64_t offset) {
     return opt_.budget && over_budget_slow(offset);
   }
-  // The memory budget was exceeded at `offset` of buffer `index` (seen by a worker of the parallel
-  // profile build): one problem naming the limit, as over_budget() reports it.
-  void budget_problem(uint64_t offset, uint64_t index);
+  // For a caller that reads ahead (the parallel profile build): a problem of buffer `index` reported
+  // as it would have been right after that buffer was read, when the input's truncation_warning()
+  // was `cut` (a gzip input cut by a killed writer makes it a warning) -- the memory budget exceeded
+  // at `offset` (seen by a worker; the problem names the limit, as over_budget() reports it), or the
+  // problem that ended the buffer's events.
+  void budget_problem(uint64_t offset, uint64_t index, const std::string& cut);
+  void buffer_problem(uint64_t offset, uint64_t index, const std::string& message, const std::string& cut);
   // The problem that ended the current buffer's events.
   void buffer_problem(uint64_t offset, const std::string& message) { buffer_problem(offset, info_.index, message); }
   void buffer_problem(uint64_t offset, uint64_t index, const std::string& message);
@@ -63,6 +67,7 @@ class DecodeDriver {
  private:
   bool over_budget_slow(uint64_t offset);
   void report(const Problem& p);
+  void report_cut(const Problem& p, std::string cut);
   void deliver(bool warning, const Problem& p);
 
   Input& in_;
