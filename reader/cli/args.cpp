@@ -65,9 +65,23 @@ int parse_command(int argc, char** argv, const char* command, const std::string&
       *found->flag = true;
       continue;
     }
+    if (found->take2) {
+      std::string first, second;
+      if (i + 2 < argc) {
+        first = argv[++i];
+        second = argv[++i];
+      } else if (!found->missing_empty) {
+        return usage_error(command, a + " needs two values");
+      }
+      const std::string error = found->take2(first, second);
+      if (!error.empty()) return usage_error(command, error);
+      continue;
+    }
     if (!has_value) {
-      if (i + 1 >= argc) return usage_error(command, a + " needs a value");
-      value = argv[++i];
+      if (i + 1 < argc)
+        value = argv[++i];
+      else if (!found->missing_empty)
+        return usage_error(command, a + " needs a value");
     }
     const std::string error = found->take(value);
     if (!error.empty()) return usage_error(command, error);
