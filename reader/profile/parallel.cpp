@@ -289,6 +289,7 @@ bool build_profile_parallel(const std::vector<Input*>& inputs, Profile& out, con
     all.bytes += s.bytes;
     all.problems += s.problems;
     if (in != inputs.back() && !in->error().empty()) b.on_problem({in->offset(), -1, in->error()});
+    if (inputs.size() == 1) all = s;  // one input: its summary as is (build_profile(Input&) keeps `truncated`)
   }
   r.merge();
   b.finish(all, *inputs.back());
