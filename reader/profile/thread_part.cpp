@@ -33,38 +33,38 @@ uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
   return it->second;
 }
 
-[[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, PartJob& j) {
-  const uint32_t f = local_frame(method);
+[[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
+  const uint32_t fr = local_frame(method);
   const uint32_t cached = last_child_[parent];
-  if (cached && node_frame_[cached] == f) return cached;
-  return child_slow(parent, f, method, j);
+  if (cached && node_frame_[cached] == fr) return cached;
+  return child_slow(parent, fr, method, fold);
 }
 
-uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t f, uint64_t method, PartJob& j) {
-  const uint64_t key = (static_cast<uint64_t>(parent) << 32) | f;
+uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, Fold& f) {
+  const uint64_t key = (static_cast<uint64_t>(parent) << 32) | fr;
   uint32_t n = table_.find(key);
   if (n == 0) {
     n = static_cast<uint32_t>(nodes.size());
     nodes.push_back({parent, method});
     stats.emplace_back();
     last_child_.push_back(0);
-    node_frame_.push_back(f);
+    node_frame_.push_back(fr);
     table_.insert(key, n);
-    j.records.push_back(PartRecord{n, parent, method, -1});
+    f.records->push_back(PartRecord{n, parent, method, -1});
   }
   last_child_[parent] = n;
   return n;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, PartJob& j, const PartLimits& lim) {
-  if (lim.in_window(e.time)) ++j.call_count;
-  j.calls_present = true;
+[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, Fold& f, const PartLimits& lim) {
+  if (lim.in_window(e.time)) ++f.call_count;
+  f.present = true;
   if (calls.size() >= lim.max_depth) {
     ++deep;
     return;
   }
   const uint32_t parent = calls.empty() ? kLocalRoot : calls.back().node;
-  const uint32_t n = child(parent, e.method, j);
+  const uint32_t n = child(parent, e.method, f);
   calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
 }
 
@@ -83,13 +83,13 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t f, uint64_t method, Pa
   if (!calls.empty()) calls.back().child_ns += dur;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, PartJob& j, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, Fold& f, const PartLimits& lim) {
   if (deep > 0) {
     --deep;
     return;
   }
   if (calls.empty()) {
-    ++j.unmatched;
+    ++f.unmatched;
     return;
   }
   if (calls.back().method == e.method) {
@@ -104,24 +104,24 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t f, uint64_t method, Pa
     }
   }
   if (found == calls.size()) {
-    ++j.unmatched;
+    ++f.unmatched;
     return;
   }
   while (calls.size() > found + 1) close_top(e.time, lim);
   close_top(e.time, lim);
 }
 
-void ThreadPart::run(PartJob& j, const PartLimits& lim) {
+void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
   j.used = 0;
-  j.n = 0;
-  j.buf_min = UINT64_MAX;
-  j.buf_max = 0;
-  j.call_count = j.unmatched = 0;
-  j.calls_present = false;
   j.message.clear();
   j.problem_offset = 0;
   j.over_budget = false;
+  // Locals, not the job's fields: the compiler keeps them in registers across the CallStack's stores.
+  const PartLimits lim = limits;
+  Fold f;
+  f.records = &j.records;
+  uint64_t buf_min = UINT64_MAX, buf_max = 0;
   BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
   Event e;
   uint64_t offset = 0;
@@ -129,18 +129,18 @@ void ThreadPart::run(PartJob& j, const PartLimits& lim) {
   while (dec.next(e, j.message, offset)) {
     ++n;
     if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
-      if (j.buf_min == UINT64_MAX) [[unlikely]]
-        j.buf_min = e.time;
-      j.buf_max = e.time;
+      if (buf_min == UINT64_MAX) [[unlikely]]
+        buf_min = e.time;
+      buf_max = e.time;
       if (e.kind == EventKind::method_enter)
-        enter(e, j, lim);
+        enter(e, f, lim);
       else
-        leave(e, j, lim);
+        leave(e, f, lim);
     } else {
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
-      if (e.kind == EventKind::method_exc_leave) leave(e, j, lim);
+      if (e.kind == EventKind::method_exc_leave) leave(e, f, lim);
       if (j.used == j.events.size())
         j.events.push_back(e);
       else
@@ -155,6 +155,11 @@ void ThreadPart::run(PartJob& j, const PartLimits& lim) {
     }
   }
   j.n = n;
+  j.buf_min = buf_min;
+  j.buf_max = buf_max;
+  j.call_count = f.call_count;
+  j.unmatched = f.unmatched;
+  j.calls_present = f.present;
   j.problem_offset = dec.problem_offset();
 }
 

@@ -84,11 +84,17 @@ class ThreadPart {
   uint64_t deep = 0;
 
  private:
+  // What run() counts of one buffer (kept in registers; copied into the job at its end).
+  struct Fold {
+    uint64_t call_count = 0, unmatched = 0;
+    bool present = false;
+    std::vector<PartRecord>* records = nullptr;
+  };
   uint32_t local_frame(uint64_t method);
-  uint32_t child(uint32_t parent, uint64_t method, PartJob& j);
-  [[gnu::noinline]] uint32_t child_slow(uint32_t parent, uint32_t frame, uint64_t method, PartJob& j);
-  void enter(const Event& e, PartJob& j, const PartLimits& lim);
-  void leave(const Event& e, PartJob& j, const PartLimits& lim);
+  uint32_t child(uint32_t parent, uint64_t method, Fold& f);
+  [[gnu::noinline]] uint32_t child_slow(uint32_t parent, uint32_t frame, uint64_t method, Fold& f);
+  void enter(const Event& e, Fold& f, const PartLimits& lim);
+  void leave(const Event& e, Fold& f, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
 
   struct FrameSlot {
