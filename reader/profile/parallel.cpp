@@ -7,10 +7,10 @@
 // workers' call counts and times are added to the nodes their local nodes became, and their open calls
 // become the threads' open calls; Builder::finish does the rest, as for one thread.
 //
-// Memory: at most 16 buffers per worker and 8 MiB are read ahead (as decode_counting); each part's tree
-// holds its thread's distinct call paths. The memory budget (mlpd --max-memory) is the process's heap,
-// checked by the reader at every buffer and by the workers every 4096 events: it holds for all
-// threads together.
+// Memory: at most 16 buffers per worker (128 in all) and 8 MiB are read ahead (as decode_counting);
+// each part's tree holds its thread's distinct call paths. The memory budget (mlpd --max-memory) is the
+// process's heap, checked by the reader at every buffer and by the workers every 4096 events: it holds
+// for all threads together.
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -66,6 +66,9 @@ class ParallelReplay {
   bool quit_ = false;
   std::vector<std::thread> pool_;
   bool fallback_ = false;
+  Event event_;  // the replay's decoding of other events
+  std::string message_;
+  uint64_t offset_ = 0;
 };
 
 ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
@@ -125,6 +128,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
     return;
   }
   b.replaying_ = true;
+  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
   for (const detail::PartRecord& r : j.records) {
     if (r.event < 0) {
       const NodeId parent = part.map[r.parent];
@@ -133,7 +137,11 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       part.map[r.local] = n;
     } else {
       b.replay_top_ = r.local ? part.map[r.local] : 0;
-      b.other_event(j.events[static_cast<size_t>(r.event)], t);
+      // The event again, from where the worker found it (it decoded there).
+      dec.resume({static_cast<uint32_t>(r.event), r.method, r.last_method});
+      if (!dec.next(event_, message_, offset_)) [[unlikely]]
+        continue;
+      b.other_event(event_, t);
       if (b.reused_threads_ != 0 || b.cur_thread_ != t) {
         b.replaying_ = false;
         fallback_ = true;
@@ -172,7 +180,7 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
     return true;
   }
   d.set_deferring(true);  // reported after the buffers before them
-  const size_t K = 16 * static_cast<size_t>(workers_);
+  const size_t K = std::min<size_t>(16 * static_cast<size_t>(workers_), 128);  // slots keep <= kKeep each
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
   std::vector<PartJob> jobs(K);

@@ -50,7 +50,7 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     last_child_.push_back(0);
     node_frame_.push_back(fr);
     table_.insert(key, n);
-    f.records->push_back(PartRecord{n, parent, method, -1});
+    f.records->push_back(PartRecord{n, parent, method, 0, -1});
   }
   last_child_[parent] = n;
   return n;
@@ -113,7 +113,6 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
 
 void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
-  j.used = 0;
   j.message.clear();
   j.problem_offset = 0;
   j.over_budget = false;
@@ -126,7 +125,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   Event e;
   uint64_t offset = 0;
   uint64_t n = 0;
-  while (dec.next(e, j.message, offset)) {
+  for (BufferDecoder::Mark at = dec.mark(); dec.next(e, j.message, offset); at = dec.mark()) {
     ++n;
     if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
       if (buf_min == UINT64_MAX) [[unlikely]]
@@ -141,12 +140,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
       if (e.kind == EventKind::method_exc_leave) leave(e, f, lim);
-      if (j.used == j.events.size())
-        j.events.push_back(e);
-      else
-        j.events[j.used] = e;
-      j.records.push_back(PartRecord{top, 0, 0, static_cast<int64_t>(j.used)});
-      ++j.used;
+      j.records.push_back(PartRecord{top, 0, at.last_time, at.last_method, at.pos});
     }
     if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
       j.over_budget = true;

@@ -24,12 +24,15 @@ namespace mlpd::profile::detail {
 
 class ThreadPart;
 
-// What a worker found in one buffer, in event order: new tree nodes and the events it did not fold.
+// What a worker found in one buffer, in event order: new tree nodes and the events it did not fold
+// (where they are in the buffer: the replay decodes them again, so a record is 32 bytes whatever the
+// event holds).
 struct PartRecord {
   uint32_t local = 0;   // new node: its local id; other event: the thread's current call path (0: none)
   uint32_t parent = 0;  // new node: the local parent (kLocalRoot: the thread's root)
-  uint64_t method = 0;  // new node: its method
-  int64_t event = -1;   // other event: its index in PartJob::events (-1: a new node)
+  uint64_t method = 0;  // new node: its method; other event: the time chain before it (Mark::last_time)
+  int64_t last_method = 0;  // other event: the method chain before it
+  int64_t event = -1;   // -1: a new node; else the other event's position in the buffer (Mark::pos)
 };
 
 // One buffer read ahead: its bytes, then what a worker made of them.
@@ -41,8 +44,6 @@ struct PartJob {
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
   // Results.
   std::vector<PartRecord> records;
-  std::vector<Event> events;  // events[0..used) hold this buffer's other events (kept to reuse capacity)
-  size_t used = 0;
   uint64_t n = 0;                  // events decoded
   uint64_t buf_min = UINT64_MAX, buf_max = 0;  // times of its enter/leave events (Builder::flush_buffer_times)
   uint64_t call_count = 0;         // enters in the window
