@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -38,7 +39,8 @@ class ParallelReplay {
   void merge();
 
  private:
-  void start_workers();
+  // False when no thread could be started (the one-thread build then reads the file).
+  bool start_workers();
   void stop_workers();
   void worker(unsigned w);
   void replay(PartJob& j, mlpd::detail::DecodeDriver& d);
@@ -46,6 +48,7 @@ class ParallelReplay {
 
   Builder& b_;
   unsigned workers_;
+  unsigned running_ = 0;  // workers started
   detail::PartLimits lim_;
   bool limits_set_ = false;
   std::vector<std::unique_ptr<ThreadPart>> parts_;
@@ -81,9 +84,18 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
   return it->second;
 }
 
-void ParallelReplay::start_workers() {
+bool ParallelReplay::start_workers() {
   quit_ = false;
-  for (unsigned w = 0; w < workers_; ++w) pool_.emplace_back([this, w] { worker(w); });
+  for (unsigned w = 0; w < workers_; ++w) {
+    try {
+      pool_.emplace_back([this, w] { worker(w); });
+    } catch (const std::system_error&) {  // no more threads (ulimit -u): go on with those started
+      break;
+    }
+  }
+  // Parts go only to the workers that run (a queue of a worker that never started would never empty).
+  running_ = static_cast<unsigned>(pool_.size());
+  return running_ > 0;
 }
 
 void ParallelReplay::stop_workers() {
@@ -186,7 +198,10 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
   std::vector<PartJob> jobs(K);
   uint64_t read = 0, delivered = 0, ahead = 0;
   bool stop = false;
-  start_workers();
+  if (!start_workers()) {
+    fallback_ = true;
+    return false;
+  }
   auto deliver = [&] {
     PartJob& j = jobs[delivered % K];
     {
@@ -230,8 +245,8 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       std::lock_guard<std::mutex> lock(m_);
       PartState& ps = state_[part];
       if (ps.in_hand == 0)  // free to move: to the worker with the fewest bytes in hand
-        ps.worker = static_cast<unsigned>(std::min_element(queued_bytes_.begin(), queued_bytes_.end()) -
-                                          queued_bytes_.begin());
+        ps.worker = static_cast<unsigned>(
+            std::min_element(queued_bytes_.begin(), queued_bytes_.begin() + running_) - queued_bytes_.begin());
       w = ps.worker;
       ++ps.in_hand;
       queued_bytes_[w] += j.info.header.length;
