@@ -58,6 +58,7 @@ class ParallelReplay {
     bool bound = false;
     unsigned worker = 0;
     uint64_t in_hand = 0;  // buffers given to its worker and not yet folded
+    std::vector<ThreadIndex> earlier_threads;  // the threads of ThreadPart::earlier, replayed so far
   };
   std::unordered_map<ThreadPart*, PartState> state_;
   // Shared with the workers, under m_.
@@ -77,7 +78,7 @@ class ParallelReplay {
 ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
   auto [it, inserted] = part_by_id_.try_emplace(thread_id, nullptr);
   if (inserted) {
-    parts_.push_back(std::make_unique<ThreadPart>());
+    parts_.push_back(std::make_unique<ThreadPart>(thread_id));
     it->second = parts_.back().get();
     state_[it->second];
   }
@@ -129,7 +130,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
   b.on_buffer(j.info);
   ThreadPart& part = *j.part;
   PartState& ps = state_[&part];
-  const ThreadIndex t = b.cur_thread_;
+  ThreadIndex t = b.cur_thread_;
   if (!ps.bound) {
     ps.bound = true;
     ps.thread = t;
@@ -153,8 +154,19 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       dec.resume({static_cast<uint32_t>(r.event), r.method, r.last_method});
       if (!dec.next(event_, message_, offset_)) [[unlikely]]
         continue;
+      const uint64_t reused_before = b.reused_threads_;
       b.other_event(event_, t);
-      if (b.reused_threads_ != 0 || b.cur_thread_ != t) {
+      const bool reused = b.reused_threads_ != reused_before;
+      if (r.parent != 0 && reused && b.cur_thread_ != t) {
+        // The worker began a new thread of this id here, and so does the one-thread rule: the
+        // part's new local root is the new thread's root.
+        ps.earlier_threads.push_back(ps.thread);
+        ps.thread = t = b.cur_thread_;
+        if (part.map.size() <= r.parent) part.map.resize(r.parent + 1, 0);
+        part.map[r.parent] = b.states_[t].root;
+        continue;
+      }
+      if (r.parent != 0 || reused || b.cur_thread_ != t) {  // the file order decided otherwise
         b.replaying_ = false;
         fallback_ = true;
         return;
@@ -284,15 +296,22 @@ void ParallelReplay::merge() {
       g.self_ns += cs.self_ns;
       g.total_ns += cs.total_ns;
     }
-    Builder::ThreadState& s = b_.states_[ps.thread];
-    s.deep = part.deep;
-    for (size_t i = 0; i < part.calls.size(); ++i) {
-      detail::CallEntry c = part.calls[i];
-      if (c.node >= part.map.size() || !part.map[c.node]) break;
-      c.node = part.map[c.node];
-      c.frame = b_.managed_frame(c.method);
-      s.calls.push_back(c);
-    }
+    // Each thread of the part's id gets its open calls (a new thread begun in a buffer read ahead
+    // past the budget's stop was never replayed: its calls are left out).
+    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep) {
+      Builder::ThreadState& s = b_.states_[t];
+      s.deep = deep;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        detail::CallEntry c = calls[i];
+        if (c.node >= part.map.size() || !part.map[c.node]) break;
+        c.node = part.map[c.node];
+        c.frame = b_.managed_frame(c.method);
+        s.calls.push_back(c);
+      }
+    };
+    const size_t replayed = std::min(part.earlier.size(), ps.earlier_threads.size());
+    for (size_t g = 0; g < replayed; ++g) install(ps.earlier_threads[g], part.earlier[g].calls, part.earlier[g].deep);
+    if (part.earlier.size() == ps.earlier_threads.size()) install(ps.thread, part.calls, part.deep);
   }
 }
 

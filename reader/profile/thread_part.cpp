@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kFrameSlots = 1024;
 }
 
-ThreadPart::ThreadPart() : frame_cache_(kFrameSlots) {
+ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thread_id) {
   nodes.push_back({0, 0});  // 0: none
   nodes.push_back({0, 0});  // kLocalRoot
   stats.resize(2);
@@ -63,7 +63,7 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     ++deep;
     return;
   }
-  const uint32_t parent = calls.empty() ? kLocalRoot : calls.back().node;
+  const uint32_t parent = calls.empty() ? root_ : calls.back().node;
   const uint32_t n = child(parent, e.method, f);
   calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
 }
@@ -111,6 +111,19 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   close_top(e.time, lim);
 }
 
+uint32_t ThreadPart::new_thread() {
+  earlier.push_back(Earlier{std::move(calls), deep});
+  calls = CallStack();
+  deep = 0;
+  ended_ = false;
+  root_ = static_cast<uint32_t>(nodes.size());
+  nodes.push_back({0, 0});
+  stats.emplace_back();
+  last_child_.push_back(0);
+  node_frame_.push_back(UINT32_MAX);
+  return root_;
+}
+
 void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
   j.message.clear();
@@ -139,8 +152,15 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
-      if (e.kind == EventKind::method_exc_leave) leave(e, f, lim);
-      j.records.push_back(PartRecord{top, 0, at.last_time, at.last_method, at.pos});
+      uint32_t new_root = 0;
+      if (e.kind == EventKind::method_exc_leave) {
+        leave(e, f, lim);
+      } else if (e.kind == EventKind::thread_end && e.ptr == id_) {
+        ended_ = true;
+      } else if (e.kind == EventKind::thread_start && e.ptr == id_ && ended_) {
+        new_root = new_thread();
+      }
+      j.records.push_back(PartRecord{top, new_root, at.last_time, at.last_method, at.pos});
     }
     if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
       j.over_budget = true;

@@ -29,7 +29,8 @@ class ThreadPart;
 // event holds).
 struct PartRecord {
   uint32_t local = 0;   // new node: its local id; other event: the thread's current call path (0: none)
-  uint32_t parent = 0;  // new node: the local parent (kLocalRoot: the thread's root)
+  uint32_t parent = 0;  // new node: the local parent (a root: the thread's); other event: 0, or for a
+                        // thread_start that began a new thread of this id, the new local root
   uint64_t method = 0;  // new node: its method; other event: the time chain before it (Mark::last_time)
   int64_t last_method = 0;  // other event: the method chain before it
   int64_t event = -1;   // -1: a new node; else the other event's position in the buffer (Mark::pos)
@@ -67,7 +68,7 @@ struct PartLimits {
 
 class ThreadPart {
  public:
-  ThreadPart();
+  explicit ThreadPart(uint64_t thread_id);
   // Decodes job's buffer (on a worker): enter/leave into this part, the rest into job's records.
   void run(PartJob& j, const PartLimits& lim);
 
@@ -83,6 +84,14 @@ class ThreadPart {
   std::vector<CallStat> stats;   // per local node
   CallStack calls;               // CallEntry::frame is unused (0); node is local
   uint64_t deep = 0;
+  // A thread id started again after its end is a new thread (Builder::thread_start): when this part's
+  // own buffers show the end and then the start, the part begins a new local root there and keeps the
+  // earlier thread's open calls here (the replay checks that the one-thread rule agrees).
+  struct Earlier {
+    CallStack calls;
+    uint64_t deep = 0;
+  };
+  std::vector<Earlier> earlier;
 
  private:
   // What run() counts of one buffer (kept in registers; copied into the job at its end).
@@ -97,6 +106,7 @@ class ThreadPart {
   void enter(const Event& e, Fold& f, const PartLimits& lim);
   void leave(const Event& e, Fold& f, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
+  uint32_t new_thread();  // a new thread of this id: a new local root (returned)
 
   struct FrameSlot {
     uint64_t method = 0;
@@ -108,6 +118,9 @@ class ThreadPart {
   ChildTable table_;                               // (local parent, local frame) -> local node
   std::vector<uint32_t> last_child_;
   std::vector<uint32_t> node_frame_;               // local node -> local frame
+  uint64_t id_;
+  uint32_t root_ = kLocalRoot;  // the current thread's local root
+  bool ended_ = false;          // a thread_end of this id since the current thread began
 };
 
 }  // namespace mlpd::profile::detail

@@ -168,10 +168,17 @@ TEST_CASE("parallel profile build: random events, damaged buffers, gzip", "[prof
   }
 }
 
-TEST_CASE("parallel profile build: a thread id started again is read again by one thread", "[profile][parallel]") {
+namespace {
+
+// A thread id started again after its end is a new thread. When the end and the start are in the
+// thread's own buffers (end_elsewhere false) the workers see it and begin a new thread there; when the
+// end is in another thread's buffer, only the file order tells, and the file is read again by one
+// thread. Either way the model is the one-thread model.
+void check_restarted_id(bool end_elsewhere) {
   std::vector<ThreadBuffer> run = make_run(7, 3, 30, false);
   const uint64_t id = run[0].thread_id;
-  ThreadBuffer end{id, 200000, {ev(EventKind::thread_end, 200001)}};
+  const uint64_t other = id == 0x7000 ? 0x7100 : 0x7000;
+  ThreadBuffer end{end_elsewhere ? other : id, 200000, {ev(EventKind::thread_end, 200001)}};
   end.events[0].ptr = id;
   ThreadBuffer again{id, 200010, {ev(EventKind::thread_start, 200011)}};
   again.events[0].ptr = id;
@@ -195,4 +202,14 @@ TEST_CASE("parallel profile build: a thread id started again is read again by on
   for (const ThreadInfo& t : p.threads()) with_id += t.id == id;
   REQUIRE(with_id == 2);  // two threads of one id: the second from the thread_start after the end
   check_same(file);
+}
+
+}  // namespace
+
+TEST_CASE("parallel profile build: a thread id started again, its end in its own buffers", "[profile][parallel]") {
+  check_restarted_id(false);
+}
+
+TEST_CASE("parallel profile build: a thread id started again, its end in another's buffer", "[profile][parallel]") {
+  check_restarted_id(true);
 }
