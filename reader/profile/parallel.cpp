@@ -33,7 +33,8 @@ class ParallelReplay {
  public:
   ParallelReplay(Builder& b, unsigned jobs) : b_(b), workers_(jobs), queues_(jobs), cvs_(jobs) {}
 
-  // Reads `in` whole (false: a thread id was started again; the model must be built by one thread).
+  // Reads `in` whole (false: a thread id was started again where only the file order tells; the
+  // model must be built by one thread).
   bool read(Input& in, DecodeSummary& s);
   // The parts' sums and open calls into the Builder, before Builder::finish.
   void merge();

@@ -213,8 +213,8 @@ struct BuildOptions {
   // order on the calling thread, so the model is the same bit for bit whatever `jobs` is. 1: the
   // one-thread build. Used only without a listener (its events come in file order) and when
   // `reopen` is set: a file that starts a thread id again after its end (a new thread for the same
-  // id, which only the file order tells) is read again from the start by the one-thread build, from
-  // reopen(i), the i-th input opened afresh.
+  // id) in another thread's buffer, which only the file order tells, is read again from the start by
+  // the one-thread build, from reopen(i), the i-th input opened afresh.
   unsigned jobs = 1;
   std::function<std::unique_ptr<Input>(size_t index)> reopen;
 };
