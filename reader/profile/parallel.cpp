@@ -36,8 +36,12 @@ class ParallelReplay {
   // Reads `in` whole (false: a thread id was started again where only the file order tells; the
   // model must be built by one thread).
   bool read(Input& in, DecodeSummary& s);
-  // The parts' sums and open calls into the Builder, before Builder::finish.
+  // The parts' sums and open calls into the Builder, before Builder::finish (done already when the
+  // build went on by one thread).
   void merge();
+  // Most events are not enter/leave: the workers would only decode them for the replay to decode them
+  // again, so after kProbe buffers the build goes on by one thread (parts merged, then decode_rest).
+  bool one_thread() const { return one_thread_; }
 
  private:
   // False when no thread could be started (the one-thread build then reads the file).
@@ -71,6 +75,9 @@ class ParallelReplay {
   bool quit_ = false;
   std::vector<std::thread> pool_;
   bool fallback_ = false;
+  static constexpr uint64_t kProbe = 32;
+  bool one_thread_ = false;
+  uint64_t seen_events_ = 0, seen_other_ = 0;  // events of the buffers replayed, and of them not enter/leave
   Event event_;  // the replay's decoding of other events
   std::string message_;
   uint64_t offset_ = 0;
@@ -150,6 +157,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       if (part.map.size() <= r.local) part.map.resize(r.local + 1, 0);
       part.map[r.local] = n;
     } else {
+      ++seen_other_;
       b.replay_top_ = r.local ? part.map[r.local] : 0;
       // The event again, from where the worker found it (it decoded there).
       dec.resume({static_cast<uint32_t>(r.event), r.method, r.last_method});
@@ -176,6 +184,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
   }
   b.replaying_ = false;
   b.events_ += j.n;
+  seen_events_ += j.n;
   b.p_.call_count_ += j.call_count;
   b.p_.unmatched_leaves_ += j.unmatched;
   if (j.calls_present) b.p_.present_[static_cast<size_t>(What::calls)] = true;
@@ -232,7 +241,12 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
     ++delivered;
     if (fallback_ || j.over_budget) stop = true;
   };
+  bool switching = false;
   while (!stop) {
+    if (delivered >= kProbe && seen_other_ * 2 > seen_events_) {
+      switching = true;
+      break;
+    }
     if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
       deliver();
       continue;
@@ -271,6 +285,14 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
   while (!stop && delivered < read) deliver();
   stop_workers();
   if (fallback_) return false;
+  if (switching && !stop) {  // the buffers from here by one thread, in the Builder as it stands
+    merge();
+    one_thread_ = true;
+    d.set_deferring(false);
+    d.report_deferred();  // (none: reading stops at a deferred problem before the switch is looked at)
+    s = decode_rest(d, b_, opt);
+    return true;
+  }
   if (stop) {  // the budget ended reading: what was read ahead counts as never read
     const BufferInfo& last = jobs[(delivered - 1) % K].info;
     d.unread_buffers(read - delivered, last.offset + format::kBufferHeaderSize + last.header.length);
@@ -325,7 +347,13 @@ bool build_profile_parallel(const std::vector<Input*>& inputs, Profile& out, con
   DecodeSummary all;
   for (Input* in : inputs) {
     DecodeSummary s;
-    if (!r.read(*in, s)) return false;
+    if (r.one_thread()) {
+      DecodeOptions opt;
+      opt.budget = &process_budget();
+      s = decode_as(*in, b, opt);
+    } else if (!r.read(*in, s)) {
+      return false;
+    }
     all.header_ok = all.header_ok || s.header_ok;
     all.buffers += s.buffers;
     all.events += s.events;
@@ -334,7 +362,7 @@ bool build_profile_parallel(const std::vector<Input*>& inputs, Profile& out, con
     if (in != inputs.back() && !in->error().empty()) b.on_problem({in->offset(), -1, in->error()});
     if (inputs.size() == 1) all = s;  // one input: its summary as is (build_profile(Input&) keeps `truncated`)
   }
-  r.merge();
+  if (!r.one_thread()) r.merge();
   b.finish(all, *inputs.back());
   return true;
 }

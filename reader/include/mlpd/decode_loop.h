@@ -97,10 +97,10 @@ using EventCounts = std::array<uint64_t, kEventKindCount>;
 DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
                               unsigned threads = 0);
 
+// The buffers after the current one of a driver that has started (decode_as; the parallel profile
+// build when it goes on by one thread), to the end; the summary.
 template <class V>
-DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
-  detail::DecodeDriver d(in, v, opt);
-  if (!d.start()) return d.finish();
+DecodeSummary decode_rest(detail::DecodeDriver& d, V& v, const DecodeOptions& opt) {
   Event event;
   std::string message;
   EventInfo ei;
@@ -132,6 +132,13 @@ DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
     if (failed && opt.stop_at_first_problem) break;
   }
   return d.finish();
+}
+
+template <class V>
+DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
+  detail::DecodeDriver d(in, v, opt);
+  if (!d.start()) return d.finish();
+  return decode_rest(d, v, opt);
 }
 
 }  // namespace mlpd

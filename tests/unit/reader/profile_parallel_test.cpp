@@ -31,7 +31,8 @@ Event ev(EventKind k, uint64_t t) {
 
 // Buffers of `threads` threads interleaved in file order: nested calls on a few methods (so that
 // stacks repeat and differ), with the other events of a profile among them.
-std::vector<ThreadBuffer> make_run(uint64_t seed, size_t threads, size_t buffers, bool random_events) {
+std::vector<ThreadBuffer> make_run(uint64_t seed, size_t threads, size_t buffers, bool random_events,
+                                   bool allocs_mostly = false) {
   EventGen gen(seed);
   std::vector<ThreadBuffer> out;
   std::vector<uint64_t> clock(threads, 1000);
@@ -50,7 +51,7 @@ std::vector<ThreadBuffer> make_run(uint64_t seed, size_t threads, size_t buffers
     }
     const size_t n = 20 + gen.below(200);
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t r = gen.below(100);
+      const uint64_t r = allocs_mostly && gen.chance(90) ? 85 + gen.below(5) : gen.below(100);
       auto& stack = open[t];
       if (r < 45 && stack.size() < 40) {
         Event e = ev(EventKind::method_enter, now());
@@ -212,4 +213,22 @@ TEST_CASE("parallel profile build: a thread id started again, its end in its own
 
 TEST_CASE("parallel profile build: a thread id started again, its end in another's buffer", "[profile][parallel]") {
   check_restarted_id(true);
+}
+
+// Most events not enter/leave: after a few dozen buffers the build goes on by one thread (the parts,
+// with their open calls, merged into the one-thread builder first).
+TEST_CASE("parallel profile build: allocations mostly, the rest read by one thread", "[profile][parallel]") {
+  for (uint64_t seed = 40; seed <= 43; ++seed) {
+    INFO("seed " << seed);
+    std::vector<ThreadBuffer> run = make_run(seed, 4, 20, false);  // calls first: open calls on the workers
+    for (ThreadBuffer b : make_run(seed + 100, 4, 80, false, true)) {
+      for (Event& e : b.events) e.time += 1000000;
+      b.time_base += 1000000;
+      run.push_back(std::move(b));
+    }
+    check_same(build_file(run));
+    BuildOptions o;
+    o.max_nodes = 80;
+    check_same(build_file(run), o);
+  }
 }
