@@ -4,7 +4,7 @@
 #    and calls, heapshots, sampling, threads with zip, zip with the threads compressing every buffer, the
 #    command port with on-demand heapshots) with the reader (also under ASan+UBSan) checking each file;
 #  * TSan build (build-tsan/): the writer's lock-free tests (buffer pool, flush queue, zip's producers'
-#    help with the flush rounds' claims).
+#    help with the flush rounds' claims) and the reader's parallel profile build (its workers and replay).
 # Any sanitizer report fails the script. Mono itself is not instrumented: the ASan and UBSan runtimes are
 # preloaded before our agent (docs/fuzzing.md, "Sanitizer runs"). About 10 minutes on 2 cores, mostly
 # the two builds.
@@ -58,10 +58,11 @@ MLPD_ZIP_PACK_ABOVE=0 run zip-members "calls,zip" "$programs/zipthreads.exe" 200
 # heapshot_live exits with 3 by design; heapshot=ondemand starts the command server.
 expect_rc=3 run port "heapshot=ondemand,port=0" "$programs/heapshot_live.exe" trigger 2
 
-echo "-- TSan build: the writer's lock-free tests ($SECONDS s)"
+echo "-- TSan build: the writer's lock-free tests, the parallel profile build ($SECONDS s)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLPD_WERROR=OFF -DMLPD_BENCH=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=thread" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build build-tsan -j "$jobs" --target writer_concurrency_tests
+cmake --build build-tsan -j "$jobs" --target writer_concurrency_tests profile_parallel_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/writer_concurrency_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/profile_parallel_tests
 echo "-- sanitizers: all clean ($SECONDS s)"

@@ -1,8 +1,26 @@
 #include "args.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <thread>
 
 namespace mlpd::cli {
+
+unsigned default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+Option jobs_option(unsigned& jobs) {
+  return Option{"--jobs", "-j", nullptr,
+                [&jobs](const std::string& v) {
+                  unsigned n = 0;
+                  const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+                  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n == 0 || n > 256)
+                    return "--jobs needs a number of threads from 1 to 256, not '" + v + "'";
+                  jobs = n;
+                  return std::string();
+                },
+                true};
+}
 
 int usage_error(const char* command, const std::string& message) {
   std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --help')\n", command, message.c_str(), command);
@@ -47,9 +65,23 @@ int parse_command(int argc, char** argv, const char* command, const std::string&
       *found->flag = true;
       continue;
     }
+    if (found->take2) {
+      std::string first, second;
+      if (i + 2 < argc) {
+        first = argv[++i];
+        second = argv[++i];
+      } else if (!found->missing_empty) {
+        return usage_error(command, a + " needs two values");
+      }
+      const std::string error = found->take2(first, second);
+      if (!error.empty()) return usage_error(command, error);
+      continue;
+    }
     if (!has_value) {
-      if (i + 1 >= argc) return usage_error(command, a + " needs a value");
-      value = argv[++i];
+      if (i + 1 < argc)
+        value = argv[++i];
+      else if (!found->missing_empty)
+        return usage_error(command, a + " needs a value");
     }
     const std::string error = found->take(value);
     if (!error.empty()) return usage_error(command, error);

@@ -25,7 +25,17 @@ struct Option {
   bool* flag = nullptr;
   std::function<std::string(const std::string& value)> take;
   bool joined = false;
+  // An option with two values (`NAME V1 V2`, `heapshots --diff A B`): take2 instead of take.
+  std::function<std::string(const std::string& first, const std::string& second)> take2 = {};
+  // A missing value is given to take/take2 as "" (whose message then says what is wrong) instead of
+  // the usage error "NAME needs a value".
+  bool missing_empty = false;
 };
+
+// --jobs N (report, export, diff): the profile model built by N worker threads (profile.h,
+// BuildOptions::jobs); `jobs` starts as default_jobs(), the number of cores.
+unsigned default_jobs();
+Option jobs_option(unsigned& jobs);
 
 // Prints "mlpd COMMAND: MESSAGE (try 'mlpd COMMAND --help')" on stderr; returns 2.
 int usage_error(const char* command, const std::string& message);

@@ -17,7 +17,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd diff [--what W] [--threads] [-o OUT] A B\n"
+    "usage: mlpd diff [--what W] [--threads] [--jobs N] [-o OUT] A B\n"
     "\n"
     "A differential flame graph: how the stacks of profile B (after) differ from those of profile A\n"
     "(before), for one --what (as in 'mlpd export'; the default: cpu when both files have samples,\n"
@@ -31,6 +31,7 @@ const char kHelp[] =
     "                    the input of FlameGraph's 'flamegraph.pl' for differential graphs\n"
     "  --what W          cpu, alloc, alloc-bytes, calls, exceptions, monitor\n"
     "  --threads         one root per thread, matched by name (a thread without a name: by id)\n"
+    "  --jobs N, -j N    read each file on N threads (default: one per core; 1: one thread)\n"
     "\n"
     "Exit status: 0 success, 1 a file has problems or cannot be read, 2 bad usage.\n";
 
@@ -48,13 +49,15 @@ int cmd_diff(int argc, char** argv) {
   bool what_given = false, threads = false;
   std::string out_path;
   std::vector<std::string> files;
+  unsigned jobs = default_jobs();
   const int rc = parse_command(argc, argv, "diff", kHelp,
                                {{"--threads", nullptr, &threads},
                                 what_option(what, what_given),
                                 {"--output", "-o", nullptr, [&](const std::string& v) {
                                    out_path = v;
                                    return std::string();
-                                 }}},
+                                 }},
+                                jobs_option(jobs)},
                                files);
   if (rc >= 0) return rc;
   if (files.size() != 2) return usage_error("give two files, A and B");
@@ -67,7 +70,8 @@ int cmd_diff(int argc, char** argv) {
   }
   profile::Profile a, b;
   bool pa = false, pb = false;
-  if (!load_profile("diff", files[0], a, nullptr, pa) || !load_profile("diff", files[1], b, nullptr, pb)) return 1;
+  if (!load_profile("diff", files[0], a, nullptr, pa, jobs) || !load_profile("diff", files[1], b, nullptr, pb, jobs))
+    return 1;
   if (!what_given) {
     for (profile::What w : {profile::What::cpu, profile::What::calls, profile::What::alloc, profile::What::exceptions,
                             profile::What::monitor}) {

@@ -48,7 +48,8 @@ constexpr ExporterEntry kExporters[] = {
 
 std::string help_text() {
   std::string h =
-      "usage: mlpd export [--format F] [--what W] [--threads] [--from T] [--to T] [-o OUT] FILE...\n"
+      "usage: mlpd export [--format F] [--what W] [--threads] [--from T] [--to T] [--jobs N] [-o OUT]\n"
+      "                   FILE...\n"
       "\n"
       "Writes the profile in FILE (plain or gzip; - reads standard input) in a format other tools\n"
       "read. The format is --format F, else taken from OUT's ending:\n";
@@ -73,6 +74,9 @@ std::string help_text() {
       "  --threads   one root per thread (the thread's name and id as the outermost frame)\n"
       "  --from T, --to T  only the events from T to T (as in 'mlpd report --help'): seconds from\n"
       "              the start or a time of day HH:MM:SS; several FILEs of one run are read as one\n"
+      "  --jobs N, -j N  build the profile on N threads (default: one per core; 1: one thread); the\n"
+      "              output is the same whatever N (the timelines of --format trace and speedscope\n"
+      "              --what calls need the events in file order: one thread)\n"
       "  -o OUT      write to OUT (default: standard output, which needs --format); OUT is written\n"
       "              under a temporary name in its directory and renamed when complete, so an export\n"
       "              that fails leaves no partial file\n"
@@ -157,6 +161,7 @@ int cmd_export(int argc, char** argv) {
   views::ExportOptions o;
   std::vector<std::string> files;
   profile::BuildOptions window;
+  window.jobs = default_jobs();
   std::string out_path, format;
   uint64_t max_output = kDefaultMaxOutput;
   auto value = [](std::string& to) {
@@ -177,7 +182,7 @@ int cmd_export(int argc, char** argv) {
                                            : "bad --max-output '" + v + "': expected a size such as 512M or 2G";
         },
         true},
-       window_option("--from", window.from), window_option("--to", window.to)},
+       window_option("--from", window.from), window_option("--to", window.to), jobs_option(window.jobs)},
       files);
   if (rc >= 0) return rc;
   if (files.empty()) return usage_error("no FILE given");

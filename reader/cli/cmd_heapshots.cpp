@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -225,92 +226,81 @@ void diff_json(OutBuffer& out, const HeapshotDiff& d, bool all, uint64_t top) {
 }  // namespace
 
 int cmd_heapshots(int argc, char** argv) {
-  // Options with values (--diff A B, --top N) are taken out here; parse_args handles the rest.
   bool diff = false, have_top = false;
   uint64_t diff_from = 0, diff_to = 0, top = UINT64_MAX;
   RetainedRequest rq;
   bool have_paths = false, have_max = false, have_depth = false;
-  // --NAME VALUE or --NAME=VALUE; false (and i unchanged) when argv[i] is not that option.
-  auto value_of = [&](int& i, std::string_view name, const char*& v) {
-    const std::string_view a = argv[i];
-    if (a == name) {
-      v = i + 1 < argc ? argv[++i] : "";
-      return true;
-    }
-    if (a.size() > name.size() && a.starts_with(name) && a[name.size()] == '=') {
-      v = argv[i] + name.size() + 1;
-      return true;
-    }
-    return false;
-  };
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") {  // everything after it is a file name
-      for (; i < argc; ++i) rest.push_back(argv[i]);
-      break;
-    }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (a == "--diff") {
-      if (diff) return usage_error("--diff given twice");
-      if (i + 2 >= argc || !parse_index(argv[i + 1], diff_from) || !parse_index(argv[i + 2], diff_to))
-        return usage_error("--diff needs two heapshot indices (0, 1, ...)");
-      diff = true;
-      i += 2;
-      continue;
-    }
-    const char* v = nullptr;
-    if (value_of(i, "--heapshot", v)) {
-      if (rq.have_heapshot) return usage_error("--heapshot given twice");
-      if (!parse_index(v, rq.heapshot)) return usage_error("--heapshot needs a heapshot index (0, 1, ...)");
-      rq.have_heapshot = true;
-      continue;
-    }
-    if (value_of(i, "--paths", v)) {
-      if (have_paths) return usage_error("--paths given twice");
-      if (!*v) return usage_error("--paths needs a class name");
-      rq.paths_class = v;
-      have_paths = true;
-      continue;
-    }
-    if (value_of(i, "--max", v)) {
-      if (have_max || !parse_index(v, rq.max)) return usage_error("--max needs one number of paths");
-      have_max = true;
-      continue;
-    }
-    if (value_of(i, "--depth", v)) {
-      if (have_depth || !parse_index(v, rq.depth) || rq.depth == 0) return usage_error("--depth needs one number of levels (1, 2, ...)");
-      have_depth = true;
-      continue;
-    }
-    if (value_of(i, "--min-bytes", v)) {
-      if (rq.have_min_bytes || !parse_size(v, rq.min_bytes)) return usage_error("--min-bytes needs one size (4096, 64K, 1M, ...)");
-      rq.have_min_bytes = true;
-      continue;
-    }
-    if (a == "--top" || a.starts_with("--top=")) {
-      v = a == "--top" ? (i + 1 < argc ? argv[++i] : "") : argv[i] + 6;
-      if (have_top) return usage_error("--top given twice");
-      if (!parse_index(v, top)) return usage_error("--top needs a number of classes");
-      have_top = true;
-      continue;
-    }
-    rest.push_back(argv[i]);
-  }
   bool json = false, all = false, retained = false, dominators = false, suspects = false;
   std::vector<std::string> files;
-  if (const int rc = parse_args(static_cast<int>(rest.size()), rest.data(), kCmd, kHelp,
-                                {{"--json", &json},
-                                 {"--all", &all},
-                                 {"--retained", &retained},
-                                 {"--dominators", &dominators},
-                                 {"--suspects", &suspects}},
-                                files);
-      rc >= 0)
-    return rc;
+  // The options with values take --NAME VALUE or --NAME=VALUE (--diff: two values); a missing value
+  // is their own error ("--max needs one number of paths"), as is an option given twice.
+  auto valued = [](const char* name, std::function<std::string(const std::string&)> take) {
+    Option o{name, nullptr, nullptr, std::move(take), true};
+    o.missing_empty = true;
+    return o;
+  };
+  Option diff_option{"--diff", nullptr, nullptr, {}, false};
+  diff_option.missing_empty = true;
+  diff_option.take2 = [&](const std::string& a, const std::string& b) -> std::string {
+    if (diff) return "--diff given twice";
+    if (a.empty() || b.empty() || !parse_index(a.c_str(), diff_from) || !parse_index(b.c_str(), diff_to))
+      return "--diff needs two heapshot indices (0, 1, ...)";
+    diff = true;
+    return {};
+  };
+  const int rc = parse_command(
+      argc, argv, kCmd, kHelp,
+      {{"--json", nullptr, &json},
+       {"--all", nullptr, &all},
+       {"--retained", nullptr, &retained},
+       {"--dominators", nullptr, &dominators},
+       {"--suspects", nullptr, &suspects},
+       diff_option,
+       valued("--heapshot",
+              [&](const std::string& v) -> std::string {
+                if (rq.have_heapshot) return "--heapshot given twice";
+                if (!parse_index(v.c_str(), rq.heapshot)) return "--heapshot needs a heapshot index (0, 1, ...)";
+                rq.have_heapshot = true;
+                return {};
+              }),
+       valued("--paths",
+              [&](const std::string& v) -> std::string {
+                if (have_paths) return "--paths given twice";
+                if (v.empty()) return "--paths needs a class name";
+                rq.paths_class = v;
+                have_paths = true;
+                return {};
+              }),
+       valued("--max",
+              [&](const std::string& v) -> std::string {
+                if (have_max || !parse_index(v.c_str(), rq.max)) return "--max needs one number of paths";
+                have_max = true;
+                return {};
+              }),
+       valued("--depth",
+              [&](const std::string& v) -> std::string {
+                if (have_depth || !parse_index(v.c_str(), rq.depth) || rq.depth == 0)
+                  return "--depth needs one number of levels (1, 2, ...)";
+                have_depth = true;
+                return {};
+              }),
+       valued("--min-bytes",
+              [&](const std::string& v) -> std::string {
+                if (rq.have_min_bytes || !parse_size(v, rq.min_bytes))
+                  return "--min-bytes needs one size (4096, 64K, 1M, ...)";
+                rq.have_min_bytes = true;
+                return {};
+              }),
+       valued("--top",
+              [&](const std::string& v) -> std::string {
+                if (have_top) return "--top given twice";
+                if (!parse_index(v.c_str(), top)) return "--top needs a number of classes";
+                have_top = true;
+                return {};
+              })},
+      files);
+  if (rc >= 0) return rc;
+  if (files.empty()) return usage_error("no FILE given");
   const int views = int{retained && !diff} + int{dominators} + int{have_paths} + int{suspects} + int{diff};
   if (views > 1) return usage_error("--retained, --dominators, --paths, --suspects and --diff go one at a time (--diff A B --retained is one)");
   if (retained || dominators || have_paths || suspects) {

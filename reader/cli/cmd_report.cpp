@@ -18,7 +18,8 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] [--follow] FILE...\n"
+    "usage: mlpd report [--json] [--top N] [--thread NAME|ID] [--from T] [--to T] [--follow] [--jobs N]\n"
+    "                   FILE...\n"
     "\n"
     "One screen that says where the time and the memory went in FILE (plain or gzip; - reads standard\n"
     "input), from one pass over its events. Sections appear only when the file has their events:\n"
@@ -51,6 +52,8 @@ const char kHelp[] =
     "  --follow            FILE is being written by a running program (profiled with flush=MS):\n"
     "                      read it as it grows and print the report once the program has exited\n"
     "                      (the pid in FILE's header) and everything it wrote is read\n"
+    "  --jobs N, -j N      build the profile on N threads (default: one per core; 1: one thread); the\n"
+    "                      report is the same whatever N\n"
     "  FILE...             several files of one run (rotated files) are read in order as one profile\n"
     "  --json              one JSON object with the keys header, recorded, samples, calls, alloc,\n"
     "                      exceptions, monitor, gc, jit, counters, cpu_threads, heapshots (present\n"
@@ -70,6 +73,7 @@ int cmd_report(int argc, char** argv) {
   views::ReportOptions o;
   std::vector<std::string> files;
   profile::BuildOptions window;
+  window.jobs = default_jobs();
   bool follow = false;
   const int rc = parse_command(
       argc, argv, "report", kHelp,
@@ -90,7 +94,7 @@ int cmd_report(int argc, char** argv) {
           o.thread = v;
           return std::string();
         }},
-       window_option("--from", window.from), window_option("--to", window.to)},
+       window_option("--from", window.from), window_option("--to", window.to), jobs_option(window.jobs)},
       files);
   if (rc >= 0) return rc;
   if (files.empty()) return usage_error("no FILE given");

@@ -29,9 +29,11 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
+#include "args.h"
 #include "commands.h"
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
@@ -158,31 +160,25 @@ int cmd_top(int argc, char** argv) {
   double interval = 1.0;
   size_t top = 5;
   bool stats = false, from_start = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--stats") {
-      stats = true;
-    } else if (a == "--from-start") {
-      from_start = true;
-    } else if (a == "--interval" || a == "--top") {
-      if (i + 1 >= argc) return usage_error(a + " needs a value");
-      char* end = nullptr;
-      const double v = std::strtod(argv[++i], &end);
-      if (!end || *end || !(v > 0) || v > 3600) return usage_error(a + " needs a positive number");
-      if (a == "--interval")
-        interval = v;
-      else
-        top = static_cast<size_t>(v);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return usage_error("unknown option '" + a + "'");
-    } else {
-      if (!file.empty()) return usage_error("one FILE only");
-      file = a;
-    }
-  }
+  auto positive = [](const char* name, auto& to) {
+    return Option{name, nullptr, nullptr, [name, &to](const std::string& v) -> std::string {
+                    char* end = nullptr;
+                    const double x = std::strtod(v.c_str(), &end);
+                    if (!end || *end || !(x > 0) || x > 3600) return std::string(name) + " needs a positive number";
+                    to = static_cast<std::remove_reference_t<decltype(to)>>(x);
+                    return {};
+                  }};
+  };
+  std::vector<std::string> files;
+  const int rc = parse_command(argc, argv, "top", kHelp,
+                               {{"--stats", nullptr, &stats},
+                                {"--from-start", nullptr, &from_start},
+                                positive("--interval", interval),
+                                positive("--top", top)},
+                               files);
+  if (rc >= 0) return rc;
+  if (files.size() > 1) return usage_error("one FILE only");
+  if (!files.empty()) file = files[0];
   if (file.empty()) return usage_error("no FILE given");
   const bool pipe_in = file == "-";
   const int fd = pipe_in ? 0 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -9,8 +9,18 @@
 
 namespace mlpd::cli {
 
+// The parallel build may need to read the files again (profile.h, BuildOptions::reopen): not stdin.
+static void allow_parallel(profile::BuildOptions& o, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths)
+    if (path == "-") return;
+  o.reopen = [paths](size_t i) {
+    std::string error;
+    return i < paths.size() ? Input::open(paths[i], error) : nullptr;
+  };
+}
+
 bool load_profile(const char* command, const std::string& path, profile::Profile& p, profile::Listener* listener,
-                  bool& had_problems) {
+                  bool& had_problems, unsigned jobs) {
   had_problems = false;
   std::string error;
   std::unique_ptr<Input> input = Input::open(path, error);
@@ -22,6 +32,8 @@ bool load_profile(const char* command, const std::string& path, profile::Profile
   profile::BuildOptions o;
   o.listener = listener;
   o.progress = progress.callback();
+  o.jobs = jobs;
+  allow_parallel(o, {path});
   had_problems = !profile::build_profile(*input, p, o);
   progress.done();
   for (const Problem& pr : p.problems()) {
@@ -74,6 +86,7 @@ bool load_profiles(const char* command, const std::vector<std::string>& paths, p
   Progress progress(paths.size() == 1 ? paths[0] : paths[0] + " ...");
   o.listener = listener;
   o.progress = progress.callback();
+  allow_parallel(o, paths);
   had_problems = !profile::build_profile(raw, p, o);
   progress.done();
   const std::string& name = paths.size() == 1 ? paths[0] : std::string("(" + std::to_string(paths.size()) + " files)");

@@ -11,8 +11,9 @@ namespace mlpd::cli {
 
 // Returns false when the file could not be opened (message printed); `had_problems` tells whether
 // the file has problems (printed, and what could be read is in `p`).
+// `jobs`: BuildOptions::jobs (standard input is read by one thread: it cannot be read again).
 bool load_profile(const char* command, const std::string& path, profile::Profile& p, profile::Listener* listener,
-                  bool& had_problems);
+                  bool& had_problems, unsigned jobs = 1);
 // Several files of one run (rotated files, in order) as one profile, with the time window of
 // `options` (its listener and progress are set here).
 bool load_profiles(const char* command, const std::vector<std::string>& paths, profile::Profile& p,

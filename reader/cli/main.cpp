@@ -41,6 +41,8 @@ void usage(FILE* out) {
                "      --version          print the version and exit\n"
                "      --max-memory=SIZE  stop reading files with an error once the reader's heap\n"
                "                         grows beyond SIZE (K, M, G suffixes; 0: no limit; default 1G)\n"
+               "  -j, --jobs N           report, export, diff: build the profile on N threads\n"
+               "                         (default: one per core; 1: one thread; the result is the same)\n"
                "\n'mlpd COMMAND --help' describes a command.\n"
                "\nProfiling: the agent, libmlpd.so, runs inside the Mono program:\n"
                "LD_PRELOAD=libmlpd.so MLPD_OPTIONS=OPTIONS mono PROGRAM.exe, or\n"

@@ -130,7 +130,10 @@ static DecodeOptions budgeted() {
   return o;
 }
 
+bool build_profile_parallel(const std::vector<Input*>& inputs, Profile& out, const BuildOptions& options);
+
 bool build_profile(Input& input, Profile& out, const BuildOptions& options) {
+  if (options.jobs > 1 && !options.listener && options.reopen) return build_profile({&input}, out, options);
   out = Profile();
   Builder b(out, options);
   b.finish(decode_as(input, b, budgeted()), input);
@@ -140,18 +143,35 @@ bool build_profile(Input& input, Profile& out, const BuildOptions& options) {
 bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildOptions& options) {
   out = Profile();
   if (inputs.empty()) return true;
+  std::vector<std::unique_ptr<Input>> again;  // the one-thread build after a parallel one gave up
+  std::vector<Input*> read = inputs;
+  if (options.jobs > 1 && !options.listener && options.reopen) {
+    if (build_profile_parallel(inputs, out, options)) return out.problem_count() == 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      again.push_back(options.reopen(i));
+      if (!again.back()) {
+        out = Profile();
+        Builder b(out, options);
+        b.on_problem({0, -1, "cannot open the input again for the one-thread build"});
+        b.finish(DecodeSummary{}, *inputs[i]);
+        return false;
+      }
+      read[i] = again.back().get();
+    }
+    out = Profile();
+  }
   Builder b(out, options);
   DecodeSummary all;
-  for (Input* in : inputs) {
+  for (Input* in : read) {
     const DecodeSummary s = decode_as(*in, b, budgeted());
     all.header_ok = all.header_ok || s.header_ok;
     all.buffers += s.buffers;
     all.events += s.events;
     all.bytes += s.bytes;
     all.problems += s.problems;
-    if (in != inputs.back() && !in->error().empty()) b.on_problem({in->offset(), -1, in->error()});
+    if (in != read.back() && !in->error().empty()) b.on_problem({in->offset(), -1, in->error()});
   }
-  b.finish(all, *inputs.back());
+  b.finish(all, *read.back());
   return out.problem_count() == 0;
 }
 

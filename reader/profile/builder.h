@@ -37,7 +37,11 @@ constexpr size_t kMaxUnwindSearch = 64;  // how deep a leave looks for its enter
 
 }  // namespace detail
 
+class ParallelReplay;  // parallel.cpp
+
 class Builder final : public Visitor {
+  friend class ParallelReplay;  // replays the workers' parts in file order (thread_part.h)
+
  public:
   Builder(Profile& p, const BuildOptions& o) : p_(p), o_(o) {
     p_.nodes_.push_back(Node{});  // the root
@@ -284,6 +288,11 @@ class Builder final : public Visitor {
   uint64_t buffers_ = 0, events_ = 0;
   uint64_t buf_min_ = UINT64_MAX, buf_max_ = 0;  // times of the current buffer's enter/leave events
   Listener* const listener_ = o_.listener;  // o_.listener, one load nearer on the hot path
+  // The parallel build's replay (parallel.cpp): the threads' open calls live on the workers, so an
+  // event's call path is given (replay_top_, 0: none) and an exception leave's unwinding is done there.
+  bool replaying_ = false;
+  NodeId replay_top_ = 0;
+  uint64_t reused_threads_ = 0;  // thread ids started again after their end (a new thread each)
 };
 
 // Inlined into decode_as<Builder>'s event loop (build_profile): no call, no prologue per event.

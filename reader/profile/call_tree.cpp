@@ -113,7 +113,11 @@ NodeId Builder::event_stack(const Event& e, ThreadIndex t) {
     for (size_t i = skip; i < e.backtrace.size(); ++i) n = child(n, managed_frame(e.backtrace[i]));
     return n;
   }
-  if (!s.calls.empty()) return s.calls.back().node;
+  if (replaying_) [[unlikely]] {
+    if (replay_top_) return replay_top_;
+  } else if (!s.calls.empty()) {
+    return s.calls.back().node;
+  }
   return child(s.root, special_frame("[no backtrace]"));
 }
 

@@ -33,7 +33,9 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
     }
   }
   switch (e.kind) {
-    case EventKind::method_exc_leave: leave(e, t, true); break;
+    case EventKind::method_exc_leave:
+      if (!replaying_) leave(e, t, true);
+      break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: alloc(e, t); break;
     case EventKind::exception_throw: exception_throw(e, t); break;
@@ -167,6 +169,7 @@ void Builder::thread_start(const Event& e) {
   auto it = thread_ids_.find(e.ptr);
   if (it != thread_ids_.end() && p_.threads_[it->second].ended) {  // a reused id: a new thread
     it->second = new_thread(e.ptr);
+    ++reused_threads_;
     have_last_thread_ = false;
     if (e.ptr == p_.threads_[cur_thread_].id) cur_thread_ = it->second;
   }

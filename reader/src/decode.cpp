@@ -82,11 +82,12 @@ bool parse_file_header(Input& in, FileHeader& h, Problem& problem) {
 
 namespace detail {
 
-void DecodeDriver::report(const Problem& p) {
+void DecodeDriver::report(const Problem& p) { report_cut(p, in_.truncation_warning()); }
+
+void DecodeDriver::report_cut(const Problem& p, std::string cut) {
   // A gzip input cut inside its last member, or ending inside its last buffer (a writer killed
   // mid-round) ends the file where the cut is: a warning, not a problem; what came before has been
   // decoded.
-  std::string cut = in_.truncation_warning();
   const bool warning = !cut.empty();
   Problem w;
   if (warning) w = {p.offset, p.buffer, std::move(cut)};
@@ -131,6 +132,16 @@ bool DecodeDriver::over_budget_slow(uint64_t offset) {
   if (!opt_.budget->exceeded()) return false;
   report({offset, static_cast<int64_t>(info_.index), opt_.budget->message()});
   return true;
+}
+
+void DecodeDriver::budget_problem(uint64_t offset, uint64_t index, const std::string& cut) {
+  if (opt_.budget) (void)opt_.budget->exceeded();  // the figure the message gives
+  report_cut({offset, static_cast<int64_t>(index), opt_.budget ? opt_.budget->message() : "memory budget exceeded"},
+             cut);
+}
+
+void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::string& message, const std::string& cut) {
+  report_cut({offset, static_cast<int64_t>(index), message}, cut);
 }
 
 void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::string& message) {

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Speed and memory of `mlpd report`, `mlpd export --format collapsed` and `mlpd verify` on a file of at
+# Speed and memory of `mlpd report`, `mlpd export -o x.collapsed`, `mlpd export -o x.pb.gz` and `mlpd verify` on a file of at
 # least 150 MB of `calls` written by Mono's own log profiler on a multi-threaded program (bench_threads.cs:
 # four threads calling concurrently), side by side with Mono 6.8's mprof-report on the same file.
 # Runs are alternated; each figure is the median of RUNS (wall seconds, CPU = user+sys, user alone) and
 # the largest peak RSS seen (/usr/bin/time -v "Maximum resident set size"). Not a test: a benchmark (see
 # docs/performance.md). On a shared machine wall time also counts waiting for a core: compare CPU too.
-# Goals (issue 10): report <= mprof-report's time, export <= 1.5x, peak RSS <= 100 MB; (issue 11.5)
-# verify at least 2x mprof-report's speed.
+# Goals (issue 25, the profile model on every core): report and collapsed <= 0.5x mprof-report's wall
+# time, pprof <= 0.6x, peak RSS <= 100 MB; (issue 11.5) verify at least 2x mprof-report's speed.
 # Usage: tests/bench/report_speed.sh [BUILD_DIR] [MILLIONS_OF_CALLS_PER_THREAD] [RUNS]
-# FILE=path reuses an existing file instead of recording one.
+# FILE=path reuses an existing file instead of recording one. BEFORE=path/to/mlpd adds the same three
+# commands of another build (e.g. main's) side by side; JOBS=N passes --jobs N (default: one per core).
+# Every command runs under `nice` (the machine is shared).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build}"
@@ -45,31 +47,38 @@ measure() {
               END { printf "%.3f %d %.3f %.3f\n", wall, rss, cpu, user }' "$work/time" >> "$work/$name"
 }
 
+jobs=()
+[ -n "${JOBS:-}" ] && jobs=(--jobs "$JOBS")
+names=(report collapsed pprof)
 for ((i = 0; i < runs; i++)); do
-  measure report "$mlpd" report "$big"
-  measure collapsed "$mlpd" export --format collapsed -o "$work/out.collapsed" "$big"
-  measure verify "$mlpd" verify "$big"
-  measure mprof mprof-report "$big"
+  measure mprof nice mprof-report "$big"
+  if [ -n "${BEFORE:-}" ]; then
+    measure b_report nice "$BEFORE" report "$big"
+    measure b_collapsed nice "$BEFORE" export -o "$work/out.collapsed" "$big"
+    measure b_pprof nice "$BEFORE" export -o "$work/out.pb.gz" "$big"
+  fi
+  measure report nice "$mlpd" report "${jobs[@]}" "$big"
+  measure collapsed nice "$mlpd" export "${jobs[@]}" -o "$work/out.collapsed" "$big"
+  measure pprof nice "$mlpd" export "${jobs[@]}" -o "$work/out.pb.gz" "$big"
+  measure verify nice "$mlpd" verify "$big"
 done
 # median NAME COLUMN: the median of a column over the runs; peak NAME: the largest RSS.
 median() { sort -n -k"$2","$2" "$work/$1" | awk -v c="$2" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 peak() { sort -n -k2,2 "$work/$1" | tail -n1 | cut -d' ' -f2; }
 row() { echo "$1 $(median "$2" 1) $(median "$2" 3) $(median "$2" 4) $(peak "$2")"; }
 {
-  row report report
-  row collapsed collapsed
-  row verify verify
   row mprof mprof
+  if [ -n "${BEFORE:-}" ]; then
+    for n in "${names[@]}"; do row "before_$n" "b_$n"; done
+  fi
+  for n in "${names[@]}"; do row "$n" "$n"; done
+  row verify verify
 } | awk -v b="$bytes" -v runs="$runs" '{ name[NR] = $1; w[NR] = $2; c[NR] = $3; u[NR] = $4; r[NR] = $5 }
 END {
-  label["report"] = "mlpd report"; label["collapsed"] = "mlpd export --format collapsed";
-  label["verify"] = "mlpd verify"; label["mprof"] = "mprof-report";
-  printf "%-32s %7s %8s %7s %7s %9s  (median of %d)\n", "command", "wall s", "MB/s", "CPU s", "user s", "peak MB", runs;
+  printf "%-34s %7s %8s %7s %7s %9s %8s %8s  (median of %d)\n", "command", "wall s", "MB/s", "CPU s", "user s", "peak MB",
+         "wall/mp", "CPU/mp", runs;
   for (i = 1; i <= NR; i++)
-    printf "%-32s %7.2f %8.1f %7.2f %7.2f %9.1f\n", label[name[i]], w[i], b / w[i] / 1e6, c[i], u[i], r[i] / 1024;
-  p = 4;
-  printf "report / mprof-report:    %.2fx wall, %.2fx CPU (goal <= 1)\n", w[1] / w[p], c[1] / c[p];
-  printf "collapsed / mprof-report: %.2fx wall, %.2fx CPU (goal <= 1.5)\n", w[2] / w[p], c[2] / c[p];
-  printf "mprof-report / verify:    %.2fx wall (goal >= 2: verify twice as fast), %.2fx CPU\n", w[p] / w[3], c[p] / c[3];
-  printf "peak RSS: report %.1f MB, export %.1f MB (goal <= 100 MB)\n", r[1] / 1024, r[2] / 1024;
+    printf "%-34s %7.2f %8.1f %7.2f %7.2f %9.1f %8.2f %8.2f\n", name[i], w[i], b / w[i] / 1e6, c[i], u[i], r[i] / 1024,
+           w[i] / w[1], c[i] / c[1];
+  print "goals: report and collapsed <= 0.5x mprof-report wall, pprof <= 0.6x; peak RSS <= 100 MB; verify >= 2x faster"
 }'

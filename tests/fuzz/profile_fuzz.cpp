@@ -6,7 +6,9 @@
 // one leave, per thread, in LIFO order. Any violation aborts (a crash for libFuzzer). The speedscope
 // (evented), trace and pprof exporters get the events too and write to /dev/null. The heapshots go
 // through the retention analysis (mlpd/retention.h): dominators, class retained sizes, the folded
-// tree and paths, with its invariants checked.
+// tree and paths, with its invariants checked. The model is built again without a listener by one
+// thread and by the parallel build (BuildOptions::jobs, issue 25), and the two must be equal in every
+// field (tests/support/profile_fingerprint.h).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "mlpd/retention.h"
 #include "mlpd/profile.h"
 #include "mlpd/views.h"
+#include "profile_fingerprint.h"
 
 namespace {
 
@@ -97,10 +100,27 @@ void check_retention(const uint8_t* data, size_t size) {
   }
 }
 
+// The parallel build equals the one-thread build, with the same small bounds.
+void check_parallel(const uint8_t* data, size_t size) {
+  BuildOptions o;
+  o.max_depth = 64;
+  o.max_nodes = 4096;
+  Profile one, many;
+  std::unique_ptr<mlpd::Input> a = mlpd::Input::from_memory(data, size);
+  build_profile(*a, one, o);
+  o.jobs = 3;
+  o.reopen = [data, size](size_t) { return mlpd::Input::from_memory(data, size); };
+  std::unique_ptr<mlpd::Input> b = mlpd::Input::from_memory(data, size);
+  build_profile(*b, many, o);
+  if (mlpd::test::profile_fingerprint(one) != mlpd::test::profile_fingerprint(many))
+    violated("the parallel build differs from the one-thread build");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_retention(data, size);
+  check_parallel(data, size);
   std::unique_ptr<mlpd::Input> input = mlpd::Input::from_memory(data, size);
   Profile p;
   Balance balance;

@@ -29,6 +29,21 @@ class BufferDecoder {
   // The delta chains after the last decoded event (what the next event's deltas start from).
   uint64_t last_time() const { return last_time_; }
   int64_t last_method() const { return last_method_; }
+  // Where the next event starts, with the delta chains there: a reader that decoded the buffer once
+  // decodes one of its events again with resume(mark) and next(), without the events before it (the
+  // reader's parallel profile build keeps marks instead of copies of events).
+  struct Mark {
+    uint32_t pos = 0;
+    uint64_t last_time = 0;
+    int64_t last_method = 0;
+  };
+  Mark mark() const { return {static_cast<uint32_t>(p_ - data_), last_time_, last_method_}; }
+  void resume(const Mark& m) {
+    p_ = data_ + m.pos;
+    last_time_ = m.last_time;
+    last_method_ = m.last_method;
+    lists_used_ = true;  // the general path then resets every field of the Event
+  }
 
  private:
   bool fast_method(Event& event);  // inline, below

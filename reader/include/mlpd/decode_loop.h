@@ -37,6 +37,13 @@ class DecodeDriver {
   bool over_budget(uint64_t offset) {
     return opt_.budget && over_budget_slow(offset);
   }
+  // For a caller that reads ahead (the parallel profile build): a problem of buffer `index` reported
+  // as it would have been right after that buffer was read, when the input's truncation_warning()
+  // was `cut` (a gzip input cut by a killed writer makes it a warning) -- the memory budget exceeded
+  // at `offset` (seen by a worker; the problem names the limit, as over_budget() reports it), or the
+  // problem that ended the buffer's events.
+  void budget_problem(uint64_t offset, uint64_t index, const std::string& cut);
+  void buffer_problem(uint64_t offset, uint64_t index, const std::string& message, const std::string& cut);
   // The problem that ended the current buffer's events.
   void buffer_problem(uint64_t offset, const std::string& message) { buffer_problem(offset, info_.index, message); }
   void buffer_problem(uint64_t offset, uint64_t index, const std::string& message);
@@ -60,6 +67,7 @@ class DecodeDriver {
  private:
   bool over_budget_slow(uint64_t offset);
   void report(const Problem& p);
+  void report_cut(const Problem& p, std::string cut);
   void deliver(bool warning, const Problem& p);
 
   Input& in_;
@@ -89,10 +97,10 @@ using EventCounts = std::array<uint64_t, kEventKindCount>;
 DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
                               unsigned threads = 0);
 
+// The buffers after the current one of a driver that has started (decode_as; the parallel profile
+// build when it goes on by one thread), to the end; the summary.
 template <class V>
-DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
-  detail::DecodeDriver d(in, v, opt);
-  if (!d.start()) return d.finish();
+DecodeSummary decode_rest(detail::DecodeDriver& d, V& v, const DecodeOptions& opt) {
   Event event;
   std::string message;
   EventInfo ei;
@@ -124,6 +132,13 @@ DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
     if (failed && opt.stop_at_first_problem) break;
   }
   return d.finish();
+}
+
+template <class V>
+DecodeSummary decode_as(Input& in, V& v, const DecodeOptions& opt = {}) {
+  detail::DecodeDriver d(in, v, opt);
+  if (!d.start()) return d.finish();
+  return decode_rest(d, v, opt);
 }
 
 }  // namespace mlpd

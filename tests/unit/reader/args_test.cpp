@@ -85,3 +85,47 @@ TEST_CASE("parse_command: --, --help, and the first usage error", "[args]") {
   CHECK(first.json);
   CHECK(parse({}).rc == -1);  // no file: the command's to say
 }
+
+TEST_CASE("args: two values, a missing value left to the option, --jobs", "[args]") {
+  std::string first, second, given = "unset";
+  unsigned jobs = 7;
+  auto run = [&](std::vector<std::string> args) {
+    first = second = "";
+    given = "unset";
+    Argv a(std::move(args));
+    std::vector<std::string> files;
+    Option pair{"--diff", nullptr, nullptr, {}, false};
+    pair.take2 = [&](const std::string& x, const std::string& y) {
+      first = x;
+      second = y;
+      return x.empty() || y.empty() ? std::string("--diff needs two") : std::string();
+    };
+    pair.missing_empty = true;
+    Option lenient{"--max", nullptr, nullptr, [&](const std::string& v) {
+                     given = v;
+                     return v.empty() ? std::string("--max needs a number") : std::string();
+                   },
+                   true};
+    lenient.missing_empty = true;
+    return parse_command(a.argc(), a.argv(), "test", "help\n", {pair, lenient, jobs_option(jobs)}, files);
+  };
+  CHECK(run({"--diff", "0", "1", "f"}) == -1);
+  CHECK((first == "0" && second == "1"));
+  CHECK(run({"--diff", "0"}) == 2);  // missing: the option's own message
+  CHECK(first.empty());
+  CHECK(run({"--max"}) == 2);
+  CHECK(given.empty());
+  CHECK(run({"--max=3"}) == -1);
+  CHECK(given == "3");
+  CHECK(run({"--jobs", "3"}) == -1);
+  CHECK(jobs == 3);
+  CHECK(run({"-j", "1"}) == -1);
+  CHECK(jobs == 1);
+  CHECK(run({"--jobs=2"}) == -1);
+  CHECK(jobs == 2);
+  CHECK(run({"--jobs", "0"}) == 2);
+  CHECK(run({"--jobs", "x"}) == 2);
+  CHECK(run({"--jobs", "257"}) == 2);
+  CHECK(jobs == 2);
+  CHECK(default_jobs() >= 1);
+}

@@ -208,6 +208,15 @@ struct BuildOptions {
   // time of their leave (Profile::call_count() by the enter's) -- and only those reach the listener
   // (enter/leave always do). Everything else (names, threads, counters, heapshots) is read whole.
   WindowBound from, to;
+  // The parallel build (issue 25; profile/parallel.cpp): the buffers are decoded, and each thread's
+  // calls folded into its call tree, on `jobs` worker threads; everything else is replayed in file
+  // order on the calling thread, so the model is the same bit for bit whatever `jobs` is. 1: the
+  // one-thread build. Used only without a listener (its events come in file order) and when
+  // `reopen` is set: a file that starts a thread id again after its end (a new thread for the same
+  // id) in another thread's buffer, which only the file order tells, is read again from the start by
+  // the one-thread build, from reopen(i), the i-th input opened afresh.
+  unsigned jobs = 1;
+  std::function<std::unique_ptr<Input>(size_t index)> reopen;
 };
 
 class Profile {
@@ -288,6 +297,7 @@ class Profile {
 
  private:
   friend class Builder;
+  friend class ParallelReplay;  // profile/parallel.cpp
   FileHeader header_;
   std::string program_;
   bool header_ok_ = false;

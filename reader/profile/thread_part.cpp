@@ -1,0 +1,180 @@
+// One thread's part of the profile model on a worker (thread_part.h). enter/leave mirror Builder's
+// (builder.h) step for step -- the window, max_depth, the unwinding search -- on local nodes.
+#include "thread_part.h"
+
+#include "builder.h"  // detail::kMaxUnwindSearch
+#include "mlpd/budget.h"
+#include "mlpd/format.h"
+
+namespace mlpd::profile::detail {
+
+namespace {
+constexpr size_t kFrameSlots = 1024;
+}
+
+ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thread_id) {
+  nodes.push_back({0, 0});  // 0: none
+  nodes.push_back({0, 0});  // kLocalRoot
+  stats.resize(2);
+  last_child_.resize(2, 0);
+  node_frame_.resize(2, UINT32_MAX);
+}
+
+[[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
+  FrameSlot& c = frame_cache_[(method >> 4 ^ method >> 14) & (kFrameSlots - 1)];
+  if (c.method == method && c.frame != UINT32_MAX) return c.frame;
+  return frame_slow(method, c);
+}
+
+uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
+  auto [it, inserted] = frames_.try_emplace(method, static_cast<uint32_t>(frames_.size()));
+  c.method = method;
+  c.frame = it->second;
+  return it->second;
+}
+
+[[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
+  const uint32_t fr = local_frame(method);
+  const uint32_t cached = last_child_[parent];
+  if (cached && node_frame_[cached] == fr) return cached;
+  return child_slow(parent, fr, method, fold);
+}
+
+uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, Fold& f) {
+  const uint64_t key = (static_cast<uint64_t>(parent) << 32) | fr;
+  uint32_t n = table_.find(key);
+  if (n == 0) {
+    n = static_cast<uint32_t>(nodes.size());
+    nodes.push_back({parent, method});
+    stats.emplace_back();
+    last_child_.push_back(0);
+    node_frame_.push_back(fr);
+    table_.insert(key, n);
+    f.records->push_back(PartRecord{n, parent, method, 0, -1});
+  }
+  last_child_[parent] = n;
+  return n;
+}
+
+[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, Fold& f, const PartLimits& lim) {
+  if (lim.in_window(e.time)) ++f.call_count;
+  f.present = true;
+  if (calls.size() >= lim.max_depth) {
+    ++deep;
+    return;
+  }
+  const uint32_t parent = calls.empty() ? root_ : calls.back().node;
+  const uint32_t n = child(parent, e.method, f);
+  calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
+}
+
+[[gnu::always_inline]] inline void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
+  const CallEntry& c = calls.back();
+  const uint64_t dur = time > c.enter ? time - c.enter : 0;
+  const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
+  const uint32_t node = c.node;
+  calls.pop_back();
+  if (lim.in_window(time)) {
+    CallStat& cs = stats[node];
+    ++cs.calls;
+    cs.total_ns += dur;
+    cs.self_ns += self;
+  }
+  if (!calls.empty()) calls.back().child_ns += dur;
+}
+
+[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, Fold& f, const PartLimits& lim) {
+  if (deep > 0) {
+    --deep;
+    return;
+  }
+  if (calls.empty()) {
+    ++f.unmatched;
+    return;
+  }
+  if (calls.back().method == e.method) {
+    close_top(e.time, lim);
+    return;
+  }
+  size_t found = calls.size();
+  for (size_t i = calls.size(); i > 0 && calls.size() - i < kMaxUnwindSearch; --i) {
+    if (calls[i - 1].method == e.method) {
+      found = i - 1;
+      break;
+    }
+  }
+  if (found == calls.size()) {
+    ++f.unmatched;
+    return;
+  }
+  while (calls.size() > found + 1) close_top(e.time, lim);
+  close_top(e.time, lim);
+}
+
+uint32_t ThreadPart::new_thread() {
+  earlier.push_back(Earlier{std::move(calls), deep});
+  calls = CallStack();
+  deep = 0;
+  ended_ = false;
+  root_ = static_cast<uint32_t>(nodes.size());
+  nodes.push_back({0, 0});
+  stats.emplace_back();
+  last_child_.push_back(0);
+  node_frame_.push_back(UINT32_MAX);
+  return root_;
+}
+
+void ThreadPart::run(PartJob& j, const PartLimits& limits) {
+  j.records.clear();
+  j.message.clear();
+  j.problem_offset = 0;
+  j.over_budget = false;
+  // Locals, not the job's fields: the compiler keeps them in registers across the CallStack's stores.
+  const PartLimits lim = limits;
+  Fold f;
+  f.records = &j.records;
+  uint64_t buf_min = UINT64_MAX, buf_max = 0;
+  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
+  Event e;
+  uint64_t offset = 0;
+  uint64_t n = 0;
+  for (BufferDecoder::Mark at = dec.mark(); dec.next(e, j.message, offset); at = dec.mark()) {
+    ++n;
+    if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
+      if (buf_min == UINT64_MAX) [[unlikely]]
+        buf_min = e.time;
+      buf_max = e.time;
+      if (e.kind == EventKind::method_enter)
+        enter(e, f, lim);
+      else
+        leave(e, f, lim);
+    } else {
+      // The replay does the rest of the event (Builder::other_event), with this call path; an
+      // exception leave's unwinding is the thread's own.
+      const uint32_t top = calls.empty() ? 0 : calls.back().node;
+      uint32_t new_root = 0;
+      if (e.kind == EventKind::method_exc_leave) {
+        leave(e, f, lim);
+      } else if (e.kind == EventKind::thread_end && e.ptr == id_) {
+        ended_ = true;
+      } else if (e.kind == EventKind::thread_start && e.ptr == id_ && ended_) {
+        new_root = new_thread();
+      }
+      j.records.push_back(PartRecord{top, new_root, at.last_time, at.last_method, at.pos});
+    }
+    if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+      j.over_budget = true;
+      j.budget_offset = offset;
+      break;
+    }
+  }
+  j.n = n;
+  j.buf_min = buf_min;
+  j.buf_max = buf_max;
+  j.call_count = f.call_count;
+  j.unmatched = f.unmatched;
+  j.calls_present = f.present;
+  j.problem_offset = dec.problem_offset();
+}
+
+}  // namespace mlpd::profile::detail
