@@ -16,6 +16,7 @@ packages=(
   golang-go libprotobuf-dev protobuf-compiler python3-jsonschema
   python3 procps time  # time: /usr/bin/time -f %M, peak memory in the reader-limit tests
   help2man  # mlpd.1 from mlpd --help for the Debian package
+  file dpkg-dev  # cpack's Debian package: its shared-library dependencies (dpkg-shlibdeps; CPackDeb needs file)
   linux-perf  # perf record/inject/report: the jitdump and perfmap tests (docs/perf.md)
 )
 missing=()
