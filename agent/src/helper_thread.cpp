@@ -69,6 +69,8 @@ bool HelperThread::stop(int limit_seconds) {
 }
 
 void* HelperThread::entry(void* self) {
+  // Named, so that `mlpd attach` can tell a process profiled already (and tests that it is gone).
+  pthread_setname_np(pthread_self(), "mlpd-helper");
   static_cast<HelperThread*>(self)->main_loop();
   return nullptr;
 }
