@@ -5,7 +5,8 @@
 // checked by `mlpd attach`), the path of the answer file, and the command ("attach OPTIONS", "detach").
 // The library is loaded by that path and its entry called through a function pointer: no DllImport
 // search path (nothing is looked for in a writable place). After an attach a background thread serves
-// the descriptions of methods compiled before the attach (mlpd_attach_serve returns at detach).
+// the later commands and the descriptions of methods compiled before the attach (mlpd_attach_serve,
+// until the program exits); Mono's own receiver thread is ended (attach_entry.cpp says why).
 // Everything is caught: nothing of ours may reach the program.
 using System;
 using System.Runtime.InteropServices;
@@ -28,6 +29,8 @@ static class MlpdAttach
 	static bool exitHooked;
 	static ServeFn release;  // kept alive: the runtime calls it at exit
 
+	static bool controlStarted;
+
 	static int Main (string[] args)
 	{
 		try {
@@ -46,11 +49,11 @@ static class MlpdAttach
 			IntPtr command = dlsym (lib, "mlpd_attach_command");
 			IntPtr serve = dlsym (lib, "mlpd_attach_serve");
 			IntPtr exiting = dlsym (lib, "mlpd_attach_exiting");
-			if (command == IntPtr.Zero || serve == IntPtr.Zero || exiting == IntPtr.Zero)
+			IntPtr releaseListener = dlsym (lib, "mlpd_attach_release");
+			if (command == IntPtr.Zero || serve == IntPtr.Zero || exiting == IntPtr.Zero || releaseListener == IntPtr.Zero)
 				return 3;
 			// Mono's shutdown waits for every thread it knows, background ones too, once ProcessExit has
-			// run; the receiver sits in accept() and the describer in native code: mlpd_attach_exiting
-			// releases both (agent/src/attach_entry.cpp).
+			// run: mlpd_attach_exiting ends our control thread (agent/src/attach_entry.cpp).
 			if (!exitHooked) {
 				exitHooked = true;
 				release = (ServeFn) Marshal.GetDelegateForFunctionPointer (exiting, typeof (ServeFn));
@@ -58,13 +61,17 @@ static class MlpdAttach
 			}
 			var run = (CommandFn) Marshal.GetDelegateForFunctionPointer (command, typeof (CommandFn));
 			int rc = run (parts [2], parts [1]);
-			if (rc == 0 && parts [2].StartsWith ("attach")) {
+			if (!controlStarted) {
+				controlStarted = true;
 				var fn = (ServeFn) Marshal.GetDelegateForFunctionPointer (serve, typeof (ServeFn));
 				var t = new Thread (() => { try { fn (); } catch { } });
 				t.IsBackground = true;
-				t.Name = "mlpd-describer";
+				t.Name = "mlpd-control";
 				t.Start ();
 			}
+			// Mono's receiver stalls every collection while it waits for a connection: it ends when
+			// `mlpd attach` disconnects; later commands come through the control thread.
+			((ServeFn) Marshal.GetDelegateForFunctionPointer (releaseListener, typeof (ServeFn))) ();
 			return rc;
 		} catch {
 			return 4;

@@ -598,6 +598,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
     say(error);
     return false;
   }
+  options.attached = late;
   if (options.help) {
     const std::string_view h = help_text();
     (void)!::write(STDERR_FILENO, h.data(), h.size());

@@ -37,7 +37,7 @@ HelperThread::HelperThread(const HelperParts& parts)
       flusher_(*parts.shared, *parts.registry, *parts.meta),
       counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
                                                                      parts.options->calls_min_us ? parts.registry : nullptr}) {
-  if (rotation_on(*parts.options) || parts.options->ring_bytes) flusher_.keep_metadata_in(&meta_store_);
+  if (rotation_on(*parts.options) || parts.options->ring_bytes || parts.options->attached) flusher_.keep_metadata_in(&meta_store_);
 }
 
 bool HelperThread::start() {

@@ -177,7 +177,8 @@ bool send_message(int fd, const std::string& agent, const std::string& arg) {
 struct Target {
   long pid = 0;
   uid_t uid = 0;
-  std::string dir, socket;  // /tmp/mono-USER, its .mono-PID
+  std::string dir, socket;  // /tmp/mono-USER, its .mono-PID (the runtime's listener)
+  std::string control;      // its .mlpd-PID: our control thread, after a first attach
 };
 
 // Checks that may refuse, before anything is sent to the process.
@@ -206,14 +207,15 @@ bool check_target(long pid, Target& t, std::string& why) {
   }
   t.dir = std::string("/tmp/mono-") + found->pw_name;
   t.socket = t.dir + "/.mono-" + std::to_string(pid);
+  t.control = t.dir + "/.mlpd-" + std::to_string(pid);
   return true;
 }
 
 // The runtime's directory and socket, and not planted ones: the directory 0700 and both the
 // process's user's.
-bool listener_ok(const Target& t, std::string& why) {
+bool listener_ok(const Target& t, std::string& why, const std::string* path = nullptr) {
   struct stat d{}, s{};
-  if (lstat(t.dir.c_str(), &d) != 0 || lstat(t.socket.c_str(), &s) != 0) return false;
+  if (lstat(t.dir.c_str(), &d) != 0 || lstat((path ? *path : t.socket).c_str(), &s) != 0) return false;
   if (!S_ISDIR(d.st_mode) || d.st_uid != t.uid || (d.st_mode & 0777) != 0700 || !S_ISSOCK(s.st_mode) || s.st_uid != t.uid) {
     why = t.dir + " or its socket is not the runtime's (owner or mode wrong); not attaching";
     return false;
@@ -221,12 +223,12 @@ bool listener_ok(const Target& t, std::string& why) {
   return true;
 }
 
-int connect_listener(const Target& t) {
+int connect_listener(const Target& t, const std::string* path = nullptr) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", t.socket.c_str());
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", (path ? *path : t.socket).c_str());
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
     return -1;
@@ -239,6 +241,10 @@ int open_listener(const Target& t, std::string& why) {
   std::string planted;
   if (listener_ok(t, planted)) {
     if (const int fd = connect_listener(t); fd >= 0) return fd;
+    // The runtime started its listener once and it no longer answers (our agent ends it after the
+    // first command; or a stale file): a SIGQUIT now would print a thread dump, not start it again.
+    why = "the runtime's attach listener (" + t.socket + ") does not answer and cannot be started again";
+    return -1;
   } else if (!planted.empty()) {
     why = planted;
     return -1;
@@ -288,7 +294,11 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
   std::string lib, dll;
   if (!find_agent(lib, dll, why)) return fail(why);
   if (dll.size() > 127) return fail("the agent's path is too long for Mono's attach protocol: " + dll);
-  const int fd = open_listener(t, why);
+  // After a first attach our control thread answers (the runtime's listener is gone then).
+  int control = -1;
+  if (std::string planted; listener_ok(t, planted, &t.control)) control = connect_listener(t, &t.control);
+  else if (!planted.empty()) return fail(planted);
+  const int fd = control >= 0 ? control : open_listener(t, why);
   if (fd < 0) return fail(why);
   std::mt19937_64 rng(std::random_device{}());
   const std::string tag = std::to_string(pid) + "-" + std::to_string(rng() % 1000000000);
@@ -310,7 +320,9 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
       return fail("cannot write " + request);
     }
   }
-  if (request.size() > 127 || !send_message(fd, dll, request)) {
+  const bool sent = control >= 0 ? ::write(fd, (request + "\n").data(), request.size() + 1) == static_cast<ssize_t>(request.size() + 1)
+                                  : request.size() <= 127 && send_message(fd, dll, request);
+  if (!sent) {
     ::unlink(request.c_str());
     ::close(fd);
     return fail("cannot talk to the runtime's attach listener");

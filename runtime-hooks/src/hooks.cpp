@@ -719,6 +719,10 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   heapshot::install();
   g_active.store(true, std::memory_order_release);
   if (config.late) {
+    // What runtime_initialized does (it was raised long ago): the finalizer thread exists (heapshots
+    // on request go through it), Mono's counters are there to sample.
+    g_runtime_ready.store(true, std::memory_order_release);
+    runtime_counters_start();
     describe_loaded();
     start_describer();
   }

@@ -16,7 +16,7 @@ namespace {
 
 // The drain waits this long for a description; a describer held up (its thread suspended by a
 // collection) costs the frames above the unknown method in those samples, as before attach support.
-constexpr auto kWait = std::chrono::milliseconds(500);
+constexpr auto kWait = std::chrono::milliseconds(200);
 
 struct Shared {
   std::mutex mutex;
@@ -51,6 +51,10 @@ void hand_over(const uint64_t* methods, const uint64_t* code, size_t count) {
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.serving || s.stop) return;
+  // The describer has not finished the previous request: it is held up (suspended while the world is
+  // stopped for a collection or a heap walk, which needs the helper to go on writing buffers). Not
+  // waited for again until it has: these samples go without the frames it would have named.
+  if (s.done_seq < s.asked_seq) return;
   s.asked.assign(methods, methods + count);
   s.code.assign(code, code + count);
   const uint64_t seq = ++s.asked_seq;
@@ -65,28 +69,26 @@ void start_describer() {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.stop = false;
+    s.serving = true;
+    s.done_seq = s.asked_seq;  // nothing left over from an earlier attach
   }
   set_describe_methods(hand_over);
 }
 
-void serve_descriptions() {
+void serve_descriptions(int wait_ms) {
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.serving = true;
-  while (!s.stop) {
-    s.cv.wait(lock, [&] { return s.stop || s.asked_seq > s.done_seq; });
-    if (s.stop) break;
-    std::vector<uint64_t> todo, code;
-    todo.swap(s.asked);
-    code.swap(s.code);
-    const uint64_t seq = s.asked_seq;
-    lock.unlock();  // never hold ours while calling into Mono
-    for (size_t i = 0; i < todo.size(); ++i) describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0);
-    lock.lock();
-    s.done_seq = seq;
-    s.cv.notify_all();
-  }
-  s.serving = false;
+  if (!s.cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return s.stop || s.asked_seq > s.done_seq; }) || s.stop)
+    return;
+  std::vector<uint64_t> todo, code;
+  todo.swap(s.asked);
+  code.swap(s.code);
+  const uint64_t seq = s.asked_seq;
+  lock.unlock();  // never hold ours while calling into Mono
+  for (size_t i = 0; i < todo.size(); ++i) describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0);
+  lock.lock();
+  s.done_seq = seq;
+  s.cv.notify_all();
 }
 
 void stop_describer() {
@@ -94,6 +96,7 @@ void stop_describer() {
   Shared& s = shared();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.stop = true;
+  s.serving = false;
   s.cv.notify_all();
 }
 
