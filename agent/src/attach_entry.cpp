@@ -177,6 +177,8 @@ extern "C" __attribute__((visibility("default"))) void mlpd_attach_exiting() {
   g_exiting.store(true);
   mlpd::hooks::stop_describer();
   mlpd_attach_release();
+  // Here, not when the control thread ends: the runtime's exit need not wait for a background thread.
+  if (!g_control_path.empty()) ::unlink(g_control_path.c_str());
 }
 
 // The control thread (a background managed thread of the managed agent): returns at the exit.

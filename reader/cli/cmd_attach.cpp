@@ -236,8 +236,43 @@ int connect_listener(const Target& t, const std::string* path = nullptr) {
   return fd;
 }
 
+// When the process started (seconds since the epoch), from /proc/PID/stat and the boot time.
+double process_start(long pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  for (int i = 3; i <= 22 && fields >> f; ++i) {
+    if (i == 22) {
+      std::istringstream boot(read_file("/proc/stat"));
+      std::string word;
+      double btime = 0;
+      while (boot >> word) {
+        if (word == "btime") {
+          boot >> btime;
+          break;
+        }
+      }
+      return btime + std::strtod(f.c_str(), nullptr) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+  }
+  return 0;
+}
+
+// A socket file older than the process: left by an earlier process with the same PID (killed before
+// the runtime removed it). Removed, so that it is not taken for this process's listener.
+void remove_stale(long pid, const std::string& path) {
+  struct stat st{};
+  const double started = process_start(pid);
+  if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && started > 0 && st.st_mtime + 2 < started) {
+    ::unlink(path.c_str());
+  }
+}
+
 // Starts the runtime's listener unless it runs; the connected socket, or -1 with `why`.
 int open_listener(const Target& t, std::string& why) {
+  remove_stale(t.pid, t.socket);
   std::string planted;
   if (listener_ok(t, planted)) {
     if (const int fd = connect_listener(t); fd >= 0) return fd;
@@ -296,6 +331,7 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
   if (dll.size() > 127) return fail("the agent's path is too long for Mono's attach protocol: " + dll);
   // After a first attach our control thread answers (the runtime's listener is gone then).
   int control = -1;
+  remove_stale(pid, t.control);
   if (std::string planted; listener_ok(t, planted, &t.control)) control = connect_listener(t, &t.control);
   else if (!planted.empty()) return fail(planted);
   const int fd = control >= 0 ? control : open_listener(t, why);
