@@ -152,13 +152,24 @@ def main_scenario():
           if ms is not None else "figure: no sample", flush=True)
 
 
+def heapshot_now(attach_result, what):
+    port = re.search(r"command port 127\.0\.0\.1:(\d+)", attach_result.stdout)
+    h = t.run([t.MLPD, "heapshot", "--port", port.group(1)], timeout=60) if port else None
+    t.check(h and h.returncode == 0 and h.stdout.startswith("OK heapshot"),
+            f"{what}: heapshot over the port: {h.stdout if h else attach_result.stdout!r}")
+
+
 def reattach_scenario():
+    """Each session asks for a heapshot: the finalizer thread writes both, the second through a log
+    of the second agent (a thread's log of the first, detached agent is not used again)."""
     p = start(6)
-    a1 = attach(p.pid, "sample,gc,output=first.mlpd")
-    time.sleep(1)
+    a1 = attach(p.pid, "sample,gc,heapshot=ondemand,port=0,output=first.mlpd")
+    time.sleep(0.5)
+    heapshot_now(a1, "first session")
     d1 = detach(p.pid)
-    a2 = attach(p.pid, "sample-real,counter,output=second.mlpd")
-    time.sleep(1)
+    a2 = attach(p.pid, "sample-real,counter,heapshot=ondemand,port=0,output=second.mlpd")
+    time.sleep(0.5)
+    heapshot_now(a2, "second session")
     again = attach(p.pid, "sample")  # profiled already: refused, nothing changes
     t.check(again.returncode != 0 and "already" in again.stderr and len(again.stderr.strip().splitlines()) == 1,
             f"second attach: exit {again.returncode}, {again.stderr!r}")
@@ -175,8 +186,10 @@ def reattach_scenario():
           f"{gap.group(1) if gap else '?'} ms", flush=True)
     for f in ("first.mlpd", "second.mlpd"):
         strict_ok(os.path.join(WORK, f), "reattach")
-        r = t.run([t.MPROF_REPORT, os.path.join(WORK, f)], timeout=300)
-        t.check(r.returncode == 0, f"mprof-report {f}: {r.stderr[:300]}")
+        r = t.run([t.MPROF_REPORT, "--reports=heapshot", os.path.join(WORK, f)], timeout=300)
+        shots = re.findall(r"^\s+\d+\s+(\d+)\s+\d+ AttachGrowing$", r.stdout, re.M)
+        t.check(r.returncode == 0 and len(shots) == 1 and int(shots[0]) > 10,
+                f"{f}: one heapshot counting AttachGrowing, got {shots}: {r.stdout[:300]} {r.stderr[:300]}")
 
 
 def exit_promptly_scenario():
