@@ -182,7 +182,7 @@ def reattach_scenario():
     rc, out, err = finish_program(p)
     t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"reattached program: exit {rc}, {program_lines(out)}")
     gap = re.search(r"longest gap (\d+) ms", out)
-    print(f"figure: longest pause of a program attached twice and detached twice (no heapshot): "
+    print(f"figure: longest pause of a program attached twice and detached twice, a heapshot in each: "
           f"{gap.group(1) if gap else '?'} ms", flush=True)
     for f in ("first.mlpd", "second.mlpd"):
         strict_ok(os.path.join(WORK, f), "reattach")
