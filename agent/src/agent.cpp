@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "attach_options.h"
 #include "exit_signals.h"
 #include "helper_thread.h"
 #include "ring_sink.h"
@@ -58,7 +59,15 @@ constexpr uint32_t kPackCompressors = 4;
 constexpr uint32_t kMaxMembers = 16384;
 constexpr int kPackLevel = 1;  // libdeflate's level, as the gzip sink's default (SinkOptions::gzip_level)
 
+// Attach: the lines go back to `mlpd attach` (attach_entry.cpp), not to the program's stderr.
+std::string* g_capture = nullptr;
+
 void say(const std::string& line) {
+  if (g_capture) {
+    if (!g_capture->empty()) *g_capture += '\n';
+    *g_capture += line;
+    return;
+  }
   std::string l = line;
   l += '\n';
   (void)!::write(STDERR_FILENO, l.data(), l.size());  // no stdio locks: this may run in odd places
@@ -225,6 +234,20 @@ class Agent final : private HelperOutput {
   }
 
   bool start_helper() { return helper_.start(); }
+  // Attached again: what the earlier attach described (and the runtime will not describe again),
+  // right after the header.
+  bool seed_metadata(const std::vector<uint8_t>& bytes) {
+    if (bytes.empty()) return true;
+    helper_.seed_metadata(bytes);
+    if (ring_) return true;
+    return write_out(bytes) && sink_->flush();
+  }
+  std::vector<uint8_t> metadata_now() const {
+    std::vector<uint8_t> out;
+    helper_.replay_metadata(out);
+    return out;
+  }
+  const std::vector<std::string>& files() const { return files_; }
   // Async-signal-safe: a write(2) to the helper's eventfd.
   void wake_helper() { helper_.wake(); }
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
@@ -427,6 +450,8 @@ class Agent final : private HelperOutput {
 // One agent per process, never destroyed: threads may still be inside a callback at exit.
 Agent* g_agent = nullptr;
 std::atomic<bool> g_started{false};
+Agent* g_detached = nullptr;  // attach: the agent of the last detach (its metadata seeds the next file)
+bool g_hooks_registered = false;  // atexit and pthread_atfork: once per process
 
 void on_runtime_shutdown_end() {
   if (g_agent) g_agent->shutdown();
@@ -544,28 +569,46 @@ mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
 
 }  // namespace
 
-void start(std::string_view text, std::string_view note) {
+namespace {
+// `late`: attached to a running runtime (attach_entry.cpp); returns whether profiling started.
+bool start_impl(std::string_view text, std::string_view note, bool late) {
   // Not Mono: do nothing, write nothing, print nothing.
-  if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return;
-  if (g_started.exchange(true)) return;
+  if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return false;
+  if (g_started.exchange(true)) {
+    if (late) say("mlpd: this process is being profiled already");
+    return false;
+  }
+  bool ok = false;
+  struct Unstart {  // attach: a refused start leaves the process as it was, attachable again
+    bool late;
+    const bool* ok;
+    ~Unstart() {
+      if (late && !*ok) g_started.store(false);
+    }
+  } unstart{late, &ok};
   if (!note.empty()) say(std::string(note));
 
   Options options;
   std::string error;
   if (!parse_options(text, options, error, [](const char* name) -> const char* { return std::getenv(name); })) {
     say(error + "; profiling is off");
-    return;
+    return false;
   }
+  if (late && !late_options_allowed(options, error)) {
+    say(error);
+    return false;
+  }
+  options.attached = late;
   if (options.help) {
     const std::string_view h = help_text();
     (void)!::write(STDERR_FILENO, h.data(), h.size());
-    return;
+    return false;
   }
   if (options.nochildren) remove_agent_from_environment();
   // Before anything takes a time stamp (the header's startup time is the first).
   const char* clock_name = rt::init_clock(options.clock != ClockKind::Monotonic);
   auto* agent = new (std::nothrow) Agent(std::move(options));
-  if (!agent) return;
+  if (!agent) return false;
   const Options& o = agent->options();
   // The output first: if it cannot be opened, Mono is left untouched (no callbacks, no allocation
   // instrumentation) and the program runs at full speed.
@@ -595,7 +638,7 @@ void start(std::string_view text, std::string_view note) {
           if (static_cast<unsigned char>(c) < 0x20) c = '?';
         }
         say("mlpd: ring: cannot write dumps into '" + shown + "' (output=): " + std::strerror(err) + "; profiling is off");
-        return;
+        return false;
       }
     }
     agent->use_ring();
@@ -617,7 +660,7 @@ void start(std::string_view text, std::string_view note) {
   }
   if (!sink) {
     say(error + (error.find("profiling") == std::string::npos ? "; profiling is off" : ""));
-    return;
+    return false;
   }
   agent->set_sink(std::move(sink), where.kind == ResolvedOutput::Kind::File ? where.target : std::string());
   }
@@ -625,7 +668,7 @@ void start(std::string_view text, std::string_view note) {
   if (std::string why; !agent->write_header(why)) {
     agent->drop_server();
     say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
-    return;
+    return false;
   }
   // Then the hooks. They check what only Mono can (the callspec, being early enough); if that fails,
   // the file just created is removed again, so a refused configuration leaves nothing behind.
@@ -642,6 +685,7 @@ void start(std::string_view text, std::string_view note) {
                 static_cast<int>(WalkerMode::Check) == 2, "HookConfig::walker's values");
   config.walker = static_cast<uint8_t>(o.walker);
   config.eager_metadata = o.eager_metadata;
+  config.late = late;
   config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
                        : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
                                                             : hooks::kSampleOff;
@@ -667,7 +711,14 @@ void start(std::string_view text, std::string_view note) {
     agent->drop_server();
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
-    return;
+    return false;
+  }
+  if (late && g_detached && !agent->seed_metadata(g_detached->metadata_now())) {
+    hooks::detach();
+    agent->drop_server();
+    agent->abandon_output(where);
+    say("mlpd: cannot write to the output; profiling is off");
+    return false;
   }
   if (o.jitdump || o.perfmap) {  // a failure is one line; profiling goes on without the perf files
     hooks::perf::OutputConfig pc{o.jitdump, o.jitdump_dir, o.perfmap, agent->shared().wake_helper, agent->shared().wake_ctx};
@@ -678,10 +729,13 @@ void start(std::string_view text, std::string_view note) {
     agent->drop_server();
     say("mlpd: cannot start the helper thread; profiling is off");
     hooks::stop();
-    return;
+    return false;
   }
-  std::atexit(at_exit);
-  pthread_atfork(nullptr, nullptr, fork_child);
+  if (!g_hooks_registered) {
+    g_hooks_registered = true;
+    std::atexit(at_exit);
+    pthread_atfork(nullptr, nullptr, fork_child);
+  }
   if (o.dump_signal) install_dump_signal(o);
   // After the dump signal (HUP may be it). Only for a file of ours: a pipe or #FD cannot be cut back.
   if (!o.ring_bytes && where.kind == ResolvedOutput::Kind::File) install_exit_signals();
@@ -691,6 +745,46 @@ void start(std::string_view text, std::string_view note) {
     say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
     say("mlpd: " + hooks::runtime_summary());
   }
+  if (late) say("mlpd: profiling into " + (agent->files().empty() ? std::string("the output") : agent->files().back()));
+  ok = true;
+  return true;
+}
+}  // namespace
+
+void start(std::string_view text, std::string_view note) { start_impl(text, note, false); }
+
+bool start_attached(std::string_view text, std::string& message) {
+  g_capture = &message;
+  const bool ok = start_impl(text, {}, true);
+  g_capture = nullptr;
+  return ok;
+}
+
+bool detach(std::string& message) {
+  Agent* agent = g_agent;
+  if (!agent || !g_started.load()) {
+    message = "mlpd: this process is not being profiled";
+    return false;
+  }
+  g_capture = &message;
+  agent->shutdown();  // the last rounds, the file closed, the helper ended
+  hooks::detach();    // callbacks out of the runtime, our sampler ended and its signal given back
+  agent->drop_server();
+  if (g_dump_signal) {
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(g_dump_signal, &dfl, nullptr);
+    g_dump_signal = 0;
+  }
+  reset_exit_signals_after_fork();  // the handlers that are still ours go back to the default action
+  const std::vector<std::string>& files = agent->files();
+  say("mlpd: detached; wrote " + (files.empty() ? std::string("the output") : files.back()));
+  g_capture = nullptr;
+  g_detached = agent;
+  g_agent = nullptr;
+  g_started.store(false);
+  return true;
 }
 
 void shutdown() {

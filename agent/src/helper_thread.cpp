@@ -37,7 +37,7 @@ HelperThread::HelperThread(const HelperParts& parts)
       flusher_(*parts.shared, *parts.registry, *parts.meta),
       counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
                                                                      parts.options->calls_min_us ? parts.registry : nullptr}) {
-  if (rotation_on(*parts.options) || parts.options->ring_bytes) flusher_.keep_metadata_in(&meta_store_);
+  if (rotation_on(*parts.options) || parts.options->ring_bytes || parts.options->attached) flusher_.keep_metadata_in(&meta_store_);
 }
 
 bool HelperThread::start() {
@@ -69,6 +69,8 @@ bool HelperThread::stop(int limit_seconds) {
 }
 
 void* HelperThread::entry(void* self) {
+  // Named, so that `mlpd attach` can tell a process profiled already (and tests that it is gone).
+  pthread_setname_np(pthread_self(), "mlpd-helper");
   static_cast<HelperThread*>(self)->main_loop();
   return nullptr;
 }

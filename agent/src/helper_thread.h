@@ -84,6 +84,8 @@ class HelperThread {
   // threads have committed; the MetaStore's replay.
   void round_now() { round(true); }
   void replay_metadata(std::vector<uint8_t>& out, uint64_t not_before = 0) const { meta_store_.replay(out, not_before); }
+  // Attached again: the earlier attach's metadata, kept for rotation and dumps (before start()).
+  void seed_metadata(const std::vector<uint8_t>& bytes) { meta_store_.absorb(bytes.data(), bytes.size()); }
 
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();

@@ -14,5 +14,7 @@ int cmd_report(int argc, char** argv);
 int cmd_top(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_diff(int argc, char** argv);
+int cmd_attach(int argc, char** argv);
+int cmd_detach(int argc, char** argv);
 
 }  // namespace mlpd::cli

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},
     {"heapshots", mlpd::cli::cmd_heapshots, "list the heapshots per class, or what changed between two"},
     {"heapshot", mlpd::cli::cmd_heapshot, "ask a running profiled program for a heapshot (command port)"},
+    {"attach", mlpd::cli::cmd_attach, "profile a running Mono process (PID) from now on; --for SECONDS then detach"},
+    {"detach", mlpd::cli::cmd_detach, "stop profiling a process `mlpd attach` profiles; it runs on"},
     {"send", mlpd::cli::cmd_send, "send commands to a running profiled program's command port"},
 };
 

@@ -34,6 +34,8 @@
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/hooks/sampling.h"
+#include "mlpd/hooks/late_sampler.h"
+#include "mlpd/hooks/late_describer.h"
 #include "mlpd/hooks/control.h"
 #include "os_threads.h"
 #include "mlpd/rt/clock.h"
@@ -579,6 +581,20 @@ void apply_mask(uint32_t mask) {
   mono.mono_profiler_set_gc_finalized_object_callback(h, fin ? on_gc_finalized_object : nullptr);
 }
 
+// Attached late: what the runtime loaded before us had no load event of ours; described now, so that
+// every event that refers to it comes after its description (verify --strict). Methods and classes
+// are described on demand as before (ensure_*); domains, assemblies and images here.
+void describe_loaded() {
+  using DomainForeach = decltype(&::mono_domain_foreach);
+  using AssemblyForeach = decltype(&::mono_assembly_foreach);
+  if (auto each = reinterpret_cast<DomainForeach>(dlsym(RTLD_DEFAULT, "mono_domain_foreach"))) {
+    each([](MonoDomain* d, void*) { on_domain_loaded(nullptr, d); }, nullptr);
+  }
+  if (auto each = reinterpret_cast<AssemblyForeach>(dlsym(RTLD_DEFAULT, "mono_assembly_foreach"))) {
+    each([](void* a, void*) { on_assembly_loaded(nullptr, static_cast<MonoAssembly*>(a)); }, nullptr);
+  }
+}
+
 }  // namespace
 
 bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
@@ -649,7 +665,8 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   g->handle = h;
   // Like Mono's log profiler: allocation and clause instrumentation must be requested before the
   // runtime starts; after that these return false and the agent is too late to be useful.
-  if (!mono.mono_profiler_enable_allocations() || !mono.mono_profiler_enable_clauses()) {
+  // Attached late (config.late): neither can be had any more; the agent refused what needs them.
+  if (!config.late && (!mono.mono_profiler_enable_allocations() || !mono.mono_profiler_enable_clauses())) {
     error = "loaded after the Mono runtime started; use LD_PRELOAD or --profile=mlpd";
     return false;
   }
@@ -693,19 +710,63 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     sc.freq = config.sample_freq;
     sc.pool = config.sample_pool;
     sc.maxframes = std::min<uint32_t>(config.maxframes, kMaxFrames);
-    if (!start_sampling(h, sc, env.meta, error)) return false;
+    // Attached: Mono's sampler thread exists only if enabled before start-up; ours signals instead.
+    if (config.late ? !start_late_sampling(sc, env.meta, error) : !start_sampling(h, sc, env.meta, error)) return false;
   }
   alloc_sampler::g_mean = config.alloc_sample;
   set_event_mask(config.mask);
   if (config.start_paused) pause();  // before any event: nothing is recorded until resume()
   heapshot::install();
   g_active.store(true, std::memory_order_release);
+  if (config.late) {
+    // What runtime_initialized does (it was raised long ago): the finalizer thread exists (heapshots
+    // on request go through it), Mono's counters are there to sample.
+    g_runtime_ready.store(true, std::memory_order_release);
+    runtime_counters_start();
+    describe_loaded();
+    start_describer();
+  }
   return true;
 }
 
 void stop() {
   g_active.store(false, std::memory_order_release);
   stop_sampling();
+}
+
+void detach() {
+  stop();
+  stop_late_sampling();
+  stop_describer();
+  if (!g || !g->handle) return;
+  // Every event off (the runtime keeps the handle: Mono has no call to remove one); the callbacks
+  // would return at once anyway (stop()), this takes even their call out of the runtime's paths.
+  apply_mask(0);
+  MonoProfilerHandle h = g->handle;
+  mono.mono_profiler_set_runtime_initialized_callback(h, nullptr);
+  mono.mono_profiler_set_runtime_shutdown_begin_callback(h, nullptr);
+  mono.mono_profiler_set_runtime_shutdown_end_callback(h, nullptr);
+  mono.mono_profiler_set_thread_started_callback(h, nullptr);
+  mono.mono_profiler_set_thread_stopped_callback(h, nullptr);
+  mono.mono_profiler_set_thread_name_callback(h, nullptr);
+  mono.mono_profiler_set_domain_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_domain_unloading_callback(h, nullptr);
+  mono.mono_profiler_set_domain_name_callback(h, nullptr);
+  mono.mono_profiler_set_context_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_context_unloaded_callback(h, nullptr);
+  mono.mono_profiler_set_assembly_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_assembly_unloading_callback(h, nullptr);
+  mono.mono_profiler_set_image_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_image_unloading_callback(h, nullptr);
+  mono.mono_profiler_set_class_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_vtable_loaded_callback(h, nullptr);
+  mono.mono_profiler_set_jit_done_callback(h, nullptr);
+  mono.mono_profiler_set_method_free_callback(h, nullptr);
+  mono.mono_profiler_set_jit_code_buffer_callback(h, nullptr);
+  mono.mono_profiler_set_gc_event_callback(h, nullptr);
+  mono.mono_profiler_set_gc_root_register_callback(h, nullptr);
+  mono.mono_profiler_set_gc_root_unregister_callback(h, nullptr);
+  mono.mono_profiler_set_gc_finalized_callback(h, nullptr);
 }
 
 std::string backtrace_summary() { return walker::summary(); }

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cxxabi.h>
@@ -454,6 +455,9 @@ void sampling_detail::install_fork_guard() {
   (void)installed;
 }
 
+std::atomic<DescribeMethods> g_describe_methods{nullptr};
+void set_describe_methods(DescribeMethods fn) { g_describe_methods.store(fn, std::memory_order_release); }
+
 void drain_samples(bool final) {
   Pool* pool = g_pool;
   // Closed by the final drain: a record filled after it was counted there as dropped_unfinished.
@@ -520,6 +524,32 @@ void drain_samples(bool final) {
     take_snapshot(d.snapshot);
     pthread_mutex_unlock(&g_fork_mutex);
     for (Pending& p : d.batch) p.ips.assign(1, p.record->ip);
+  }
+  // Attached late: methods compiled before the attach were never described (no jit_done of ours);
+  // a thread attached to the runtime describes them now, before the samples that name them.
+  if (DescribeMethods describe = g_describe_methods.load(std::memory_order_acquire)) {
+    // (method, an address in its code or 0): the innermost frame's code start is known from the walk.
+    std::vector<std::pair<uint64_t, uint64_t>> unknown;
+    for (const Pending& p : d.batch) {
+      for (uint32_t i = 0; i < p.record->nframes; ++i) {
+        const uint64_t m = p.record->methods[i];
+        if (m && !described::method_known(m))
+          unknown.emplace_back(m, i == 0 && p.record->leaf_offset >= 0 ? p.record->leaf_code_start : 0);
+      }
+    }
+    std::sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;  // one with a code address first
+    });
+    unknown.erase(std::unique(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+                  unknown.end());
+    if (!unknown.empty()) {
+      std::vector<uint64_t> methods, code;
+      for (const auto& [m, c] : unknown) {
+        methods.push_back(m);
+        code.push_back(c);
+      }
+      describe(methods.data(), code.data(), methods.size());
+    }
   }
   Event hit;
   uint64_t frames_left_out = 0, truncated = 0;

@@ -169,7 +169,12 @@ uint32_t copy_stack(uint64_t sp, unsigned char* out) {
 }
 #endif
 
-void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
+void take_sample(const mono_byte* ip, const void* context, bool managed);
+void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) { take_sample(ip, context, true); }
+
+// `managed`: the thread is attached to the runtime (Mono's sampler signals only those; ours signals
+// every thread and asks the runtime in its handler).
+void take_sample(const mono_byte* ip, const void* context, bool managed) {
   const int saved_errno = errno;
   if (!g_sampling_on.load(std::memory_order_relaxed)) {
     count(g_counters.dropped_shutdown);
@@ -208,7 +213,7 @@ void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) {
     r->stack_addr = r->regs[arch::kRegSp];
 #endif
     r->leaf_offset = -1;
-    if (g_pool->maxframes) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
+    if (g_pool->maxframes && managed) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
     // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
     // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
@@ -272,6 +277,10 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   g_freq.store(config.freq);
   g_period_ns.store(1'000'000'000u / std::max<uint32_t>(config.freq, 1));
   g_pid = getpid();
+  if (!handle) {  // attached late: our own sampler (late_sampler.cpp) signals the threads
+    g_sampling_on.store(true, std::memory_order_release);
+    return true;
+  }
   if (!mono.mono_profiler_enable_sampling(handle)) {
     error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
     return false;
@@ -287,6 +296,13 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   g_sampling_on.store(true, std::memory_order_release);
   mono.mono_profiler_set_sample_hit_callback(handle, on_sample_hit);
   return true;
+}
+
+void sample_from_signal(const void* context, bool managed) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  uint64_t regs[arch::kSignalRegs] = {};
+  arch::signal_registers(*uc, regs);
+  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed);
 }
 
 bool change_sampling(uint8_t mode, uint32_t freq) {

@@ -25,6 +25,7 @@ ThreadLog* ThreadRegistry::create() {
     head_ = log;
   }
   tls_log_ = log;
+  tls_owner_ = this;
   if (key_ok_) pthread_setspecific(key_, log);
   return log;
 }
@@ -33,6 +34,7 @@ void ThreadRegistry::thread_exit() {
   ThreadLog* log = tls_log_;
   if (!log) return;
   tls_log_ = nullptr;
+  if (tls_owner_ != this) return;  // an earlier registry's (detached agent): left as it is
   if (key_ok_) pthread_setspecific(key_, nullptr);
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -48,7 +48,8 @@ def main():
                       if l.endswith("/libmono-profiler-log.so")]
         mono_dir = os.path.dirname(log_module[0]) if log_module else "/usr/lib"
         listing = t.run(["dpkg-deb", "-c", deb]).stdout
-        for path in ("./usr/bin/mlpd", "./usr/lib/libmlpd.so", f".{mono_dir}/libmono-profiler-mlpd.so"):
+        for path in ("./usr/bin/mlpd", "./usr/lib/libmlpd.so", f".{mono_dir}/libmono-profiler-mlpd.so",
+                     "./usr/lib/mlpd/MlpdAttach.dll"):
             t.check(re.search(rf" {re.escape(path)}( -> libmlpd\.so)?$", listing, re.M),
                     f"the package lacks {path}:\n{listing}")
         if shutil.which("help2man"):
@@ -77,6 +78,14 @@ def main():
             v = t.run([mlpd, "verify", "--strict", out], env=clean_env())
             t.check(v.returncode == 0, f"{how}: the packaged mlpd does not verify the file: {v.stdout[-300:]} {v.stderr[-300:]}")
             print(f"ok  {how}: profiled with the unpacked package, verified", flush=True)
+        # mlpd attach with the unpacked package: its managed agent and libmlpd.so beside it (docs/attach.md).
+        svc = subprocess.Popen([t.MONO, t.program("attach_service"), "3"], stdout=subprocess.PIPE, env=clean_env())
+        svc.stdout.readline()
+        a = t.run([mlpd, "attach", str(svc.pid), "--for", "1", f"sample,output={work}/c.mlpd"], env=clean_env(), timeout=120)
+        out, _ = svc.communicate(timeout=60)
+        t.check(a.returncode == 0 and "c.mlpd: ok" in a.stdout and svc.returncode == 7,
+                f"attach with the package: {a.returncode} {a.stdout!r} {a.stderr!r}, program exit {svc.returncode}")
+        print("ok  mlpd attach with the unpacked package", flush=True)
     t.finish("package")
 
 

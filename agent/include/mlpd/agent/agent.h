@@ -2,6 +2,7 @@
 // thread, shutdown (runtime shutdown, exit, Environment.Exit), fork.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace mlpd::agent {
@@ -12,6 +13,14 @@ namespace mlpd::agent {
 // an output that cannot be opened prints one line on stderr and leaves profiling off.
 // `note`: a line to print once the agent knows it is in Mono (choose_options: MLPD_OPTIONS ignored).
 void start(std::string_view options, std::string_view note = {});
+
+// Attach (`mlpd attach`, docs/attach.md): starts profiling in a runtime that runs already, with what
+// Mono still allows then. `message` gets the lines that would have gone to stderr (the output file,
+// or why not); false when profiling did not start (refused options, profiled already, ...).
+bool start_attached(std::string_view options, std::string& message);
+// Detach: the last data written, the output closed, the helper and sampler ended, the callbacks out
+// of the runtime, the signals and the command port given back. Attaching again works afterwards.
+bool detach(std::string& message);
 
 // Writes out everything recorded and closes the output. Idempotent; safe from exit handlers.
 void shutdown();

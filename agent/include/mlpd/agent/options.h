@@ -138,6 +138,7 @@ struct Options {
   uint64_t alloc_sample = 0;
   // `start-paused`: nothing is recorded until `resume` (command port or LogProfiler); metadata is.
   bool start_paused = false;
+  bool attached = false;  // not an option: started by `mlpd attach` (the helper keeps the metadata for the next attach)
   // For testing and comparing; each has an environment alias (docs/options.md).
   ClockKind clock = ClockKind::Tsc;
   WalkerMode walker = WalkerMode::Ours;

@@ -27,6 +27,10 @@ struct HookConfig {
   bool command_port = false;     // the command port is open: a heapshot may be asked for at any time
   uint8_t walker = 0;            // walker= (agent::WalkerMode): 0 ours, 1 Mono's for all, 2 ours checked
   bool eager_metadata = false;   // eager-metadata: describe every method and class when loaded
+  bool late = false;             // attach (`mlpd attach`): the runtime runs already. Allocations, clauses and
+                                 // Mono's sampler cannot be had any more (the agent refuses what needs them);
+                                 // sampling uses our own signal (late_sampler.h); what is loaded already is
+                                 // described at install.
 };
 
 // What the agent gives the hooks to write into, and what it wants to hear about.
@@ -46,6 +50,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error);
 
 // Stops recording: every callback returns at once from now on (shutdown, fork child).
 void stop();
+// Detach: stop() and also every callback of ours taken out of the runtime, our sampler and its signal
+// handed back. A later install() (attach again) works on the same process.
+void detach();
 
 // Run-time control (the Mono.Profiler.Log.LogProfiler API, the command port). The event mask takes
 // effect for the next event; callbacks are installed or removed with their mask bits, as Mono does.

@@ -92,6 +92,7 @@ namespace mlpd::hooks {
   X(mono_jit_info_get_code_start)                      \
   X(mono_jit_info_get_code_size)                       \
   X(mono_jit_info_get_method)                          \
+  X(mono_jit_info_table_find)                          \
   X(mono_object_get_vtable)                            \
   X(mono_object_get_size)                              \
   X(mono_gc_collect)                                   \

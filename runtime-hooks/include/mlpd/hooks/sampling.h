@@ -63,6 +63,19 @@ SampleStats sample_stats();
 bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
                     std::string& error);
 
+// Attached late: the pool only (handle nullptr to start_sampling); our own sampler's signal handler
+// calls this with its ucontext_t. `managed`: the thread is attached to the runtime (its managed frames
+// are walked); other threads get their native frames only.
+void sample_from_signal(const void* context, bool managed);
+
+// Attached late: the drain (helper thread, which cannot call Mono) hands the sampled methods that are
+// not described yet to `fn`, which describes them on a thread attached to the runtime before it
+// returns (bounded: what it could not describe is left out of the samples as before). `code[i]` is an
+// address in methods[i]'s compiled code when the walk gave one (else 0): its range is described too,
+// so that the samples' IPs name it. nullptr: off.
+using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, size_t count);
+void set_describe_methods(DescribeMethods fn);
+
 // Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
 // Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);
 // false otherwise or when Mono refuses. kSampleOff pauses sampling.

@@ -21,14 +21,16 @@ class ThreadRegistry {
   ~ThreadRegistry();
 
   // The calling thread's log, created if needed; nullptr while logging is disabled.
+  // A log made by an earlier registry (an agent that was detached: `mlpd detach`, then attached again)
+  // is not this one's: the thread gets a new one (the old one is left as it is, never freed).
   ThreadLog* get() {
     ThreadLog* log = tls_log_;
-    if (log) [[likely]] return log;
+    if (log && tls_owner_ == this) [[likely]] return log;
     return create();
   }
   // The calling thread's log if it has one (never creates one): for hot paths that leave the
   // creation to a slower path, so that the fast path makes no call.
-  static ThreadLog* current() { return tls_log_; }
+  static ThreadLog* current() { return tls_owner_ == instance_ ? tls_log_ : nullptr; }
 
   // Stops creating logs and makes get() return nullptr for threads without one (shutdown, fork child).
   void disable() { enabled_.store(false, std::memory_order_release); }
@@ -86,6 +88,7 @@ class ThreadRegistry {
   // Defined here with its constant initialiser: a thread_local the compiler cannot see initialised
   // gets a TLS wrapper call checked on every access.
   static inline constinit thread_local ThreadLog* tls_log_ __attribute__((tls_model("initial-exec"))) = nullptr;
+  static inline constinit thread_local ThreadRegistry* tls_owner_ __attribute__((tls_model("initial-exec"))) = nullptr;
 };
 
 }  // namespace mlpd::rt

@@ -1,0 +1,305 @@
+"""mlpd attach / mlpd detach (issue 28, docs/attach.md): a program started with plain `mono`, profiled
+from outside and left as it was.
+
+- attach sample,heapshot=ondemand,gc,counter,port=0 to attach_service.exe (a service loop with a hot
+  method and a growing list): the samples name AttachHot:Spin, a heapshot over the command port counts
+  the AttachGrowing nodes, detach; the program finishes with its normal output ("done ...") and exit
+  status 7; the file passes verify --strict and mprof-report reads it;
+- attach, detach, attach with other options, detach: two valid files; after the last detach no thread
+  of ours is left but the parked mlpd-control (no mlpd-helper, mlpd-sampler, no Attach receiver), the
+  command port is closed, and the program exits by itself within a second of its Main returning;
+- attach --for: waits, detaches, prints the verify line;
+- a program that allocates (collections) while attached and detached ten times: no hang, normal output;
+- refusals, each one line and a non-zero status, the target untouched (no trigger file, no thread dump
+  in its output, exits normally): not a Mono process, `mono --attach=disable`, another user's process
+  (the CLI run as nobody), a process profiled already (LD_PRELOAD, and a second attach), refused
+  options (alloc).
+Prints the figures: time from `mlpd attach` to the first sample, the target's longest pause, and the
+CPU cost of sampling after attach against the same options with LD_PRELOAD (work done in a fixed time).
+"""
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import mlpdtest as t  # noqa: E402
+
+WORK = os.path.abspath("attach_work")
+AGENT = os.environ.get("MLPD_AGENT", "libmlpd.so")
+
+
+def start(seconds, extra=(), env=None, prog="attach_service"):
+    e = dict(os.environ)
+    e.pop("MLPD_OPTIONS", None)
+    e.pop("LD_PRELOAD", None)
+    if env:
+        e.update(env)
+    p = subprocess.Popen([t.MONO, *extra, t.program(prog), str(seconds)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=e, cwd=WORK)
+    # "ready": the runtime runs Main (attaching before that would race the runtime's start).
+    line = p.stdout.readline().decode()
+    t.check(line.strip() == "ready", f"{prog}: first line {line!r}")
+    time.sleep(0.3)
+    return p
+
+
+def finish_program(p, timeout=60):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        t.check(False, f"pid {p.pid}: still running {timeout} s later (killed)")
+    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def program_lines(out):
+    """The program's own output: Mono 6.8's listener prints 'attach: ...' lines on stdout (docs)."""
+    return [l for l in out.splitlines() if not l.startswith("attach: ")]
+
+
+def threads(pid):
+    names = []
+    for d in glob.glob(f"/proc/{pid}/task/*/comm"):
+        try:
+            names.append(open(d).read().strip())
+        except OSError:
+            pass
+    return names
+
+
+def attach(pid, options, *extra):
+    return t.run([t.MLPD, "attach", str(pid), *extra, options], timeout=120, cwd=WORK)
+
+
+def detach(pid):
+    return t.run([t.MLPD, "detach", str(pid)], timeout=120, cwd=WORK)
+
+
+def out_file(p):
+    m = re.search(r"(?:profiling into|wrote) (\S+)", p.stdout)
+    return m.group(1) if m else None
+
+
+def strict_ok(path, what):
+    rc, obj, p = t.verify_json(path, strict=True)
+    t.check(rc == 0, f"{what}: verify --strict {path}: {p.stdout[:400]} {p.stderr[:200]}")
+
+
+def first_sample_ms(path, attach_started):
+    """Wall milliseconds from `mlpd attach` being run to the file's first sample."""
+    p = t.run([t.MLPD, "dump", path], timeout=300)
+    head = p.stdout.splitlines()[0] if p.stdout else ""
+    m = re.search(r"startup_ms=(\d+) .*startup_ns=(\d+)", head)
+    first = None
+    for line in p.stdout.splitlines():
+        if " sample_hit " in line:
+            first = int(line.split()[0])
+            break
+    if not m or first is None:
+        return None
+    return int(m.group(1)) - attach_started * 1000 + (first - int(m.group(2))) / 1e6
+
+
+def main_scenario():
+    p = start(8)
+    began = time.time()
+    a = attach(p.pid, "sample,heapshot=ondemand,gc,counter,port=0")
+    t.check(a.returncode == 0, f"attach: exit {a.returncode}: {a.stdout} {a.stderr}")
+    path = out_file(a)
+    t.check(path and path.startswith(WORK), f"attach: output file {path!r} (default name in the caller's directory)")
+    port = re.search(r"command port 127\.0\.0\.1:(\d+)", a.stdout)
+    t.check(port, f"attach: no command port line: {a.stdout!r}")
+    time.sleep(1.5)
+    if port:
+        h = t.run([t.MLPD, "heapshot", "--port", port.group(1)], timeout=60)
+        t.check(h.returncode == 0 and h.stdout.startswith("OK heapshot"), f"heapshot over the port: {h.stdout!r} {h.stderr!r}")
+    d = detach(p.pid)
+    t.check(d.returncode == 0 and "detached" in d.stdout, f"detach: exit {d.returncode}: {d.stdout} {d.stderr}")
+    left = threads(p.pid)
+    t.check(not any(n in ("mlpd-helper", "mlpd-sampler", "Attach receiver") for n in left), f"threads after detach: {left}")
+    if port:
+        s = socket.socket()
+        try:
+            s.settimeout(2)
+            closed = s.connect_ex(("127.0.0.1", int(port.group(1)))) != 0
+        finally:
+            s.close()
+        t.check(closed, "the command port is still open after detach")
+    rc, out, err = finish_program(p)
+    lines = program_lines(out)
+    t.check(rc == 7, f"attached program: exit status {rc} (want 7); stderr {err[-500:]!r}")
+    t.check(len(lines) == 1 and lines[0].startswith("done "), f"attached program's output: {lines}")
+    t.check("Full thread dump" not in out + err, "a thread dump was printed")
+    gap = re.search(r"longest gap (\d+) ms", out)
+    if not path:
+        return
+    strict_ok(path, "attach")
+    rc, rows, text = t.mprof_sample_summary(path)
+    hot = sum(h for h, name in rows if "AttachHot:Spin" in name)
+    total = sum(h for h, _ in rows)
+    t.check(rc == 0 and total > 0 and hot * 2 > total, f"samples: AttachHot:Spin {hot} of {total}: {rows[:5]}")
+    r = t.run([t.MPROF_REPORT, "--reports=heapshot", path], timeout=300)
+    m = re.search(r"^\s+\d+\s+(\d+)\s+\d+ AttachGrowing$", r.stdout, re.M)
+    t.check(m and int(m.group(1)) > 10, f"heapshot: AttachGrowing count: {r.stdout[:800]}")
+    ms = first_sample_ms(path, began)
+    print(f"figure: attach to first sample {ms:.0f} ms; target's longest pause {gap.group(1) if gap else '?'} ms"
+          if ms is not None else "figure: no sample", flush=True)
+
+
+def heapshot_now(attach_result, what):
+    port = re.search(r"command port 127\.0\.0\.1:(\d+)", attach_result.stdout)
+    h = t.run([t.MLPD, "heapshot", "--port", port.group(1)], timeout=60) if port else None
+    t.check(h and h.returncode == 0 and h.stdout.startswith("OK heapshot"),
+            f"{what}: heapshot over the port: {h.stdout if h else attach_result.stdout!r}")
+
+
+def reattach_scenario():
+    """Each session asks for a heapshot: the finalizer thread writes both, the second through a log
+    of the second agent (a thread's log of the first, detached agent is not used again)."""
+    p = start(6)
+    a1 = attach(p.pid, "sample,gc,heapshot=ondemand,port=0,output=first.mlpd")
+    time.sleep(0.5)
+    heapshot_now(a1, "first session")
+    d1 = detach(p.pid)
+    a2 = attach(p.pid, "sample-real,counter,heapshot=ondemand,port=0,output=second.mlpd")
+    time.sleep(0.5)
+    heapshot_now(a2, "second session")
+    again = attach(p.pid, "sample")  # profiled already: refused, nothing changes
+    t.check(again.returncode != 0 and "already" in again.stderr and len(again.stderr.strip().splitlines()) == 1,
+            f"second attach: exit {again.returncode}, {again.stderr!r}")
+    d2 = detach(p.pid)
+    for what, r in (("attach 1", a1), ("detach 1", d1), ("attach 2", a2), ("detach 2", d2)):
+        t.check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stdout} {r.stderr}")
+    left = threads(p.pid)
+    ours = [n for n in left if n.startswith("mlpd") or n == "Attach receiver"]
+    t.check(ours == ["mlpd-control"], f"threads of ours after the last detach: {ours} (want only the parked mlpd-control)")
+    rc, out, err = finish_program(p)
+    t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"reattached program: exit {rc}, {program_lines(out)}")
+    gap = re.search(r"longest gap (\d+) ms", out)
+    print(f"figure: longest pause of a program attached twice and detached twice, a heapshot in each: "
+          f"{gap.group(1) if gap else '?'} ms", flush=True)
+    for f in ("first.mlpd", "second.mlpd"):
+        strict_ok(os.path.join(WORK, f), "reattach")
+        r = t.run([t.MPROF_REPORT, "--reports=heapshot", os.path.join(WORK, f)], timeout=300)
+        shots = re.findall(r"^\s+\d+\s+(\d+)\s+\d+ AttachGrowing$", r.stdout, re.M)
+        t.check(r.returncode == 0 and len(shots) == 1 and int(shots[0]) > 10,
+                f"{f}: one heapshot counting AttachGrowing, got {shots}: {r.stdout[:300]} {r.stderr[:300]}")
+
+
+def exit_promptly_scenario():
+    """Main returns at 3 s; attached and detached before: gone within a second."""
+    p = start(3)
+    attach(p.pid, "gc")
+    detach(p.pid)
+    deadline = time.time() + 3 + 1.5
+    rc, out, err = finish_program(p, timeout=30)
+    t.check(time.time() < deadline + 1.0, f"exit: {time.time() - deadline + 1.5:.1f} s after Main's end")
+    t.check(rc == 7, f"exit status {rc}")
+
+
+def for_scenario():
+    p = start(6)
+    r = attach(p.pid, "sample,output=for.mlpd", "--for", "2")
+    t.check(r.returncode == 0 and re.search(r"for\.mlpd: ok: ", r.stdout), f"attach --for: {r.returncode} {r.stdout!r} {r.stderr!r}")
+    rc, out, err = finish_program(p)
+    t.check(rc == 7, f"--for: exit {rc}")
+
+
+def repeat_scenario():
+    """Attach and detach ten times while the program allocates (collections): no hang, same output."""
+    p = start(12)
+    for i in range(10):
+        a = attach(p.pid, f"sample,gc,output=rep{i}.mlpd")
+        time.sleep(0.2)
+        d = detach(p.pid)
+        t.check(a.returncode == 0 and d.returncode == 0, f"round {i}: {a.stdout} {a.stderr} {d.stdout} {d.stderr}")
+    rc, out, err = finish_program(p, timeout=90)
+    t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"ten rounds: exit {rc}, {program_lines(out)[-1:]}")
+    for i in range(10):
+        strict_ok(os.path.join(WORK, f"rep{i}.mlpd"), f"round {i}")
+
+
+def refused(r, what, word):
+    t.check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and word in r.stderr,
+            f"{what}: exit {r.returncode}, stderr {r.stderr!r} (want one line with {word!r})")
+
+
+def untouched(p, what):
+    t.check(not os.path.exists(f"/tmp/.mono_attach_pid{p.pid}"), f"{what}: trigger file left")
+    rc, out, err = finish_program(p)
+    t.check(rc == 7 and "Full thread dump" not in out and not any(l.startswith("attach:") for l in out.splitlines()),
+            f"{what}: exit {rc}, output {out[-300:]!r}")
+
+
+def refusals():
+    sleeper = subprocess.Popen(["sleep", "30"])
+    refused(attach(sleeper.pid, "sample"), "not Mono", "not a Mono process")
+    sleeper.kill()
+    sleeper.wait()
+
+    p = start(4, extra=["--attach=disable"])
+    refused(attach(p.pid, "sample"), "--attach=disable", "--attach=disable")
+    untouched(p, "--attach=disable")
+
+    p = start(4, env={"LD_PRELOAD": AGENT, "MLPD_OPTIONS": "output=" + os.path.join(WORK, "preload.mlpd")})
+    refused(attach(p.pid, "sample"), "LD_PRELOAD", "profiled already")
+    untouched(p, "LD_PRELOAD")
+
+    p = start(4)
+    refused(attach(p.pid, "alloc"), "alloc after attach", "alloc")
+    t.check(not any(n.startswith("mlpd-helper") for n in threads(p.pid)), "alloc refusal: profiling started anyway")
+    finish_program(p)
+
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        p = start(4)
+        r = t.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", t.MLPD, "attach", str(p.pid), "sample"])
+        refused(r, "another user's process", "another user")
+        untouched(p, "another user")
+    else:
+        print("skipped: another user's process (needs root and setpriv)", flush=True)
+
+
+def overhead():
+    """CPU time per unit of work (attach_service's nodes, 4 s runs): plain, sampled with LD_PRELOAD, sampled
+    after attach (at 0.3 s). CPU time, not wall: the machine may be shared."""
+    def run_one(env=None, attach_options=None):
+        p = start(4, env=env)
+        if attach_options:
+            attach(p.pid, attach_options)
+        out = p.stdout.read().decode()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        p.stderr.read()
+        m = re.search(r"done (\d+) nodes", out)
+        nodes = int(m.group(1)) if m else 0
+        return (ru.ru_utime + ru.ru_stime) / nodes if nodes else None
+    plain = run_one()
+    pre = run_one(env={"LD_PRELOAD": AGENT, "MLPD_OPTIONS": "sample,output=" + os.path.join(WORK, "ov_pre.mlpd")})
+    att = run_one(attach_options="sample,output=ov_att.mlpd")
+    t.check(plain and pre and att, f"overhead runs: {plain} {pre} {att}")
+    if plain and pre and att:
+        print(f"figure: CPU per node: plain {plain * 1e6:.1f} us, LD_PRELOAD sample {pre * 1e6:.1f} us "
+              f"({100 * (pre / plain - 1):+.1f}%), attach sample {att * 1e6:.1f} us ({100 * (att / plain - 1):+.1f}%); "
+              f"attach/preload ratio {att / pre:.3f}", flush=True)
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "refusals", "overhead"]
+    table = {"main": main_scenario, "reattach": reattach_scenario, "exit": exit_promptly_scenario, "for": for_scenario,
+             "repeat": repeat_scenario, "refusals": refusals, "overhead": overhead}
+    for s in scenarios:
+        print(f"-- {s} ({t.RUNTIME})", flush=True)
+        table[s]()
+    t.finish("test_attach")
+
+
+if __name__ == "__main__":
+    main()
