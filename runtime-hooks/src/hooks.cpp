@@ -12,7 +12,6 @@
 //   a lock while the world is stopped, where a suspended thread may hold it (tls_in_own_gc).
 #include "mlpd/hooks/hooks.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -40,6 +39,7 @@
 #include "os_threads.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
+#include "mono/optional.h"
 #include "mono/runtime_version.h"
 #include "state.h"
 
@@ -127,8 +127,7 @@ void on_runtime_initialized(MonoProfiler*) {
 void on_shutdown_begin(MonoProfiler*) {
   // The AOT id of the entry assembly, when it was AOT-compiled (as Mono's profiler writes it).
   // mono_runtime_get_aotid is exported by the runtime but not in its public headers.
-  using GetAotId = char* (*)();
-  if (auto get = reinterpret_cast<GetAotId>(dlsym(RTLD_DEFAULT, "mono_runtime_get_aotid")); get && active()) {
+  if (auto get = mono_optional.mono_runtime_get_aotid; get && active()) {
     if (char* id = get()) {
       Event e;
       e.kind = EventKind::aot_id;
@@ -585,12 +584,10 @@ void apply_mask(uint32_t mask) {
 // every event that refers to it comes after its description (verify --strict). Methods and classes
 // are described on demand as before (ensure_*); domains, assemblies and images here.
 void describe_loaded() {
-  using DomainForeach = decltype(&::mono_domain_foreach);
-  using AssemblyForeach = decltype(&::mono_assembly_foreach);
-  if (auto each = reinterpret_cast<DomainForeach>(dlsym(RTLD_DEFAULT, "mono_domain_foreach"))) {
+  if (auto each = mono_optional.mono_domain_foreach) {
     each([](MonoDomain* d, void*) { on_domain_loaded(nullptr, d); }, nullptr);
   }
-  if (auto each = reinterpret_cast<AssemblyForeach>(dlsym(RTLD_DEFAULT, "mono_assembly_foreach"))) {
+  if (auto each = mono_optional.mono_assembly_foreach) {
     each([](void* a, void*) { on_assembly_loaded(nullptr, static_cast<MonoAssembly*>(a)); }, nullptr);
   }
 }
@@ -626,7 +623,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     mono_runtime::Runtime detected;
     const char* info = std::getenv("MLPD_TEST_MONO_VERSION");
     if (!info) {
-      if (auto build_info = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "mono_get_runtime_build_info"))) {
+      if (auto build_info = mono_optional.mono_get_runtime_build_info) {
         char* text = build_info();
         detected = mono_runtime::detect(text);
         if (text) mono.mono_free(text);
@@ -644,10 +641,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public
-    // headers, so looked up like everything else and refused cleanly if absent.
-    using Parse = mono_bool (*)(const char*, void*, char**);
-    auto parse = reinterpret_cast<Parse>(dlsym(RTLD_DEFAULT, "mono_callspec_parse"));
-    g->callspec_eval = reinterpret_cast<mono_bool (*)(MonoMethod*, const void*)>(dlsym(RTLD_DEFAULT, "mono_callspec_eval"));
+    // headers (mono/optional.h), and refused cleanly if absent.
+    auto parse = mono_optional.mono_callspec_parse;
+    g->callspec_eval = mono_optional.mono_callspec_eval;
     if (!parse || !g->callspec_eval) {
       error = "callspec is not supported by this Mono (mono_callspec_parse not found)";
       return false;

@@ -2,7 +2,6 @@
 #include "mlpd/hooks/late_sampler.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +16,7 @@
 #include <string>
 
 #include "mlpd/hooks/mono_api.h"
+#include "mono/optional.h"
 
 namespace mlpd::hooks {
 
@@ -31,12 +31,10 @@ uint8_t g_mode = kSampleProcess;
 uint64_t g_period_ns = 10'000'000;
 // Whether the interrupted thread is attached to the runtime: Mono's own answer when it exports it
 // (a TLS read, as its own sampling handler does), else whether the thread has a current domain.
-using CurrentInfo = void* (*)();
-CurrentInfo g_current_info = nullptr;
 
 void on_signal(int, siginfo_t*, void* context) {
   const int saved = errno;
-  const bool managed = g_current_info ? g_current_info() != nullptr : mono.mono_domain_get() != nullptr;
+  const bool managed = mono_optional.mono_thread_info_current_unchecked ? mono_optional.mono_thread_info_current_unchecked() != nullptr : mono.mono_domain_get() != nullptr;
   sample_from_signal(context, managed);
   errno = saved;
 }
@@ -116,7 +114,6 @@ bool start_late_sampling(const SamplingConfig& config, rt::MetaLog* meta, std::s
     return false;
   }
   if (!start_sampling(nullptr, config, meta, error)) return false;
-  g_current_info = reinterpret_cast<CurrentInfo>(dlsym(RTLD_DEFAULT, "mono_thread_info_current_unchecked"));
   g_signal = free_signal();
   if (!g_signal) {
     stop_sampling();

@@ -40,6 +40,8 @@ void MonoOptional::bind() {
   look_up(mono_gc_get_generation, "mono_gc_get_generation");
   look_up(mono_thread_info_current_unchecked, "mono_thread_info_current_unchecked");
   look_up(mono_add_internal_call, "mono_add_internal_call");
+  look_up(mono_domain_foreach, "mono_domain_foreach");
+  look_up(mono_assembly_foreach, "mono_assembly_foreach");
   look_up(mono_runtime_get_aotid, "mono_runtime_get_aotid");
   look_up(mono_get_runtime_build_info, "mono_get_runtime_build_info");
   look_up(mono_callspec_parse, "mono_callspec_parse");
