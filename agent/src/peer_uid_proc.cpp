@@ -110,6 +110,9 @@ bool peer_uid_proc_net(const sockaddr_storage& local, const sockaddr_storage& pe
       found = true;
       const int st = n[3] == 2 && hex(s[3][0]) >= 0 && hex(s[3][1]) >= 0 ? hex(s[3][0]) * 16 + hex(s[3][1]) : -1;
       owned = st != 3 && st != 6 && st != 10 && st != 12 && st >= 0;  // SYN_RECV, TIME_WAIT, LISTEN, NEW_SYN_RECV
+      // A time-wait entry (its state the substate: FIN_WAIT2 of a peer that closed at once) has timer 3
+      // and uid 0: no owner to tell.
+      if (n[5] >= 3 && s[5][0] == '0' && s[5][1] == '3' && s[5][2] == ':') owned = false;
       unsigned long v = 0;
       for (size_t i = 0; i < n[7]; ++i) {
         if (s[7][i] < '0' || s[7][i] > '9' || v > 0xffffffffUL / 10) {

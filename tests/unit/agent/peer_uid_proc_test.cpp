@@ -79,6 +79,16 @@ TEST_CASE("peer_uid_proc_net: the owner of a real loopback peer, from this machi
   uid = 12345;
   CHECK(peer_uid_proc_net(e.peer, e.local, uid, why));
   CHECK(uid == ::geteuid());
+  // A peer that closed before it was identified: its time-wait entry has no owner.
+  const int gone = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(::connect(gone, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  ::close(gone);
+  const int late = ::accept(listener, nullptr, nullptr);
+  REQUIRE(late >= 0);
+  ::usleep(50 * 1000);
+  const Ends g = ends_of(late);
+  CHECK_FALSE(peer_uid_proc_net(g.local, g.peer, uid, why));
+  ::close(late);
   ::close(client);
   ::close(accepted);
   ::close(listener);
@@ -93,8 +103,9 @@ TEST_CASE("peer_uid_proc_net: hand-written tables (IPv4, IPv6, TIME_WAIT, no suc
   char tcp[512];
   std::snprintf(tcp, sizeof tcp,
                 "   0: %s:9C40 %s:22B8 01 00000000:00000000 00:00000000 00000000  1001        0 1 1 0\n"
-                "   1: %s:9C41 %s:22B8 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0\n",
-                lo_hex, lo_hex, lo_hex, lo_hex);
+                "   1: %s:9C41 %s:22B8 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0\n"
+                "   2: %s:9C43 %s:22B8 05 00000000:00000000 03:00000000 00000000     0        0 0 3 0\n",
+                lo_hex, lo_hex, lo_hex, lo_hex, lo_hex, lo_hex);
   // ::1 port 40002 -> ::1 port 8888, uid 1002: four words, each printed as this machine's number.
   const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   std::string six;
@@ -112,6 +123,7 @@ TEST_CASE("peer_uid_proc_net: hand-written tables (IPv4, IPv6, TIME_WAIT, no suc
   CHECK(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40000), uid, why, dir.c_str()));
   CHECK(uid == 1001);
   CHECK_FALSE(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40001), uid, why, dir.c_str()));  // TIME_WAIT
+  CHECK_FALSE(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40003), uid, why, dir.c_str()));  // FIN_WAIT2, timer 3
   CHECK_FALSE(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40009), uid, why, dir.c_str()));  // none
   CHECK(why.find("cannot identify the connecting user") != std::string::npos);
   sockaddr_storage l6{}, p6{};
