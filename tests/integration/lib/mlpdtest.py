@@ -19,6 +19,10 @@ PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
 ARCH = os.environ.get("MLPD_ARCH", "x86_64")
 NATIVE_FRAMES = ARCH in ("x86_64", "aarch64")
 OWN_WALKER = ARCH == "x86_64"
+# Under qemu-user (the arm64 tests: MLPD_EMULATED=1) process_vm_readv is not there, so the sampler copies
+# no stack and native samples keep their leaf frame only, as on arch/generic.
+EMULATED = os.environ.get("MLPD_EMULATED") == "1"
+STACK_COPY = NATIVE_FRAMES and not EMULATED
 # Where the agent is another machine's (the arm64 tests), other programs that load it run in its root too:
 # ROOT_RUN + [program, args...] (tests/integration/lib/root_exec.c); [] otherwise.
 ROOT_RUN = [os.environ["MLPD_ROOT_RUN"]] if os.environ.get("MLPD_ROOT_RUN") else []
