@@ -8,10 +8,7 @@ if(MLPD_ARCH STREQUAL "")
   if(_proc MATCHES "^(x86_64|amd64)$")
     set(MLPD_ARCH x86_64)
   elseif(_proc MATCHES "^(aarch64|arm64)$")
-    # arch/aarch64/ is a stub until the arm64 port lands: its headers #error.
-    message(STATUS "mlpd: arch/aarch64 is not ported yet: building with arch/generic "
-                   "(CLOCK_MONOTONIC, leaf-only native samples)")
-    set(MLPD_ARCH generic)
+    set(MLPD_ARCH aarch64)
   else()
     message(STATUS "mlpd: no arch/ folder for processor '${CMAKE_SYSTEM_PROCESSOR}': building with "
                    "arch/generic (CLOCK_MONOTONIC, leaf-only native samples)")

@@ -20,6 +20,15 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "mono-runtime (>= 6.8)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mono-utils")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
+# A cross build (scripts/build-arm64.sh): the package is the target's architecture, and dpkg-shlibdeps,
+# which reads this machine's package database, cannot name the target's library packages: the script
+# passes the Depends it made from the sysroot's shlibs files (cpack -D CPACK_DEBIAN_PACKAGE_DEPENDS=...).
+if(CMAKE_CROSSCOMPILING)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+  if(CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+  endif()
+endif()
 set(CPACK_STRIP_FILES OFF)
 if(NOT CMAKE_INSTALL_LIBDIR STREQUAL "lib")
   message(STATUS "mlpd: CMAKE_INSTALL_LIBDIR is ${CMAKE_INSTALL_LIBDIR}: a package from this build puts "

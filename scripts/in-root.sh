@@ -11,7 +11,9 @@ set -eu
 root=$1; shift
 [ -e "$root/.mlpd-root-ok" ] || { echo "in-root.sh: $root is not a finished root (scripts/mono-root.sh)" >&2; exit 2; }
 # The preload would load into unshare, sh, mount and chroot themselves: set it again only for the program.
-MLPD_ROOT_PRELOAD=${LD_PRELOAD-}
+# A caller whose preload this machine's loader cannot load (another machine's agent) passes it as
+# MLPD_ROOT_PRELOAD instead (tests/integration/lib/root_exec.c).
+MLPD_ROOT_PRELOAD=${MLPD_ROOT_PRELOAD-${LD_PRELOAD-}}
 export MLPD_ROOT_PRELOAD
 unset LD_PRELOAD
 exec unshare --mount --propagation private /bin/sh -c '

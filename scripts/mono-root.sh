@@ -14,7 +14,9 @@ roots="${MLPD_ROOTS:-$here/build/roots}"
 pkgs=mono-runtime,mono-mcs,mono-utils,libmono-profiler,libmono-system-net-http4.0-cil,libunwind8,libdeflate0,zlib1g,libstdc++6,libc6-dbg,python3,procps,ca-certificates
 case "$name" in
   trixie) suite=trixie arch=amd64 ;;
-  arm64)  suite=bookworm arch=arm64 ;;
+  arm64)  suite=bookworm arch=arm64
+          # The arm64 development packages: the root is also the cross build's sysroot (build-arm64.sh).
+          pkgs=$pkgs,libc6-dev,libstdc++-12-dev,libunwind-dev,libdeflate-dev,zlib1g-dev,libprotobuf-dev,catch2,libmono-2.0-dev ;;
   *) echo "mono-root.sh: unknown root '$name' (trixie or arm64)" >&2; exit 2 ;;
 esac
 dir="$roots/$name"

@@ -31,6 +31,7 @@
 #include "mlpd/hooks/hooks.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/perf_output.h"
+#include "mlpd/arch/machine.h"
 #include "mlpd/hooks/sampling.h"
 #include "mlpd/output_cut.h"
 #include "mlpd/rt/buffer_packer.h"
@@ -195,7 +196,7 @@ class Agent final : private HelperOutput {
     h.pid = static_cast<int32_t>(getpid());
     h.port = server_ ? server_->port() : 0;  // the port actually bound (port=0: chosen by the kernel)
     h.args = options_.header_args;
-    h.arch = "x86-64";
+    h.arch = arch::kHeaderArch;
     h.os = "linux";
     std::vector<uint8_t>& bytes = header_bytes_;  // kept: every rotated file and dump starts with it
     bytes.clear();

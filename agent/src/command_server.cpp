@@ -17,6 +17,7 @@
 
 #include "mlpd/agent/options.h"
 #include "mlpd/event_names.h"
+#include "peer_uid_proc.h"
 
 namespace mlpd::agent {
 
@@ -110,7 +111,10 @@ bool peer_uid(int fd, uint32_t& uid, std::string& why) {
   }
   const int nl = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (nl < 0) {
-    why = "cannot identify the connecting user: sock_diag: " + error_text(errno);
+    const int err = errno;
+    // No sock_diag (a kernel without INET_DIAG, qemu-user): the same answer from /proc/net/tcp{,6}.
+    if (err == EPROTONOSUPPORT || err == EAFNOSUPPORT) return peer_uid_proc_net(local, peer, uid, why);
+    why = "cannot identify the connecting user: sock_diag: " + error_text(err);
     return false;
   }
   sockaddr_nl kernel{};

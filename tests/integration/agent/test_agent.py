@@ -144,6 +144,7 @@ def check_case(case, workdir):
 
 def check_non_mono(workdir):
     for cmd in (["sh", "-c", "echo hi; exit 7"], ["python3", "-c", "print(40 + 2)"], ["ls", "/"]):
+        cmd = t.ROOT_RUN + cmd  # the arm64 agent: the root's programs
         plain = t.run(cmd, env=env_with(), cwd=workdir)
         before = set(os.listdir(workdir))
         # Run inside workdir: a default output file (output.<pid>.mlpd) would appear there.

@@ -13,11 +13,21 @@ MLPD = os.environ.get("MLPD", "mlpd")
 MONO = os.environ.get("MONO", "mono")
 MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
 PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
-# The build's arch/ folder (CMake's MLPD_ARCH). Only x86_64's has native unwinding of samples, our own
-# stack walker and the interrupted-syscall test; arch/generic's samples keep their leaf IP only and
-# every backtrace is Mono's walk.
+# The build's arch/ folder (CMake's MLPD_ARCH). x86_64's and aarch64's have native unwinding of samples
+# and the interrupted-syscall test (NATIVE_FRAMES); only x86_64 has our own stack walker (OWN_WALKER:
+# elsewhere every backtrace is Mono's walk); arch/generic's samples keep their leaf IP only.
 ARCH = os.environ.get("MLPD_ARCH", "x86_64")
-NATIVE_FRAMES = ARCH == "x86_64"
+NATIVE_FRAMES = ARCH in ("x86_64", "aarch64")
+OWN_WALKER = ARCH == "x86_64"
+# Under qemu-user (the arm64 tests: MLPD_EMULATED=1) process_vm_readv is not there, so the sampler copies
+# no stack and native samples keep their leaf frame only, as on arch/generic.
+EMULATED = os.environ.get("MLPD_EMULATED") == "1"
+STACK_COPY = NATIVE_FRAMES and not EMULATED
+# Where the agent is another machine's (the arm64 tests), other programs that load it run in its root too:
+# ROOT_RUN + [program, args...] (tests/integration/lib/root_exec.c); [] otherwise.
+ROOT_RUN = [os.environ["MLPD_ROOT_RUN"]] if os.environ.get("MLPD_ROOT_RUN") else []
+# Timeouts of the programs a test runs are multiplied by this (the arm64 tests under qemu-user: 10).
+TIMEOUT_SCALE = float(os.environ.get("MLPD_TIMEOUT_SCALE", "1"))
 
 
 def _runtime():
@@ -60,7 +70,7 @@ def finish(name):
 def run(cmd, timeout=120, input_bytes=None, env=None, cwd=None):
     """Runs cmd; returns CompletedProcess with text stdout/stderr (bytes decoded leniently)."""
     p = subprocess.run(cmd, input=input_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=env, cwd=cwd)
+                       timeout=timeout and timeout * TIMEOUT_SCALE, env=env, cwd=cwd)
     p.stdout = p.stdout.decode("utf-8", "replace")
     p.stderr = p.stderr.decode("utf-8", "replace")
     return p

@@ -14,6 +14,25 @@ namespace mlpd::arch {
 
 inline constexpr const char* kName = "generic";
 
+// The file header's architecture: what Mono's log profiler writes there (mono_config_get_cpu()).
+#if defined(__aarch64__)
+inline constexpr const char* kHeaderArch = "armv8";
+#elif defined(__x86_64__)
+inline constexpr const char* kHeaderArch = "x86-64";
+#elif defined(__i386__)
+inline constexpr const char* kHeaderArch = "x86";
+#elif defined(__arm__)
+inline constexpr const char* kHeaderArch = "arm";
+#elif defined(__powerpc64__)
+inline constexpr const char* kHeaderArch = "ppc64";
+#elif defined(__s390x__)
+inline constexpr const char* kHeaderArch = "s390x";
+#elif defined(__riscv) && __riscv_xlen == 64
+inline constexpr const char* kHeaderArch = "riscv64";
+#else
+inline constexpr const char* kHeaderArch = "unknown";
+#endif
+
 // The ELF e_machine of this build (jitdump's header), EM_NONE where the compiler does not say.
 #if defined(__aarch64__)
 inline constexpr uint32_t kElfMachine = EM_AARCH64;

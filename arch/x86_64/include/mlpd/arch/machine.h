@@ -14,6 +14,9 @@ namespace mlpd::arch {
 
 inline constexpr const char* kName = "x86_64";
 
+// The file header's architecture: what Mono's log profiler writes there (mono_config_get_cpu()).
+inline constexpr const char* kHeaderArch = "x86-64";
+
 // The ELF e_machine of this build (jitdump's header).
 inline constexpr uint32_t kElfMachine = EM_X86_64;
 
