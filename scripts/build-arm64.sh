@@ -44,7 +44,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$here/cmake/toolchain-aa
 # native libraries, which samplenative.exe's DllImport finds next to it); not the test tools, whose
 # x86-64 builds serve the arm64 tests as they are.
 log "building"
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target mlpd mlpd_agent mlpd_man unit_tests test_programs
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target mlpd mlpd_agent mlpd_attach_agent mlpd_man unit_tests test_programs
 rm -rf "$out"
 cmake --install "$build" --prefix "$out" >/dev/null
 # The package's Depends: dpkg-shlibdeps reads this machine's package database, so the cross build names

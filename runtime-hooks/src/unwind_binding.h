@@ -20,7 +20,8 @@ struct UnwindLib {
   decltype(&unw_step) step = nullptr;
   decltype(&unw_get_reg) get_reg = nullptr;
   // Local (open_local): the calling thread's own stack.
-  decltype(&unw_tdep_getcontext) getcontext = nullptr;
+  // (unw_getcontext is a macro on some machines, an inline asm block on arm64: typed by hand.)
+  int (*getcontext)(unw_context_t*) = nullptr;
   decltype(&unw_init_local) init_local = nullptr;
   decltype(&unw_get_save_loc) get_save_loc = nullptr;
   // Remote (open_remote): a stack read through accessors.

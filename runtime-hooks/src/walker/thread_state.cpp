@@ -11,7 +11,7 @@
 
 namespace mlpd::hooks::walker {
 
-thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<uint64_t> g_fast_total{0}, g_slow_total[5], g_lmf_total{0};
 
 namespace {

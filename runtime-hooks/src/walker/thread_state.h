@@ -44,7 +44,7 @@ struct ThreadWalk {
   ThisSlot objs[kThisCache];
 };
 
-extern thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec")));
+extern constinit thread_local ThreadWalk* tls_walk __attribute__((tls_model("initial-exec")));
 extern std::atomic<uint64_t> g_fast_total, g_slow_total[5], g_lmf_total;
 
 // Adds a thread's counts to the global ones.
