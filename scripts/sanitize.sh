@@ -24,6 +24,7 @@ cmake --build build-asan -j "$jobs" --target unit_tests mlpd mlpd_agent test_pro
 
 echo "-- unit tests under ASan+UBSan ($SECONDS s)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions="$PWD/tests/support/lsan.supp" \
   build-asan/tests/unit/unit_tests
 
 echo "-- the agent in Mono under ASan+UBSan ($SECONDS s)"
