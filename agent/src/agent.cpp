@@ -460,8 +460,8 @@ void on_runtime_shutdown_end() {
 void at_exit() {
   if (g_agent) g_agent->shutdown();
 }
-void fork_child() {
-  // The child's signal gets its default action back: nothing here would dump (no helper thread).
+// The dump signal's default action back (a fork child, a detach): nothing would dump any more.
+void give_back_dump_signal() {
   if (g_dump_signal) {
     struct sigaction dfl{};
     dfl.sa_handler = SIG_DFL;
@@ -469,6 +469,10 @@ void fork_child() {
     sigaction(g_dump_signal, &dfl, nullptr);
     g_dump_signal = 0;
   }
+}
+void fork_child() {
+  // The child's signal gets its default action back: nothing here would dump (no helper thread).
+  give_back_dump_signal();
   reset_exit_signals_after_fork();    // the parent's file is not the child's to cut
   hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
   if (g_agent) g_agent->forget_after_fork();
@@ -771,13 +775,7 @@ bool detach(std::string& message) {
   agent->shutdown();  // the last rounds, the file closed, the helper ended
   hooks::detach();    // callbacks out of the runtime, our sampler ended and its signal given back
   agent->drop_server();
-  if (g_dump_signal) {
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(g_dump_signal, &dfl, nullptr);
-    g_dump_signal = 0;
-  }
+  give_back_dump_signal();
   reset_exit_signals_after_fork();  // the handlers that are still ours go back to the default action
   const std::vector<std::string>& files = agent->files();
   say("mlpd: detached; wrote " + (files.empty() ? std::string("the output") : files.back()));
