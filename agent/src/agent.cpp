@@ -786,6 +786,8 @@ bool detach(std::string& message) {
   return true;
 }
 
+bool profiling() { return g_agent && g_started.load(); }
+
 void shutdown() {
   if (g_agent) g_agent->shutdown();
 }

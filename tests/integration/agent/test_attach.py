@@ -5,9 +5,10 @@ from outside and left as it was.
   method and a growing list): the samples name AttachHot:Spin, a heapshot over the command port counts
   the AttachGrowing nodes, detach; the program finishes with its normal output ("done ...") and exit
   status 7; the file passes verify --strict and mprof-report reads it;
-- attach, detach, attach with other options, detach: two valid files; after the last detach no thread
-  of ours is left but the parked mlpd-control (no mlpd-helper, mlpd-sampler, no Attach receiver), the
-  command port is closed, and the program exits by itself within a second of its Main returning;
+- attach, detach, attach with other options, detach, attach, detach: valid files; after each detach no
+  thread of ours is left (no mlpd-helper, mlpd-sampler, mlpd-control, no Attach receiver), the control
+  socket is gone and the park file there; the program exits by itself within a second of its Main
+  returning, with its normal output and status;
 - attach --for: waits, detaches, prints the verify line;
 - a program that allocates (collections) while attached and detached ten times: no hang, normal output;
 - refusals, each one line and a non-zero status, the target untouched (no trigger file, no thread dump
@@ -71,6 +72,30 @@ def threads(pid):
         except OSError:
             pass
     return names
+
+
+def control_paths(pid):
+    import pwd
+    d = "/tmp/mono-" + pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+    return d + f"/.mlpd-{pid}", d + f"/.mlpd-park-{pid}"
+
+
+def park_file(pid):
+    return control_paths(pid)[1]
+
+
+def nothing_of_ours_left(pid, what):
+    """Detached: no thread of ours (the control thread ends within a moment), the control socket gone,
+    and the wake signal's handler the only thing left (docs/attach.md)."""
+    ours = []
+    for _ in range(100):
+        ours = [n for n in threads(pid) if n.startswith("mlpd") or n == "Attach receiver"]
+        if not ours and not os.path.exists(control_paths(pid)[0]):
+            break
+        time.sleep(0.02)
+    t.check(not ours, f"{what}: threads of ours left: {ours}")
+    t.check(not os.path.exists(control_paths(pid)[0]), f"{what}: control socket {control_paths(pid)[0]} left")
+    return ours
 
 
 def attach(pid, options, *extra):
@@ -176,9 +201,16 @@ def reattach_scenario():
     d2 = detach(p.pid)
     for what, r in (("attach 1", a1), ("detach 1", d1), ("attach 2", a2), ("detach 2", d2)):
         t.check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stdout} {r.stderr}")
-    left = threads(p.pid)
-    ours = [n for n in left if n.startswith("mlpd") or n == "Attach receiver"]
-    t.check(ours == ["mlpd-control"], f"threads of ours after the last detach: {ours} (want only the parked mlpd-control)")
+    ours = nothing_of_ours_left(p.pid, "after the last detach")
+    parked = park_file(p.pid)
+    t.check(os.path.exists(parked), f"after the last detach: no park file {parked}")
+    a3 = attach(p.pid, "gc,output=third.mlpd")  # woken from the park: a new control thread
+    t.check(a3.returncode == 0 and "profiling into" in a3.stdout, f"attach 3 (parked): exit {a3.returncode}: {a3.stdout} {a3.stderr}")
+    t.check(any(n == "mlpd-control" for n in threads(p.pid)), f"attach 3: no mlpd-control: {threads(p.pid)}")
+    t.check(not os.path.exists(parked), f"attach 3: park file {parked} left")
+    d3 = detach(p.pid)
+    t.check(d3.returncode == 0, f"detach 3: exit {d3.returncode}: {d3.stdout} {d3.stderr}")
+    nothing_of_ours_left(p.pid, "after the third detach")
     rc, out, err = finish_program(p)
     t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"reattached program: exit {rc}, {program_lines(out)}")
     gap = re.search(r"longest gap (\d+) ms", out)
@@ -190,6 +222,7 @@ def reattach_scenario():
         shots = re.findall(r"^\s+\d+\s+(\d+)\s+\d+ AttachGrowing$", r.stdout, re.M)
         t.check(r.returncode == 0 and len(shots) == 1 and int(shots[0]) > 10,
                 f"{f}: one heapshot counting AttachGrowing, got {shots}: {r.stdout[:300]} {r.stderr[:300]}")
+    strict_ok(os.path.join(WORK, "third.mlpd"), "attach 3")
 
 
 def exit_promptly_scenario():
