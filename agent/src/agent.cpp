@@ -292,6 +292,13 @@ class Agent final : private HelperOutput {
     }
   }
 
+  // Detached: the helper has ended and the file is closed; the buffers' pages go back to the system
+  // (BufferPool::release_pages: nothing is unmapped, a thread may still hold or even write one).
+  size_t release_memory() { return pool_.release_pages(); }
+  // Detached, its metadata taken (metadata_now()): the helper's store is not needed any more (the
+  // helper has ended; only it used the store).
+  void drop_metadata() { helper_.drop_metadata(); }
+
   // Fork child: this process must not write into the parent's output. Nothing more is recorded. Our copy
   // of the output descriptor is let go at once: a child that does not exec would otherwise hold a
   // `|CMD` pipe open until it exits, and the command -- and the parent's exit, waiting for it -- with it.
@@ -451,7 +458,9 @@ class Agent final : private HelperOutput {
 // One agent per process, never destroyed: threads may still be inside a callback at exit.
 Agent* g_agent = nullptr;
 std::atomic<bool> g_started{false};
-Agent* g_detached = nullptr;  // attach: the agent of the last detach (its metadata seeds the next file)
+// Attach: the metadata of the last detached agent (what it described; it seeds the next file). One
+// copy: the detached agent's own store is emptied.
+std::vector<uint8_t>* g_detached_metadata = nullptr;
 bool g_hooks_registered = false;  // atexit and pthread_atfork: once per process
 
 void on_runtime_shutdown_end() {
@@ -718,7 +727,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
     say("mlpd: " + error + "; profiling is off");
     return false;
   }
-  if (late && g_detached && !agent->seed_metadata(g_detached->metadata_now())) {
+  if (late && g_detached_metadata && !agent->seed_metadata(*g_detached_metadata)) {
     hooks::detach();
     agent->drop_server();
     agent->abandon_output(where);
@@ -775,12 +784,15 @@ bool detach(std::string& message) {
   agent->shutdown();  // the last rounds, the file closed, the helper ended
   hooks::detach();    // callbacks out of the runtime, our sampler ended and its signal given back
   agent->drop_server();
+  agent->release_memory();
   give_back_dump_signal();
   reset_exit_signals_after_fork();  // the handlers that are still ours go back to the default action
   const std::vector<std::string>& files = agent->files();
   say("mlpd: detached; wrote " + (files.empty() ? std::string("the output") : files.back()));
   g_capture = nullptr;
-  g_detached = agent;
+  if (!g_detached_metadata) g_detached_metadata = new (std::nothrow) std::vector<uint8_t>;
+  if (g_detached_metadata) *g_detached_metadata = agent->metadata_now();
+  agent->drop_metadata();
   g_agent = nullptr;
   g_started.store(false);
   return true;

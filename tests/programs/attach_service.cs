@@ -2,7 +2,8 @@
 // for SECONDS seconds (default 10) a worker thread spends its time in AttachHot.Spin and every
 // iteration adds a node to a growing list (AttachGrowing, kept alive). A second thread counts its
 // progress and remembers the longest gap between two of its steps (the target's pause during an
-// attach). Prints "ready" at once, then "done N nodes, longest gap G ms" and exits with status 7.
+// attach). A second argument "steady": the nodes are not kept (a program whose memory does not grow,
+// for the attach/detach cycles' resident size). Prints "ready" at once, then "done N nodes, longest gap G ms" and exits with status 7.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -39,6 +40,7 @@ static class AttachService {
 
     static int Main(string[] args) {
         int seconds = args.Length > 0 ? int.Parse(args[0]) : 10;
+        bool keep = args.Length < 2 || args[1] != "steady";
         Console.WriteLine("ready");
         var ticker = new Thread(Ticker);
         ticker.Start();
@@ -48,6 +50,7 @@ static class AttachService {
         var worker = new Thread(() => {
             while (sw.Elapsed.TotalSeconds < seconds) {
                 sink += AttachHot.Spin(200000);
+                if (!keep) continue;
                 var node = new AttachGrowing { Next = prev };
                 prev = node;
                 lock (Kept) Kept.Add(node);

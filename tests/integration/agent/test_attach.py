@@ -34,13 +34,13 @@ WORK = os.path.abspath("attach_work")
 AGENT = os.environ.get("MLPD_AGENT", "libmlpd.so")
 
 
-def start(seconds, extra=(), env=None, prog="attach_service"):
+def start(seconds, extra=(), env=None, prog="attach_service", args=()):
     e = dict(os.environ)
     e.pop("MLPD_OPTIONS", None)
     e.pop("LD_PRELOAD", None)
     if env:
         e.update(env)
-    p = subprocess.Popen([t.MONO, *extra, t.program(prog), str(seconds)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([t.MONO, *extra, t.program(prog), str(seconds), *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=e, cwd=WORK)
     # "ready": the runtime runs Main (attaching before that would race the runtime's start).
     line = p.stdout.readline().decode()
@@ -258,6 +258,34 @@ def repeat_scenario():
         strict_ok(os.path.join(WORK, f"rep{i}.mlpd"), f"round {i}")
 
 
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cycles_scenario():
+    """Attach and detach many times: the detached sessions' buffers go back to the system (their pages
+    are dropped), so the resident size stays bounded (attach_service steady: the program's own memory
+    does not grow)."""
+    n = 16
+    p = start(60, args=["steady"])
+    rss = []
+    for i in range(n):
+        a = attach(p.pid, f"sample,gc,exception,monitor,output=cyc{i}.mlpd")
+        time.sleep(0.3)
+        d = detach(p.pid)
+        t.check(a.returncode == 0 and d.returncode == 0, f"cycle {i}: {a.stdout} {a.stderr} {d.stdout} {d.stderr}")
+        rss.append(rss_kb(p.pid))
+    p.kill()
+    finish_program(p)
+    per_cycle = (rss[-1] - rss[3]) / (n - 4)
+    print(f"figure: RSS after cycle 4 {rss[3]} KB, after cycle {n} {rss[-1]} KB: {per_cycle:.0f} KB per attach/detach "
+          f"cycle ({rss})", flush=True)
+    t.check(per_cycle < 150, f"RSS grows {per_cycle:.0f} KB per attach/detach cycle: {rss}")
+
+
 def refused(r, what, word):
     t.check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and word in r.stderr,
             f"{what}: exit {r.returncode}, stderr {r.stderr!r} (want one line with {word!r})")
@@ -325,9 +353,9 @@ def overhead():
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "refusals", "overhead"]
+    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "cycles", "refusals", "overhead"]
     table = {"main": main_scenario, "reattach": reattach_scenario, "exit": exit_promptly_scenario, "for": for_scenario,
-             "repeat": repeat_scenario, "refusals": refusals, "overhead": overhead}
+             "repeat": repeat_scenario, "cycles": cycles_scenario, "refusals": refusals, "overhead": overhead}
     for s in scenarios:
         print(f"-- {s} ({t.RUNTIME})", flush=True)
         table[s]()
