@@ -759,6 +759,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
     say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
     say("mlpd: " + hooks::runtime_summary());
   }
+  if (late && o.calls) say(late_calls_notice());
   if (late) say("mlpd: profiling into " + (agent->files().empty() ? std::string("the output") : agent->files().back()));
   ok = true;
   return true;

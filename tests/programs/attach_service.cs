@@ -22,6 +22,13 @@ static class AttachHot {
     }
 }
 
+// First called 2 s after the start (never inlined): compiled after an attach at 0.3 s, so the only
+// one of these methods an attach with `calls` instruments.
+static class AttachLate {
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    public static long Step(long x) { return x ^ (x >> 7); }
+}
+
 static class AttachService {
     static readonly List<AttachGrowing> Kept = new List<AttachGrowing>();
     static volatile bool stop;
@@ -50,6 +57,7 @@ static class AttachService {
         var worker = new Thread(() => {
             while (sw.Elapsed.TotalSeconds < seconds) {
                 sink += AttachHot.Spin(200000);
+                if (sw.Elapsed.TotalSeconds > 2) sink += AttachLate.Step(sink);
                 if (!keep) continue;
                 var node = new AttachGrowing { Next = prev };
                 prev = node;

@@ -14,7 +14,9 @@ from outside and left as it was.
 - refusals, each one line and a non-zero status, the target untouched (no trigger file, no thread dump
   in its output, exits normally): not a Mono process, `mono --attach=disable`, another user's process
   (the CLI run as nobody), a process profiled already (LD_PRELOAD, and a second attach), refused
-  options (alloc).
+  options (alloc);
+- calls after attach: only methods compiled after it are instrumented (AttachLate.Step), with a notice;
+- attach/detach cycles: the resident size stays bounded (the detached sessions' pages given back).
 Prints the figures: time from `mlpd attach` to the first sample, the target's longest pause, and the
 CPU cost of sampling after attach against the same options with LD_PRELOAD (work done in a fixed time).
 """
@@ -258,6 +260,34 @@ def repeat_scenario():
         strict_ok(os.path.join(WORK, f"rep{i}.mlpd"), f"round {i}")
 
 
+def calls_scenario():
+    """calls after attach: the JIT asks the instrumentation filter when it compiles a method, so the
+    method first called after the attach (AttachLate.Step, at 2 s) is instrumented and AttachHot.Spin,
+    compiled before, is not; the attach says so in one line. Detached, the program goes on as before."""
+    p = start(4)
+    a = attach(p.pid, "calls,output=calls.mlpd")
+    t.check(a.returncode == 0 and "only methods compiled after the attach" in a.stdout,
+            f"attach calls: exit {a.returncode}: {a.stdout!r} {a.stderr!r}")
+    time.sleep(2.8)
+    d = detach(p.pid)
+    t.check(d.returncode == 0, f"detach calls: exit {d.returncode}: {d.stdout} {d.stderr}")
+    rc, out, err = finish_program(p)
+    t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"calls: exit {rc}, {program_lines(out)[-1:]}")
+    path = os.path.join(WORK, "calls.mlpd")
+    strict_ok(path, "calls")
+    dump = t.run([t.MLPD, "dump", path], timeout=300).stdout
+    enters = [l for l in dump.splitlines() if " method_enter " in l]
+    late = sum(1 for l in enters if "AttachLate:Step" in l)
+    t.check(late > 10, f"calls: {late} enters of AttachLate:Step (of {len(enters)})")
+    t.check(not any("AttachHot:Spin" in l for l in enters), "calls: AttachHot:Spin (compiled before the attach) was instrumented")
+    # mprof-report reads them (its summary lists only methods with 1 ms or more; its total counts all).
+    r = t.run([t.MPROF_REPORT, "--reports=call", path], timeout=300)
+    total = re.search(r"Total calls: (\d+)", r.stdout)
+    t.check(r.returncode == 0 and total and int(total.group(1)) >= late,
+            f"calls: mprof-report: {r.stdout[:600]} {r.stderr[:300]}")
+    print(f"figure: calls after attach: AttachLate:Step entered {late} times, {len(enters)} enters in all", flush=True)
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -353,9 +383,9 @@ def overhead():
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "cycles", "refusals", "overhead"]
+    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "calls", "cycles", "refusals", "overhead"]
     table = {"main": main_scenario, "reattach": reattach_scenario, "exit": exit_promptly_scenario, "for": for_scenario,
-             "repeat": repeat_scenario, "cycles": cycles_scenario, "refusals": refusals, "overhead": overhead}
+             "repeat": repeat_scenario, "calls": calls_scenario, "cycles": cycles_scenario, "refusals": refusals, "overhead": overhead}
     for s in scenarios:
         print(f"-- {s} ({t.RUNTIME})", flush=True)
         table[s]()
