@@ -271,10 +271,19 @@ def calls_scenario():
     time.sleep(2.8)
     d = detach(p.pid)
     t.check(d.returncode == 0, f"detach calls: exit {d.returncode}: {d.stdout} {d.stderr}")
+    # Again: the methods instrumented in the first session call the second one's callbacks (a frame
+    # open at the attach has a leave without its enter).
+    a2 = attach(p.pid, "calls,output=calls2.mlpd")
+    time.sleep(0.3)
+    d2 = detach(p.pid)
+    t.check(a2.returncode == 0 and d2.returncode == 0, f"calls again: {a2.stdout} {a2.stderr} {d2.stdout} {d2.stderr}")
     rc, out, err = finish_program(p)
     t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"calls: exit {rc}, {program_lines(out)[-1:]}")
     path = os.path.join(WORK, "calls.mlpd")
     strict_ok(path, "calls")
+    strict_ok(os.path.join(WORK, "calls2.mlpd"), "calls again")
+    r2 = t.run([t.MPROF_REPORT, "--reports=call", os.path.join(WORK, "calls2.mlpd")], timeout=300)
+    t.check(r2.returncode == 0 and "Total calls" in r2.stdout, f"calls again: mprof-report: {r2.stdout[:300]} {r2.stderr[:300]}")
     dump = t.run([t.MLPD, "dump", path], timeout=300).stdout
     enters = [l for l in dump.splitlines() if " method_enter " in l]
     late = sum(1 for l in enters if "AttachLate:Step" in l)
