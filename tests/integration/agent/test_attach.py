@@ -320,9 +320,12 @@ def cycles_scenario():
     p.kill()
     finish_program(p)
     per_cycle = (rss[-1] - rss[3]) / (n - 4)
+    # The median step: one step of the allocator's own (a new arena, ~400 KB) does not decide it.
+    steps = sorted(b - a for a, b in zip(rss[3:], rss[4:]))
+    median = steps[len(steps) // 2]
     print(f"figure: RSS after cycle 4 {rss[3]} KB, after cycle {n} {rss[-1]} KB: {per_cycle:.0f} KB per attach/detach "
-          f"cycle ({rss})", flush=True)
-    t.check(per_cycle < 150, f"RSS grows {per_cycle:.0f} KB per attach/detach cycle: {rss}")
+          f"cycle, median step {median} KB ({rss})", flush=True)
+    t.check(median < 150, f"RSS grows {median} KB per attach/detach cycle (median): {rss}")
 
 
 def refused(r, what, word):
