@@ -40,11 +40,11 @@ log "configuring $build (sysroot $root)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$here/cmake/toolchain-aarch64.cmake" \
   -DMLPD_SYSROOT="$root" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLPD_BENCH=OFF -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
   "$@" >/dev/null
-# The products, the man page, the unit tests and the test programs (the C# ones beside their arm64
-# native libraries, which samplenative.exe's DllImport finds next to it); not the test tools, whose
-# x86-64 builds serve the arm64 tests as they are.
+# The products, the man page, the unit tests, the fuzz targets' seed runners and the test programs
+# (the C# ones beside their arm64 native libraries, which samplenative.exe's DllImport finds next to
+# it); not the test tools, whose x86-64 builds serve the arm64 tests as they are.
 log "building"
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target mlpd mlpd_agent mlpd_attach_agent mlpd_man unit_tests test_programs
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target mlpd mlpd_agent mlpd_attach_agent mlpd_man unit_tests fuzz_seed_runners test_programs
 rm -rf "$out"
 cmake --install "$build" --prefix "$out" >/dev/null
 # The package's Depends: dpkg-shlibdeps reads this machine's package database, so the cross build names

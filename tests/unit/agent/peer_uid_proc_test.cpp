@@ -139,3 +139,41 @@ TEST_CASE("peer_uid_proc_net: hand-written tables (IPv4, IPv6, TIME_WAIT, no suc
   std::remove((dir + "/tcp6").c_str());
   ::rmdir(dir.c_str());
 }
+
+TEST_CASE("peer_uid_proc_net: a long table read in pieces, and a row hidden in an overlong line is no row",
+          "[command][server]") {
+  const uint32_t lo = htonl(INADDR_LOOPBACK);
+  char lo_hex[9];
+  std::snprintf(lo_hex, sizeof lo_hex, "%08X", lo);
+  auto row = [&](int sl, unsigned port, unsigned uid) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "%4d: %s:%04X %s:22B8 01 00000000:00000000 00:00000000 00000000 %5u        0 %d 1 0\n", sl,
+                  lo_hex, port, lo_hex, uid, sl);
+    return std::string(line);
+  };
+  // 300 other connections (~45 KB: many reads of the bounded buffer) before the peer's row, uid 1007.
+  std::string tcp;
+  for (int i = 0; i < 300; ++i) tcp += row(i, 20000 + static_cast<unsigned>(i), 5000);
+  tcp += row(300, 40007, 1007);
+  // A line longer than any row (1533 bytes of junk) whose tail looks like a row for port 40004: a
+  // reader that cuts long lines into pieces (fgets into 512 bytes) takes the tail for a row of uid 4242.
+  tcp += std::string(1533, 'x') + row(301, 40004, 4242);
+  // The last row without its newline is still a row.
+  std::string last = row(302, 40005, 1005);
+  last.pop_back();
+  tcp += last;
+  const std::string dir = table(tcp.c_str(), "");
+  uint32_t uid = 0;
+  std::string why;
+  CHECK(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40007), uid, why, dir.c_str()));
+  CHECK(uid == 1007);
+  uid = 0;
+  CHECK_FALSE(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40004), uid, why, dir.c_str()));
+  CHECK(uid == 0);
+  CHECK(peer_uid_proc_net(v4("127.0.0.1", 8888), v4("127.0.0.1", 40005), uid, why, dir.c_str()));
+  CHECK(uid == 1005);
+  std::remove((dir + "/tcp").c_str());
+  std::remove((dir + "/tcp6").c_str());
+  ::rmdir(dir.c_str());
+}
