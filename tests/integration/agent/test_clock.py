@@ -142,16 +142,23 @@ def rotation(workdir):
     t.check(p.returncode == 0, f"rotation: exit {p.returncode}: {p.stderr[-300:]}")
     files = sorted(os.listdir(sub))
     t.check(len(files) >= 3, f"rotation: {len(files)} files after 8 s with rotate=2s")
-    durations, total = [], 0
+    durations, total, starts, ends = [], 0, [], []
     for f in files:
         rc, marks, first, last = file_times(os.path.join(sub, f))
         dur = (last - first) if first is not None else 0
         durations.append(dur / 1e9)
         total += dur
+        if first is not None:
+            starts.append(first)
+            ends.append(last)
         t.check(rc == 0 and dur <= 3.5e9, f"rotation: {f} lasts {dur / 1e9:.3f} s (rotate=2s, flush 1 s), {len(marks)} markers")
-    t.check(total <= wall * (1 + TOLERANCE), f"rotation: the files last {total / 1e9:.3f} s together, the process {wall / 1e9:.3f} s")
-    print(f"rotation: {len(files)} files lasting {', '.join(f'{d:.3f}' for d in durations)} s, together "
-          f"{total / 1e9:.3f} s in a process of {wall / 1e9:.3f} s", flush=True)
+    # Files may overlap a little: a thread's buffer flushed after the rotation holds events from before it
+    # (under qemu at load 10-14 the durations summed to 11.87 s in a 10.94 s process). What they cover
+    # together, from the first file's first event to the last one's last, must fit in the process.
+    span = (max(ends) - min(starts)) if starts else 0
+    t.check(span <= wall * (1 + TOLERANCE), f"rotation: the files cover {span / 1e9:.3f} s together, the process {wall / 1e9:.3f} s")
+    print(f"rotation: {len(files)} files lasting {', '.join(f'{d:.3f}' for d in durations)} s (sum {total / 1e9:.3f} s), "
+          f"covering {span / 1e9:.3f} s in a process of {wall / 1e9:.3f} s", flush=True)
 
 
 def ring(workdir):
