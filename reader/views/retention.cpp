@@ -290,9 +290,16 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   std::vector<FoldedNode> sorted;
   sorted.reserve(f);
   std::vector<std::pair<uint32_t, uint32_t>> todo;  // (old index, new parent)
-  std::vector<uint32_t> tops(fc.begin() + fb[0], fc.begin() + fb[1]);
-  std::sort(tops.begin(), tops.end(), by_retained);
-  for (auto it = tops.rbegin(); it != tops.rend(); ++it) todo.emplace_back(*it, kNone);
+  // One buffer for every node's children, filled by push_back (a vector made from the range and sorted
+  // set off GCC 14's -Wfree-nonheap-object at -O3, a false positive that stopped Debian 13's Release build).
+  std::vector<uint32_t> order;
+  auto push_sorted = [&](size_t from, size_t to, uint32_t parent) {
+    order.clear();
+    for (size_t i = from; i < to; ++i) order.push_back(fc[i]);
+    std::sort(order.begin(), order.end(), by_retained);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) todo.emplace_back(*it, parent);
+  };
+  push_sorted(fb[0], fb[1], kNone);
   while (!todo.empty()) {  // depth first, so each subtree's nodes follow it
     const auto [old, parent] = todo.back();
     todo.pop_back();
@@ -301,9 +308,7 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     x.klass = class_rank_[x.klass];
     const uint32_t now = static_cast<uint32_t>(sorted.size());
     sorted.push_back(x);
-    std::vector<uint32_t> kids(fc.begin() + fb[old + 1], fc.begin() + fb[old + 2]);
-    std::sort(kids.begin(), kids.end(), by_retained);
-    for (auto it = kids.rbegin(); it != kids.rend(); ++it) todo.emplace_back(*it, now);
+    push_sorted(fb[old + 1], fb[old + 2], now);
   }
   r_.folded = std::move(sorted);
 }

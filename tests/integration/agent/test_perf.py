@@ -26,14 +26,15 @@ import mlpdtest as t  # noqa: E402
 AGENT = os.environ["MLPD_AGENT"]
 
 
-def host_machine():
-    """The ELF e_machine of this machine's programs (the Python running this test): jitdump's elf_mach."""
-    with open(sys.executable, "rb") as f:
+def agent_machine():
+    """The ELF e_machine of the agent under test (jitdump's elf_mach is its machine's: EM_AARCH64 for the
+    arm64 agent run under qemu, whose test runs on the x86-64 host)."""
+    with open(AGENT, "rb") as f:
         head = f.read(20)
     return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
-ELF_MACHINE = host_machine()
+ELF_MACHINE = agent_machine()
 SKIP = 77
 
 
@@ -104,7 +105,7 @@ def check_dump(label, path, closed=True, t0=None, t1=None):
     t.check(not errors, f"{label}: {path} is not well formed: {errors[:3]}")
     if header is None:
         return header, loads
-    t.check(header["elf_mach"] == ELF_MACHINE, f"{label}: elf_mach {header['elf_mach']}, this machine's {ELF_MACHINE}")
+    t.check(header["elf_mach"] == ELF_MACHINE, f"{label}: elf_mach {header['elf_mach']}, the agent's {ELF_MACHINE}")
     t.check(os.path.basename(path) == f"jit-{header['pid']}.dump", f"{label}: pid {header['pid']} vs {path}")
     t.check(closes == (1 if closed else 0), f"{label}: {closes} JIT_CODE_CLOSE records")
     if t0 is not None:
