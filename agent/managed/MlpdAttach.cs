@@ -6,7 +6,9 @@
 // The library is loaded by that path and its entry called through a function pointer: no DllImport
 // search path (nothing is looked for in a writable place). After an attach a background thread serves
 // the later commands and the descriptions of methods compiled before the attach (mlpd_attach_serve,
-// until the program exits); Mono's own receiver thread is ended (attach_entry.cpp says why).
+// while profiling runs); Mono's own receiver thread is ended (attach_entry.cpp says why). Once
+// detached the control thread ends; a later `mlpd attach` wakes the native side, which calls
+// StartControl back (on the runtime's finalizer thread) for a new one.
 // Everything is caught: nothing of ours may reach the program.
 using System;
 using System.Runtime.InteropServices;
@@ -24,12 +26,27 @@ static class MlpdAttach
 	delegate int CommandFn ([MarshalAs (UnmanagedType.LPStr)] string command, [MarshalAs (UnmanagedType.LPStr)] string answer);
 	[UnmanagedFunctionPointer (CallingConvention.Cdecl)]
 	delegate void ServeFn ();
+	[UnmanagedFunctionPointer (CallingConvention.Cdecl)]
+	delegate void SetRestartFn (IntPtr fn);
 
 	const int RTLD_NOW = 2;
 	static bool exitHooked;
 	static ServeFn release;  // kept alive: the runtime calls it at exit
 
 	static bool controlStarted;
+	static ServeFn serveFn;       // mlpd_attach_serve
+	static ServeFn restartFn;     // StartControl, kept alive: the native side calls it when woken
+
+	static void StartControl ()
+	{
+		try {
+			var t = new Thread (() => { try { serveFn (); } catch { } });
+			t.IsBackground = true;
+			t.Name = "mlpd-control";
+			t.Start ();
+		} catch {
+		}
+	}
 
 	static int Main (string[] args)
 	{
@@ -50,7 +67,8 @@ static class MlpdAttach
 			IntPtr serve = dlsym (lib, "mlpd_attach_serve");
 			IntPtr exiting = dlsym (lib, "mlpd_attach_exiting");
 			IntPtr releaseListener = dlsym (lib, "mlpd_attach_release");
-			if (command == IntPtr.Zero || serve == IntPtr.Zero || exiting == IntPtr.Zero || releaseListener == IntPtr.Zero)
+			IntPtr setRestart = dlsym (lib, "mlpd_attach_set_restart");
+			if (command == IntPtr.Zero || serve == IntPtr.Zero || exiting == IntPtr.Zero || releaseListener == IntPtr.Zero || setRestart == IntPtr.Zero)
 				return 3;
 			// Mono's shutdown waits for every thread it knows, background ones too, once ProcessExit has
 			// run: mlpd_attach_exiting ends our control thread (agent/src/attach_entry.cpp).
@@ -63,11 +81,11 @@ static class MlpdAttach
 			int rc = run (parts [2], parts [1]);
 			if (!controlStarted) {
 				controlStarted = true;
-				var fn = (ServeFn) Marshal.GetDelegateForFunctionPointer (serve, typeof (ServeFn));
-				var t = new Thread (() => { try { fn (); } catch { } });
-				t.IsBackground = true;
-				t.Name = "mlpd-control";
-				t.Start ();
+				serveFn = (ServeFn) Marshal.GetDelegateForFunctionPointer (serve, typeof (ServeFn));
+				restartFn = StartControl;
+				((SetRestartFn) Marshal.GetDelegateForFunctionPointer (setRestart, typeof (SetRestartFn))) (
+					Marshal.GetFunctionPointerForDelegate (restartFn));
+				StartControl ();
 			}
 			// Mono's receiver stalls every collection while it waits for a connection: it ends when
 			// `mlpd attach` disconnects; later commands come through the control thread.

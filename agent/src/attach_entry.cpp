@@ -8,26 +8,38 @@
 // blocked, so every stop-the-world collection waits for it forever (seen here: a program allocating
 // after a mere probe, trigger file + SIGQUIT, hangs at its next collection), and its shutdown waits for
 // it too. Shutting its listening socket down makes accept() fail and the thread return. The runtime
-// cannot start its listener again (a second SIGQUIT prints a thread dump instead), so later commands
-// (detach, attach again) come through our own socket, /tmp/mono-USER/.mlpd-PID (0600, in the
-// runtime's 0700 directory), served by the control thread, which also describes the methods the
-// samples name (late_describer.h). The control thread ends at the program's exit (ProcessExit,
-// mlpd_attach_exiting); between a detach and the exit it waits in poll(), nothing else of ours runs.
+// cannot start its listener again (its `started` flag is never cleared: a second SIGQUIT prints a
+// thread dump instead), so later commands (detach, attach again) come through our own socket,
+// /tmp/mono-USER/.mlpd-PID (0600, in the runtime's 0700 directory), served by the control thread,
+// which also describes the methods the samples name (late_describer.h).
+//
+// The control thread serves while profiling runs. Once detached (or refused) it parks the agent and
+// ends: socket removed, no thread of ours left. Parked, two things of ours stay so that `mlpd attach`
+// can wake it: a handler on a free real-time signal (named in /tmp/mono-USER/.mlpd-park-PID, 0600)
+// that only sets a flag and wakes the runtime's finalizer thread (mono_gc_finalize_notify, a
+// sem_post, as Mono's own SIGQUIT handler does), and a gc_finalized callback on a profiler handle of
+// ours, raised on that thread after each finalizer pass, which returns at once unless the flag is set;
+// then it calls the managed agent back (MlpdAttach.StartControl: a new mlpd-control thread), whose
+// start takes both out again before it opens the socket.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include <dlfcn.h>
 
 #include "mlpd/agent/agent.h"
 #include "mlpd/hooks/late_describer.h"
@@ -38,8 +50,20 @@ std::string g_dir;           // the runtime's directory: /tmp/mono-USER
 std::string g_socket_path;   // Mono's listener: DIR/.mono-PID
 std::string g_control_path;  // ours: DIR/.mlpd-PID
 int g_listen_fd = -1;        // Mono's listening socket
+std::string g_park_path;     // ours while parked: DIR/.mlpd-park-PID, the wake signal's number
 std::atomic<bool> g_exiting{false};
 bool g_found = false;
+
+// Parking (top of this file). g_restart: the managed agent's StartControl (a new control thread).
+using RestartFn = void (*)();
+RestartFn g_restart = nullptr;
+std::atomic<bool> g_parked{false};
+std::atomic<bool> g_wake{false};
+int g_park_signal = 0;
+void* g_park_handle = nullptr;  // our profiler handle for the gc_finalized callback (created once)
+using SetFinalizedFn = void (*)(void*, void (*)(void*));
+SetFinalizedFn g_set_finalized = nullptr;
+void (*g_finalize_notify)() = nullptr;
 
 bool is_listener(int fd) {
   sockaddr_un addr{};
@@ -62,6 +86,7 @@ void find_listener() {
   g_dir = std::string("/tmp/mono-") + found->pw_name;
   g_socket_path = g_dir + "/.mono-" + std::to_string(getpid());
   g_control_path = g_dir + "/.mlpd-" + std::to_string(getpid());
+  g_park_path = g_dir + "/.mlpd-park-" + std::to_string(getpid());
   DIR* fds = opendir("/proc/self/fd");
   if (!fds) return;
   while (dirent* e = readdir(fds)) {
@@ -117,7 +142,8 @@ bool read_request(const std::string& path, std::string& answer_path, std::string
   return answer_path.rfind(g_dir + "/.mlpd-answer-", 0) == 0;
 }
 
-int open_control() {
+// `ino`: the socket file's inode (only that file is removed when the thread ends).
+int open_control(ino_t& ino) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   sockaddr_un a{};
@@ -131,17 +157,20 @@ int open_control() {
   const mode_t old = umask(077);  // 0600 from the start: no window where others could connect
   const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(fd, 4) == 0;
   umask(old);
-  if (!ok) {
+  struct stat st{};
+  if (!ok || lstat(g_control_path.c_str(), &st) != 0) {
     ::close(fd);
     return -1;
   }
+  ino = st.st_ino;
   return fd;
 }
 
 // One connection: a line naming the request file; the answer goes to its answer file.
-void serve_connection(int listen_fd) {
+// Returns whether a command was run.
+bool serve_connection(int listen_fd) {
   const int c = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (c < 0) return;
+  if (c < 0) return false;
   std::string line;
   char buf[512];
   for (int tries = 0; tries < 20 && line.find('\n') == std::string::npos && line.size() < 1024; ++tries) {
@@ -154,7 +183,90 @@ void serve_connection(int listen_fd) {
   ::close(c);
   const size_t nl = line.find('\n');
   std::string answer_path, command;
-  if (nl != std::string::npos && read_request(line.substr(0, nl), answer_path, command)) run(command, answer_path);
+  if (nl == std::string::npos || !read_request(line.substr(0, nl), answer_path, command)) return false;
+  run(command, answer_path);
+  return true;
+}
+
+// Parked: the wake signal's handler. Async-signal-safe: two atomic stores and a sem_post.
+void on_park_signal(int) {
+  const int saved = errno;
+  if (g_parked.load(std::memory_order_acquire) && g_finalize_notify) {
+    g_wake.store(true, std::memory_order_release);
+    g_finalize_notify();
+  }
+  errno = saved;
+}
+
+// Parked: after each finalizer pass, on the runtime's finalizer thread (a managed thread, so the
+// managed agent can be called back and start a thread).
+void on_finalized(void*) {
+  if (!g_wake.exchange(false, std::memory_order_acq_rel)) return;
+  if (!g_parked.exchange(false, std::memory_order_acq_rel) || g_exiting.load()) return;
+  if (g_restart) g_restart();
+}
+
+// The wake signal: the highest real-time signal nobody handles (the runtime takes its own from the
+// lowest; the late sampler, stopped by now, looks the same way and gets it back at unpark).
+int free_signal() {
+  for (int s = SIGRTMAX; s > SIGRTMIN + 2; --s) {
+    struct sigaction cur{};
+    if (sigaction(s, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) return s;
+  }
+  return 0;
+}
+
+// Takes out what parking put in: the callback, the signal handler (if still ours), the park file.
+void unpark() {
+  g_parked.store(false, std::memory_order_release);
+  if (g_park_handle && g_set_finalized) g_set_finalized(g_park_handle, nullptr);
+  if (g_park_signal) {
+    struct sigaction cur{};
+    if (sigaction(g_park_signal, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == &on_park_signal) {
+      struct sigaction dfl{};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(g_park_signal, &dfl, nullptr);
+    }
+    g_park_signal = 0;
+  }
+  if (!g_park_path.empty()) ::unlink(g_park_path.c_str());
+}
+
+// Detached (or refused): what lets `mlpd attach` wake us, with no thread of ours left. Without it
+// (no free signal, no callback to the managed agent) nothing is left and the process cannot be
+// attached again; `mlpd attach` then says so.
+void park() {
+  if (!g_restart || g_exiting.load() || g_park_path.empty()) return;
+  if (!g_park_handle) {
+    using CreateFn = void* (*)(void*);
+    auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_DEFAULT, "mono_profiler_create"));
+    g_set_finalized = reinterpret_cast<SetFinalizedFn>(dlsym(RTLD_DEFAULT, "mono_profiler_set_gc_finalized_callback"));
+    g_finalize_notify = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "mono_gc_finalize_notify"));
+    if (!create || !g_set_finalized || !g_finalize_notify) return;
+    g_park_handle = create(nullptr);
+    if (!g_park_handle) return;
+  }
+  const int sig = free_signal();
+  if (!sig) return;
+  struct sigaction sa{};
+  sa.sa_handler = on_park_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(sig, &sa, nullptr) != 0) return;
+  g_park_signal = sig;
+  g_set_finalized(g_park_handle, on_finalized);
+  g_parked.store(true, std::memory_order_release);
+  ::unlink(g_park_path.c_str());
+  const int fd = ::open(g_park_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    unpark();
+    return;
+  }
+  const std::string text = std::to_string(sig) + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) unpark();
 }
 
 }  // namespace
@@ -171,29 +283,53 @@ extern "C" __attribute__((visibility("default"))) void mlpd_attach_release() {
   if (g_listen_fd >= 0 && is_listener(g_listen_fd)) shutdown(g_listen_fd, SHUT_RDWR);
 }
 
+// The managed agent's StartControl: called (on the finalizer thread) when a parked agent is woken.
+extern "C" __attribute__((visibility("default"))) void mlpd_attach_set_restart(RestartFn fn) { g_restart = fn; }
+
 // AppDomain.ProcessExit (the managed agent's handler): the control thread ends (the runtime's
-// shutdown waits for every thread it knows).
+// shutdown waits for every thread it knows); a parked agent is taken out.
 extern "C" __attribute__((visibility("default"))) void mlpd_attach_exiting() {
   g_exiting.store(true);
   mlpd::hooks::stop_describer();
   mlpd_attach_release();
+  unpark();
   // Here, not when the control thread ends: the runtime's exit need not wait for a background thread.
   if (!g_control_path.empty()) ::unlink(g_control_path.c_str());
 }
 
-// The control thread (a background managed thread of the managed agent): returns at the exit.
+// The control thread (a background managed thread of the managed agent): serves while profiling
+// runs, then parks the agent and returns (top of this file); returns at the exit too.
 extern "C" __attribute__((visibility("default"))) void mlpd_attach_serve() {
   find_listener();
-  const int fd = open_control();
+  unpark();
+  ino_t ino = 0;
+  const int fd = open_control(ino);
+  // Started by a wake (or after a refused first attach): the command comes next; if none comes
+  // within kCommandWaitMs (the caller died), parked again.
+  constexpr int kCommandWaitMs = 10000;
+  int idle_ms = 0;
   while (!g_exiting.load()) {
-    mlpd::hooks::serve_descriptions(50);
-    if (fd >= 0) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 0) > 0) serve_connection(fd);
+    const bool on = mlpd::agent::profiling();
+    if (!on && (idle_ms >= kCommandWaitMs || fd < 0)) break;
+    if (on) mlpd::hooks::serve_descriptions(50);
+    if (fd < 0) continue;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, on ? 0 : 50) > 0 && serve_connection(fd)) {
+      if (!mlpd::agent::profiling()) break;  // detached, or the attach was refused
+      idle_ms = 0;
+    } else if (!on) {
+      idle_ms += 50;
     }
   }
+  // Parked first, then the socket closed: a caller that finds the socket gone finds the park file.
+  // A caller whose connection was queued and never served sees its request unread and tries again
+  // (cmd_attach.cpp); a wake may already have started the next control thread, whose socket is
+  // left alone.
+  park();
   if (fd >= 0) {
+    struct stat now{};
+    const bool same = lstat(g_control_path.c_str(), &now) == 0 && now.st_ino == ino;
     ::close(fd);
-    ::unlink(g_control_path.c_str());
+    if (same) ::unlink(g_control_path.c_str());
   }
 }

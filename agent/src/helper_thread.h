@@ -86,6 +86,8 @@ class HelperThread {
   void replay_metadata(std::vector<uint8_t>& out, uint64_t not_before = 0) const { meta_store_.replay(out, not_before); }
   // Attached again: the earlier attach's metadata, kept for rotation and dumps (before start()).
   void seed_metadata(const std::vector<uint8_t>& bytes) { meta_store_.absorb(bytes.data(), bytes.size()); }
+  // Detached (the helper has ended): the store's memory given back.
+  void drop_metadata() { meta_store_ = rt::MetaStore(); }
 
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();

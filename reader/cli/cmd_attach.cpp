@@ -118,6 +118,16 @@ bool signal_pending(long pid, int sig) {
   return false;
 }
 
+bool signal_caught(long pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const uint64_t bit = uint64_t{1} << (sig - 1);
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) return (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) != 0;
+  }
+  return false;
+}
+
 // libmlpd.so and the managed agent: installed (BINDIR/../LIBDIR), else this build's.
 bool find_agent(std::string& lib, std::string& dll, std::string& why) {
   char exe[4096];
@@ -179,6 +189,7 @@ struct Target {
   uid_t uid = 0;
   std::string dir, socket;  // /tmp/mono-USER, its .mono-PID (the runtime's listener)
   std::string control;      // its .mlpd-PID: our control thread, after a first attach
+  std::string park;         // its .mlpd-park-PID: a detached agent's wake signal (attach_entry.cpp)
 };
 
 // Checks that may refuse, before anything is sent to the process.
@@ -208,6 +219,7 @@ bool check_target(long pid, Target& t, std::string& why) {
   t.dir = std::string("/tmp/mono-") + found->pw_name;
   t.socket = t.dir + "/.mono-" + std::to_string(pid);
   t.control = t.dir + "/.mlpd-" + std::to_string(pid);
+  t.park = t.dir + "/.mlpd-park-" + std::to_string(pid);
   return true;
 }
 
@@ -270,6 +282,51 @@ void remove_stale(long pid, const std::string& path) {
   }
 }
 
+// A detached agent (no thread of ours left): its park file names the real-time signal whose handler
+// wakes it; its control thread then opens the control socket. The connected socket; -1 with `why`
+// empty when there is no park file (the runtime's listener is tried then), or with `why`.
+int wake_parked(const Target& t, std::string& why) {
+  struct stat d{}, f{};
+  if (lstat(t.park.c_str(), &f) != 0) return -1;
+  const double started = process_start(t.pid);
+  if (S_ISREG(f.st_mode) && started > 0 && f.st_mtime + 2 < started) {  // an earlier process's
+    ::unlink(t.park.c_str());
+    return -1;
+  }
+  if (lstat(t.dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode) || d.st_uid != t.uid || (d.st_mode & 0777) != 0700 ||
+      !S_ISREG(f.st_mode) || f.st_uid != t.uid || (f.st_mode & 0077) != 0) {
+    why = t.dir + " or its park file is not the agent's (owner or mode wrong); not attaching";
+    return -1;
+  }
+  const int sig = std::atoi(read_file(t.park).c_str());
+  if (sig < SIGRTMIN || sig > SIGRTMAX) {
+    why = t.park + " does not name a real-time signal; not attaching";
+    return -1;
+  }
+  // Sent only while the handler is there: a signal nobody handles would end the process.
+  if (!signal_caught(t.pid, sig)) {
+    why = "the detached agent's wake signal (" + std::to_string(sig) + ") is no longer handled in the process; not attaching";
+    return -1;
+  }
+  if (::kill(static_cast<pid_t>(t.pid), sig) != 0) {
+    why = std::string("cannot signal the process: ") + std::strerror(errno);
+    return -1;
+  }
+  for (int waited = 0; waited < kListenWaitMs; waited += 20) {
+    sleep_ms(20);
+    std::string planted;
+    if (listener_ok(t, planted, &t.control)) {
+      if (const int fd = connect_listener(t, &t.control); fd >= 0) return fd;
+    } else if (!planted.empty()) {
+      why = planted;
+      return -1;
+    }
+  }
+  why = "the detached agent did not answer within " + std::to_string(kListenWaitMs / 1000) +
+        " s (its wake goes through the runtime's finalizer thread: is it busy?)";
+  return -1;
+}
+
 // Starts the runtime's listener unless it runs; the connected socket, or -1 with `why`.
 int open_listener(const Target& t, std::string& why) {
   remove_stale(t.pid, t.socket);
@@ -318,7 +375,7 @@ int open_listener(const Target& t, std::string& why) {
 }
 
 // One command to the agent in the process; prints its answer. 0 done, 1 refused or failed.
-int run_command(long pid, const std::string& command, std::string* answer_out = nullptr) {
+int run_command(long pid, const std::string& command, std::string* answer_out = nullptr, int tries = 0) {
   Target t;
   std::string why;
   if (!check_target(pid, t, why)) return fail(why);
@@ -334,8 +391,14 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
   remove_stale(pid, t.control);
   if (std::string planted; listener_ok(t, planted, &t.control)) control = connect_listener(t, &t.control);
   else if (!planted.empty()) return fail(planted);
+  if (control < 0 && attach) {
+    control = wake_parked(t, why);
+    if (control < 0 && !why.empty()) return fail(why);
+  }
   const int fd = control >= 0 ? control : open_listener(t, why);
   if (fd < 0) return fail(why);
+  struct stat control_st{};
+  if (control >= 0 && lstat(t.control.c_str(), &control_st) != 0) control_st.st_ino = 0;
   std::mt19937_64 rng(std::random_device{}());
   const std::string tag = std::to_string(pid) + "-" + std::to_string(rng() % 1000000000);
   const std::string request = t.dir + "/.mlpd-request-" + tag, answer = t.dir + "/.mlpd-answer-" + tag;
@@ -373,6 +436,15 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
       if (!text.empty() && text.back() == '\n') break;
     }
     if (!alive(pid)) break;
+    // The control thread was ending (detached a moment ago) and never read our request: its
+    // socket is gone or another's now. Again, once or twice, from the start (the agent is parked).
+    struct stat now{};
+    if (control >= 0 && waited >= 200 && tries < 2 && ::access(request.c_str(), F_OK) == 0 &&
+        (lstat(t.control.c_str(), &now) != 0 || now.st_ino != control_st.st_ino)) {
+      ::close(fd);
+      ::unlink(request.c_str());
+      return run_command(pid, command, answer_out, tries + 1);
+    }
   }
   ::close(fd);  // the receiver goes back to accept()
   ::unlink(answer.c_str());

@@ -1,5 +1,6 @@
 // The heapshot engine's entry points inside the runtime-hooks room (heapshot.cpp), called by the
-// callbacks (gc_callbacks.cpp, metadata_callbacks.cpp) and install (hooks.cpp). The public side (requests, policy) is mlpd/hooks/heapshot.h.
+// callbacks (gc_callbacks.cpp, metadata_callbacks.cpp) and install (hooks.cpp). The public side
+// (requests, policy) is mlpd/hooks/heapshot.h.
 #pragma once
 
 #include <mono/metadata/profiler.h>

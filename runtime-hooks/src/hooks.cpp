@@ -236,6 +236,13 @@ void detach() {
   mono.mono_profiler_set_gc_root_register_callback(h, nullptr);
   mono.mono_profiler_set_gc_root_unregister_callback(h, nullptr);
   mono.mono_profiler_set_gc_finalized_callback(h, nullptr);
+  // calls (attached): methods compiled from now on are not instrumented; those compiled while
+  // attached keep their (now empty) profiler calls, which find no callback of ours.
+  mono.mono_profiler_set_call_instrumentation_filter_callback(h, nullptr);
+  mono.mono_profiler_set_method_enter_callback(h, nullptr);
+  mono.mono_profiler_set_method_leave_callback(h, nullptr);
+  mono.mono_profiler_set_method_tail_call_callback(h, nullptr);
+  mono.mono_profiler_set_method_exception_leave_callback(h, nullptr);
 }
 
 std::string backtrace_summary() { return walker::summary(); }

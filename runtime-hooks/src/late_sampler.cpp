@@ -170,6 +170,7 @@ void stop_late_sampling() {
     sigaction(g_signal, &g_previous, nullptr);
     g_signal = 0;
   }
+  release_sample_pages();  // this session's records; the next attach makes its own pool
 }
 
 }  // namespace mlpd::hooks

@@ -122,8 +122,11 @@ void on_class_loaded(MonoProfiler*, MonoClass* k) {
   // would name a class whose vtable's load event has not been raised yet by hand (no generic
   // arguments), so classes are named at load then, as before. Nor after an unload: the address may
   // have been a freed class's, described already, whose description must not stand for this one.
-  if (g_lazy_classes && !g_unloaded.load(std::memory_order_relaxed) && !heapshot::may_happen()) return;
-  ensure_class(k, true);
+  const bool unloaded = g_unloaded.load(std::memory_order_relaxed);
+  if (g_lazy_classes && !unloaded && !heapshot::may_happen()) return;
+  // Described already (its vtable's load came first: 6.12 raises some arrays' class_loaded after it):
+  // once is enough, unless an unload may have made the address another class's.
+  ensure_class(k, unloaded);
 }
 void on_vtable_loaded(MonoProfiler*, MonoVTable* vt) {
   if (!active()) return;

@@ -319,6 +319,11 @@ bool change_sampling(uint8_t mode, uint32_t freq) {
 
 void stop_sampling() { g_sampling_on.store(false, std::memory_order_release); }
 
+void release_sample_pages() {
+  Pool* pool = g_pool;
+  if (pool && pool->records) madvise(pool->records, size_t{pool->count} * sizeof(Record), MADV_DONTNEED);
+}
+
 SampleStats sample_stats() {
   SampleStats s;
   const Counters& c = g_counters;

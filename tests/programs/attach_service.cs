@@ -2,7 +2,8 @@
 // for SECONDS seconds (default 10) a worker thread spends its time in AttachHot.Spin and every
 // iteration adds a node to a growing list (AttachGrowing, kept alive). A second thread counts its
 // progress and remembers the longest gap between two of its steps (the target's pause during an
-// attach). Prints "ready" at once, then "done N nodes, longest gap G ms" and exits with status 7.
+// attach). A second argument "steady": the nodes are not kept (a program whose memory does not grow,
+// for the attach/detach cycles' resident size). Prints "ready" at once, then "done N nodes, longest gap G ms" and exits with status 7.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -19,6 +20,13 @@ static class AttachHot {
         for (long i = 0; i < n; i++) x = x * 6364136223846793005L + 1442695040888963407L;
         return x;
     }
+}
+
+// First called 2 s after the start (never inlined): compiled after an attach at 0.3 s, so the only
+// one of these methods an attach with `calls` instruments.
+static class AttachLate {
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    public static long Step(long x) { return x ^ (x >> 7); }
 }
 
 static class AttachService {
@@ -39,6 +47,7 @@ static class AttachService {
 
     static int Main(string[] args) {
         int seconds = args.Length > 0 ? int.Parse(args[0]) : 10;
+        bool keep = args.Length < 2 || args[1] != "steady";
         Console.WriteLine("ready");
         var ticker = new Thread(Ticker);
         ticker.Start();
@@ -48,6 +57,8 @@ static class AttachService {
         var worker = new Thread(() => {
             while (sw.Elapsed.TotalSeconds < seconds) {
                 sink += AttachHot.Spin(200000);
+                if (sw.Elapsed.TotalSeconds > 2) sink += AttachLate.Step(sink);
+                if (!keep) continue;
                 var node = new AttachGrowing { Next = prev };
                 prev = node;
                 lock (Kept) Kept.Add(node);

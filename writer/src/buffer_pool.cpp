@@ -1,7 +1,9 @@
 #include "mlpd/rt/buffer_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <new>
 
 namespace mlpd::rt {
@@ -69,6 +71,19 @@ LogBuffer* BufferPool::take(bool use_reserve) {
   b->pool_index = index;
   table_[index] = b;
   return b;
+}
+
+size_t BufferPool::release_pages() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t mapping = kHeaderRoom + buffer_bytes_;
+  if (!table_ || mapping <= page) return 0;
+  size_t released = 0;
+  const uint32_t n = std::min(allocated_.load(std::memory_order_acquire), max_buffers_ + reserve_buffers_);
+  for (uint32_t i = 0; i < n; ++i) {
+    auto* mem = reinterpret_cast<uint8_t*>(table_[i]);
+    if (mem && madvise(mem + page, mapping - page, MADV_DONTNEED) == 0) released += mapping - page;
+  }
+  return released;
 }
 
 void BufferPool::give(LogBuffer* b) {

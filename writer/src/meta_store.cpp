@@ -33,7 +33,19 @@ size_t MetaStore::record_memory(const Record& r) {
   return n;
 }
 
+bool MetaStore::Record::same_as(const Record& o) const {
+  return kind == o.kind && code == o.code && ptr == o.ptr && ptr2 == o.ptr2 && ptr3 == o.ptr3 && method == o.method &&
+         size == o.size && name == o.name && mvid == o.mvid && descs == o.descs;
+}
+
 void MetaStore::put(uint8_t group, uint64_t id, Record r) {
+  // The same description again (a class named at its vtable's load and again at Mono's class_loaded,
+  // which 6.12 raises after the vtable's for some arrays) keeps its place: moved to the end, it would
+  // come after what uses it (a ring dump once replayed a vtable before its class: verify --strict
+  // refused the dump). A description that changed moves: it is new.
+  if (const auto it = seq_of_.find({group, id}); it != seq_of_.end()) {
+    if (const auto rec = by_seq_.find(it->second); rec != by_seq_.end() && rec->second.same_as(r)) return;
+  }
   erase(group, id);
   memory_ += record_memory(r);
   const uint64_t seq = next_seq_++;

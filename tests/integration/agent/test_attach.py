@@ -5,15 +5,18 @@ from outside and left as it was.
   method and a growing list): the samples name AttachHot:Spin, a heapshot over the command port counts
   the AttachGrowing nodes, detach; the program finishes with its normal output ("done ...") and exit
   status 7; the file passes verify --strict and mprof-report reads it;
-- attach, detach, attach with other options, detach: two valid files; after the last detach no thread
-  of ours is left but the parked mlpd-control (no mlpd-helper, mlpd-sampler, no Attach receiver), the
-  command port is closed, and the program exits by itself within a second of its Main returning;
+- attach, detach, attach with other options, detach, attach, detach: valid files; after each detach no
+  thread of ours is left (no mlpd-helper, mlpd-sampler, mlpd-control, no Attach receiver), the control
+  socket is gone and the park file there; the program exits by itself within a second of its Main
+  returning, with its normal output and status;
 - attach --for: waits, detaches, prints the verify line;
 - a program that allocates (collections) while attached and detached ten times: no hang, normal output;
 - refusals, each one line and a non-zero status, the target untouched (no trigger file, no thread dump
   in its output, exits normally): not a Mono process, `mono --attach=disable`, another user's process
   (the CLI run as nobody), a process profiled already (LD_PRELOAD, and a second attach), refused
-  options (alloc).
+  options (alloc);
+- calls after attach: only methods compiled after it are instrumented (AttachLate.Step), with a notice;
+- attach/detach cycles: the resident size stays bounded (the detached sessions' pages given back).
 Prints the figures: time from `mlpd attach` to the first sample, the target's longest pause, and the
 CPU cost of sampling after attach against the same options with LD_PRELOAD (work done in a fixed time).
 """
@@ -33,13 +36,13 @@ WORK = os.path.abspath("attach_work")
 AGENT = os.environ.get("MLPD_AGENT", "libmlpd.so")
 
 
-def start(seconds, extra=(), env=None, prog="attach_service"):
+def start(seconds, extra=(), env=None, prog="attach_service", args=()):
     e = dict(os.environ)
     e.pop("MLPD_OPTIONS", None)
     e.pop("LD_PRELOAD", None)
     if env:
         e.update(env)
-    p = subprocess.Popen([t.MONO, *extra, t.program(prog), str(seconds)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([t.MONO, *extra, t.program(prog), str(seconds), *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=e, cwd=WORK)
     # "ready": the runtime runs Main (attaching before that would race the runtime's start).
     line = p.stdout.readline().decode()
@@ -71,6 +74,30 @@ def threads(pid):
         except OSError:
             pass
     return names
+
+
+def control_paths(pid):
+    import pwd
+    d = "/tmp/mono-" + pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+    return d + f"/.mlpd-{pid}", d + f"/.mlpd-park-{pid}"
+
+
+def park_file(pid):
+    return control_paths(pid)[1]
+
+
+def nothing_of_ours_left(pid, what):
+    """Detached: no thread of ours (the control thread ends within a moment), the control socket gone,
+    and the wake signal's handler the only thing left (docs/attach.md)."""
+    ours = []
+    for _ in range(100):
+        ours = [n for n in threads(pid) if n.startswith("mlpd") or n == "Attach receiver"]
+        if not ours and not os.path.exists(control_paths(pid)[0]):
+            break
+        time.sleep(0.02)
+    t.check(not ours, f"{what}: threads of ours left: {ours}")
+    t.check(not os.path.exists(control_paths(pid)[0]), f"{what}: control socket {control_paths(pid)[0]} left")
+    return ours
 
 
 def attach(pid, options, *extra):
@@ -176,9 +203,16 @@ def reattach_scenario():
     d2 = detach(p.pid)
     for what, r in (("attach 1", a1), ("detach 1", d1), ("attach 2", a2), ("detach 2", d2)):
         t.check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stdout} {r.stderr}")
-    left = threads(p.pid)
-    ours = [n for n in left if n.startswith("mlpd") or n == "Attach receiver"]
-    t.check(ours == ["mlpd-control"], f"threads of ours after the last detach: {ours} (want only the parked mlpd-control)")
+    ours = nothing_of_ours_left(p.pid, "after the last detach")
+    parked = park_file(p.pid)
+    t.check(os.path.exists(parked), f"after the last detach: no park file {parked}")
+    a3 = attach(p.pid, "gc,output=third.mlpd")  # woken from the park: a new control thread
+    t.check(a3.returncode == 0 and "profiling into" in a3.stdout, f"attach 3 (parked): exit {a3.returncode}: {a3.stdout} {a3.stderr}")
+    t.check(any(n == "mlpd-control" for n in threads(p.pid)), f"attach 3: no mlpd-control: {threads(p.pid)}")
+    t.check(not os.path.exists(parked), f"attach 3: park file {parked} left")
+    d3 = detach(p.pid)
+    t.check(d3.returncode == 0, f"detach 3: exit {d3.returncode}: {d3.stdout} {d3.stderr}")
+    nothing_of_ours_left(p.pid, "after the third detach")
     rc, out, err = finish_program(p)
     t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"reattached program: exit {rc}, {program_lines(out)}")
     gap = re.search(r"longest gap (\d+) ms", out)
@@ -190,6 +224,7 @@ def reattach_scenario():
         shots = re.findall(r"^\s+\d+\s+(\d+)\s+\d+ AttachGrowing$", r.stdout, re.M)
         t.check(r.returncode == 0 and len(shots) == 1 and int(shots[0]) > 10,
                 f"{f}: one heapshot counting AttachGrowing, got {shots}: {r.stdout[:300]} {r.stderr[:300]}")
+    strict_ok(os.path.join(WORK, "third.mlpd"), "attach 3")
 
 
 def exit_promptly_scenario():
@@ -223,6 +258,74 @@ def repeat_scenario():
     t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"ten rounds: exit {rc}, {program_lines(out)[-1:]}")
     for i in range(10):
         strict_ok(os.path.join(WORK, f"rep{i}.mlpd"), f"round {i}")
+
+
+def calls_scenario():
+    """calls after attach: the JIT asks the instrumentation filter when it compiles a method, so the
+    method first called after the attach (AttachLate.Step, at 2 s) is instrumented and AttachHot.Spin,
+    compiled before, is not; the attach says so in one line. Detached, the program goes on as before."""
+    p = start(4)
+    a = attach(p.pid, "calls,output=calls.mlpd")
+    t.check(a.returncode == 0 and "only methods compiled after the attach" in a.stdout,
+            f"attach calls: exit {a.returncode}: {a.stdout!r} {a.stderr!r}")
+    time.sleep(2.8)
+    d = detach(p.pid)
+    t.check(d.returncode == 0, f"detach calls: exit {d.returncode}: {d.stdout} {d.stderr}")
+    # Again: the methods instrumented in the first session call the second one's callbacks (a frame
+    # open at the attach has a leave without its enter).
+    a2 = attach(p.pid, "calls,output=calls2.mlpd")
+    time.sleep(0.3)
+    d2 = detach(p.pid)
+    t.check(a2.returncode == 0 and d2.returncode == 0, f"calls again: {a2.stdout} {a2.stderr} {d2.stdout} {d2.stderr}")
+    rc, out, err = finish_program(p)
+    t.check(rc == 7 and program_lines(out)[-1].startswith("done "), f"calls: exit {rc}, {program_lines(out)[-1:]}")
+    path = os.path.join(WORK, "calls.mlpd")
+    strict_ok(path, "calls")
+    strict_ok(os.path.join(WORK, "calls2.mlpd"), "calls again")
+    r2 = t.run([t.MPROF_REPORT, "--reports=call", os.path.join(WORK, "calls2.mlpd")], timeout=300)
+    t.check(r2.returncode == 0 and "Total calls" in r2.stdout, f"calls again: mprof-report: {r2.stdout[:300]} {r2.stderr[:300]}")
+    dump = t.run([t.MLPD, "dump", path], timeout=300).stdout
+    enters = [l for l in dump.splitlines() if " method_enter " in l]
+    late = sum(1 for l in enters if "AttachLate:Step" in l)
+    t.check(late > 10, f"calls: {late} enters of AttachLate:Step (of {len(enters)})")
+    t.check(not any("AttachHot:Spin" in l for l in enters), "calls: AttachHot:Spin (compiled before the attach) was instrumented")
+    # mprof-report reads them (its summary lists only methods with 1 ms or more; its total counts all).
+    r = t.run([t.MPROF_REPORT, "--reports=call", path], timeout=300)
+    total = re.search(r"Total calls: (\d+)", r.stdout)
+    t.check(r.returncode == 0 and total and int(total.group(1)) >= late,
+            f"calls: mprof-report: {r.stdout[:600]} {r.stderr[:300]}")
+    print(f"figure: calls after attach: AttachLate:Step entered {late} times, {len(enters)} enters in all", flush=True)
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cycles_scenario():
+    """Attach and detach many times: the detached sessions' buffers go back to the system (their pages
+    are dropped), so the resident size stays bounded (attach_service steady: the program's own memory
+    does not grow)."""
+    n = 16
+    p = start(60, args=["steady"])
+    rss = []
+    for i in range(n):
+        a = attach(p.pid, f"sample,gc,exception,monitor,output=cyc{i}.mlpd")
+        time.sleep(0.3)
+        d = detach(p.pid)
+        t.check(a.returncode == 0 and d.returncode == 0, f"cycle {i}: {a.stdout} {a.stderr} {d.stdout} {d.stderr}")
+        rss.append(rss_kb(p.pid))
+    p.kill()
+    finish_program(p)
+    per_cycle = (rss[-1] - rss[3]) / (n - 4)
+    # The median step: one step of the allocator's own (a new arena, ~400 KB) does not decide it.
+    steps = sorted(b - a for a, b in zip(rss[3:], rss[4:]))
+    median = steps[len(steps) // 2]
+    print(f"figure: RSS after cycle 4 {rss[3]} KB, after cycle {n} {rss[-1]} KB: {per_cycle:.0f} KB per attach/detach "
+          f"cycle, median step {median} KB ({rss})", flush=True)
+    t.check(median < 150, f"RSS grows {median} KB per attach/detach cycle (median): {rss}")
 
 
 def refused(r, what, word):
@@ -292,9 +395,9 @@ def overhead():
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "refusals", "overhead"]
+    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "calls", "cycles", "refusals", "overhead"]
     table = {"main": main_scenario, "reattach": reattach_scenario, "exit": exit_promptly_scenario, "for": for_scenario,
-             "repeat": repeat_scenario, "refusals": refusals, "overhead": overhead}
+             "repeat": repeat_scenario, "calls": calls_scenario, "cycles": cycles_scenario, "refusals": refusals, "overhead": overhead}
     for s in scenarios:
         print(f"-- {s} ({t.RUNTIME})", flush=True)
         table[s]()

@@ -102,3 +102,24 @@ TEST_CASE("the flush queue is FIFO and survives concurrent producers", "[buffer_
   }
   CHECK(n == 2000);
 }
+
+TEST_CASE("release_pages gives the data pages back and leaves the buffers usable", "[buffer_pool]") {
+  mlpd::rt::BufferPool pool(64 * 1024, 4);
+  mlpd::rt::LogBuffer* a = pool.take();
+  mlpd::rt::LogBuffer* b = pool.take();
+  REQUIRE(a);
+  REQUIRE(b);
+  for (uint32_t i = 0; i < a->capacity; ++i) a->data[i] = 0x5a;
+  a->committed.store(100);
+  pool.give(b);
+  const size_t released = pool.release_pages();
+  CHECK(released >= 2 * (64 * 1024 - 4096));
+  // The header and the first page's data are kept; the rest reads as zero and can be written again.
+  CHECK(a->committed.load() == 100);
+  CHECK(a->capacity == 64 * 1024);
+  CHECK(a->data[0] == 0x5a);
+  CHECK(a->data[a->capacity - 1] == 0);
+  a->data[a->capacity - 1] = 7;
+  CHECK(a->data[a->capacity - 1] == 7);
+  CHECK(pool.take() == b);  // the free list is as it was
+}

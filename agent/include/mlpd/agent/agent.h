@@ -21,6 +21,8 @@ bool start_attached(std::string_view options, std::string& message);
 // Detach: the last data written, the output closed, the helper and sampler ended, the callbacks out
 // of the runtime, the signals and the command port given back. Attaching again works afterwards.
 bool detach(std::string& message);
+// Whether profiling runs (attach: the control thread serves while it does).
+bool profiling();
 
 // Writes out everything recorded and closes the output. Idempotent; safe from exit handlers.
 void shutdown();

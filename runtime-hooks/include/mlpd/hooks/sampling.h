@@ -83,6 +83,9 @@ bool change_sampling(uint8_t mode, uint32_t freq);
 
 // Signals arriving from now on are counted as dropped_shutdown. Safe from any thread.
 void stop_sampling();
+// Detach (after stop_sampling and the drain's end): the sample records' pages go back to the system
+// (madvise MADV_DONTNEED; nothing is unmapped: a handler delivered just before may still write one).
+void release_sample_pages();
 
 // Helper thread only: turns every completed sample into events in the MetaLog (native symbols
 // first). `final` first closes the pool (a handler that passed the stop check finds no record and

@@ -31,6 +31,12 @@ class BufferPool {
   // Returns a buffer to the free list (any thread).
   void give(LogBuffer* buffer);
 
+  // Gives the pages of every buffer's data back to the system (madvise MADV_DONTNEED), all but the
+  // first page (the LogBuffer and the start of its data). For an agent that was detached: threads may
+  // still hold its buffers (and one delayed inside a callback may still write to one, or take one),
+  // so nothing is unmapped; a page written again is a fresh zero page. Returns the bytes given back.
+  size_t release_pages();
+
   uint32_t buffer_bytes() const { return buffer_bytes_; }
   uint32_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
   uint32_t max_buffers() const { return max_buffers_; }

@@ -46,6 +46,7 @@ class MetaStore {
     uint64_t time = 0, ptr = 0, ptr2 = 0, ptr3 = 0, method = 0, size = 0;
     std::string name, mvid;
     std::vector<CounterDesc> descs;
+    bool same_as(const Record& o) const;  // all but the time
   };
   // What a record describes: (group, id). Group is the load kind; names live in groups of their own.
   using Key = std::pair<uint8_t, uint64_t>;

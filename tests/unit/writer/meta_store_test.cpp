@@ -1,0 +1,97 @@
+// MetaStore: what a rotated file or a ring dump starts with. Its replay must describe each thing before
+// anything that names it, whatever order the descriptions came in again.
+#include "mlpd_catch.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlpd/buffer_decoder.h"
+#include "mlpd/event.h"
+#include "mlpd/format.h"
+#include "mlpd/rt/meta_store.h"
+
+using namespace mlpd;
+
+namespace {
+
+Event class_load(uint64_t klass, uint64_t image, const std::string& name, uint64_t time) {
+  Event e;
+  e.reset(EventKind::class_load);
+  e.ptr = klass;
+  e.ptr2 = image;
+  e.name = name;
+  e.time = time;
+  return e;
+}
+
+Event vtable_load(uint64_t vtable, uint64_t klass, uint64_t time) {
+  Event e;
+  e.reset(EventKind::vtable_load);
+  e.ptr = vtable;
+  e.ptr3 = klass;
+  e.time = time;
+  return e;
+}
+
+uint64_t le(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// The replayed events, in order.
+std::vector<Event> replayed(const rt::MetaStore& store) {
+  std::vector<uint8_t> out;
+  store.replay(out);
+  std::vector<Event> events;
+  size_t pos = 0;
+  while (out.size() - pos >= format::kBufferHeaderSize) {
+    const uint8_t* h = out.data() + pos;
+    BufferHeader bh;
+    bh.length = static_cast<uint32_t>(le(h + 4, 4));
+    bh.time_base = le(h + 8, 8);
+    bh.ptr_base = static_cast<int64_t>(le(h + 16, 8));
+    bh.obj_base = static_cast<int64_t>(le(h + 24, 8));
+    bh.thread_id = le(h + 32, 8);
+    bh.method_base = static_cast<int64_t>(le(h + 40, 8));
+    REQUIRE(bh.length <= out.size() - pos - format::kBufferHeaderSize);
+    BufferDecoder dec(bh, h + format::kBufferHeaderSize, 0);
+    Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    while (dec.next(e, problem, offset)) events.push_back(e);
+    REQUIRE(problem.empty());
+    pos += format::kBufferHeaderSize + bh.length;
+  }
+  REQUIRE(pos == out.size());
+  return events;
+}
+
+}  // namespace
+
+TEST_CASE("a class described again after its vtable stays before the vtable", "[writer][meta_store]") {
+  rt::MetaStore store;
+  store.add(class_load(0x1000, 0x10, "System.Reflection.ConstructorInfo[]", 100));
+  store.add(vtable_load(0x2000, 0x1000, 110));
+  store.add(class_load(0x1000, 0x10, "System.Reflection.ConstructorInfo[]", 130));  // Mono's class_loaded, late
+  const std::vector<Event> ev = replayed(store);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].kind == EventKind::class_load);
+  CHECK(ev[0].ptr == 0x1000);
+  CHECK(ev[0].time == 100);
+  CHECK(ev[1].kind == EventKind::vtable_load);
+  CHECK(ev[1].ptr3 == 0x1000);
+}
+
+TEST_CASE("a description that changed replaces the old one at the end", "[writer][meta_store]") {
+  rt::MetaStore store;
+  store.add(class_load(0x1000, 0x10, "A", 100));
+  store.add(class_load(0x3000, 0x10, "B", 105));
+  store.add(class_load(0x1000, 0x10, "C", 120));  // the address is another class's now
+  const std::vector<Event> ev = replayed(store);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].name == "B");
+  CHECK(ev[1].name == "C");
+  CHECK(ev[1].ptr == 0x1000);
+}
