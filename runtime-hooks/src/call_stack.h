@@ -4,7 +4,7 @@
 // (mprof-report prints "unmatched leave" otherwise) and every leave is matched with its own enter:
 // also when a method is left by an exception without its own leave event, or when the same method is
 // both below and beyond the limit (a nested message loop, recursion; docs/design.md, "calls at the
-// depth limit"). Plain data and logic, no Mono and no events: the callbacks (hooks.cpp) write what it
+// depth limit"). Plain data and logic, no Mono and no events: the callbacks (call_callbacks.cpp) write what it
 // says.
 #pragma once
 

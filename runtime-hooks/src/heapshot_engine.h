@@ -1,5 +1,6 @@
 // The heapshot engine's entry points inside the runtime-hooks room (heapshot.cpp), called by the
-// callbacks (hooks.cpp). The public side (requests, policy) is mlpd/hooks/heapshot.h.
+// callbacks (gc_callbacks.cpp, metadata_callbacks.cpp) and install (hooks.cpp). The public side
+// (requests, policy) is mlpd/hooks/heapshot.h.
 #pragma once
 
 #include <mono/metadata/profiler.h>
@@ -12,7 +13,7 @@ namespace mlpd::hooks::heapshot {
 
 // At hooks::install, before the runtime starts (binds the Mono GC functions the engine calls).
 void install();
-// The finalizer thread ran its finalizers (hooks.cpp's gc_finalized callback, installed always: it is
+// The finalizer thread ran its finalizers (gc_callbacks.cpp's gc_finalized callback, installed always: it is
 // woken by every collection with finalizable objects, and by wake_finalizer()): if a heapshot request
 // is pending, forces the major collection that serves it.
 void finalized();

@@ -255,7 +255,7 @@ bool native_unwind_open() {
 #endif
 }
 
-void native_chains(std::vector<Pending>& batch, Snapshot& snapshot, uint32_t max_native) {
+void native_chains(std::vector<Pending>& batch, Snapshot& snapshot, [[maybe_unused]] uint32_t max_native) {
 #if MLPD_ARCH_NATIVE_UNWIND
   const bool unwind = g_as != nullptr;
 #else

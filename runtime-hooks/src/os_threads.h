@@ -1,4 +1,4 @@
-// Fed by the thread callbacks of hooks.cpp; read through hooks::os_threads() (control.h).
+// Fed by the thread callbacks (metadata_callbacks.cpp); read through hooks::os_threads() (control.h).
 #pragma once
 
 #include <cstdint>

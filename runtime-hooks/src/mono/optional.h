@@ -21,10 +21,10 @@ struct MonoOptional {
   void* (*mono_thread_info_current_unchecked)() = nullptr;
   // LogProfiler's icalls (icalls.cpp): without it LogProfiler.IsAttached says false.
   void (*mono_add_internal_call)(const char*, const void*) = nullptr;
-  // What a late start (attach) describes as already loaded (hooks.cpp's describe_loaded).
+  // What a late start (attach) describes as already loaded (metadata_callbacks.cpp's describe_loaded).
   void (*mono_domain_foreach)(MonoDomainFunc, void*) = nullptr;
   void (*mono_assembly_foreach)(MonoFunc, void*) = nullptr;
-  // The entry assembly's AOT id (hooks.cpp, at shutdown); not in the public headers.
+  // The entry assembly's AOT id (metadata_callbacks.cpp, at shutdown); not in the public headers.
   char* (*mono_runtime_get_aotid)() = nullptr;
   // The runtime's version (mono/runtime_version.h picks the readers of its internals).
   char* (*mono_get_runtime_build_info)() = nullptr;

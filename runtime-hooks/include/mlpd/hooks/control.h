@@ -37,7 +37,7 @@ struct OsThread {
 // entry being gone). Takes a lock; never called while the world is stopped.
 std::vector<OsThread> os_threads();
 
-// -- sampled allocations (runtime-hooks/src/hooks.cpp, alloc_sampler.h)
+// -- sampled allocations (runtime-hooks/src/alloc_callbacks.cpp, alloc_sampler.h)
 
 // The mean interval in bytes of alloc-sample (0: every allocation is recorded).
 uint64_t alloc_sample_bytes();

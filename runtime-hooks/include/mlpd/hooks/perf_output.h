@@ -22,7 +22,7 @@ struct OutputConfig {
 bool start(const OutputConfig& config, std::string& error);
 bool enabled();
 
-// Callbacks (hooks.cpp): a method's code, a code buffer (trampoline, helper). No-ops when off.
+// Callbacks (metadata_callbacks.cpp): a method's code, a code buffer (trampoline, helper). No-ops when off.
 // `name`: the method's full name when the caller has it (nullptr: made here).
 void method_jitted(MonoMethod* method, uint64_t start, uint64_t size, const std::string* name);
 void code_buffer(const void* buffer, uint64_t size, MonoProfilerCodeBufferType type, const void* data);

@@ -22,7 +22,7 @@ TEST_CASE("thread state: made once per thread, with this thread's stack bounds")
     CHECK((t->lo < here && here < t->hi));
     a = t;
   }).join();
-  std::thread([&a] { CHECK(thread_walk() != nullptr); }).join();
+  std::thread([] { CHECK(thread_walk() != nullptr); }).join();
   CHECK(a != nullptr);
 }
 
