@@ -56,16 +56,16 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   return n;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, Fold& f, const PartLimits& lim) {
-  if (lim.in_window(e.time)) ++f.call_count;
+[[gnu::always_inline]] inline void ThreadPart::enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
+  if (lim.in_window(time)) ++f.call_count;
   f.present = true;
   if (calls.size() >= lim.max_depth) {
     ++deep;
     return;
   }
   const uint32_t parent = calls.empty() ? root_ : calls.back().node;
-  const uint32_t n = child(parent, e.method, f);
-  calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
+  const uint32_t n = child(parent, method, f);
+  calls.push_back(CallEntry{n, 0, method, time, 0});
 }
 
 [[gnu::always_inline]] inline void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
@@ -83,7 +83,7 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   if (!calls.empty()) calls.back().child_ns += dur;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, Fold& f, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
   if (deep > 0) {
     --deep;
     return;
@@ -92,13 +92,13 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     ++f.unmatched;
     return;
   }
-  if (calls.back().method == e.method) {
-    close_top(e.time, lim);
+  if (calls.back().method == method) {
+    close_top(time, lim);
     return;
   }
   size_t found = calls.size();
   for (size_t i = calls.size(); i > 0 && calls.size() - i < kMaxUnwindSearch; --i) {
-    if (calls[i - 1].method == e.method) {
+    if (calls[i - 1].method == method) {
       found = i - 1;
       break;
     }
@@ -107,8 +107,8 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     ++f.unmatched;
     return;
   }
-  while (calls.size() > found + 1) close_top(e.time, lim);
-  close_top(e.time, lim);
+  while (calls.size() > found + 1) close_top(time, lim);
+  close_top(time, lim);
 }
 
 uint32_t ThreadPart::new_thread() {
@@ -138,23 +138,48 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   Event e;
   uint64_t offset = 0;
   uint64_t n = 0;
-  for (BufferDecoder::Mark at = dec.mark(); dec.next(e, j.message, offset); at = dec.mark()) {
+  for (;;) {
+    // Runs of enter/leave without an Event (BufferDecoder::method_run), up to the next budget check.
+    const size_t max = 4096 - (n & 4095);
+    const size_t k = dec.method_run(
+        max,
+        [&](bool is_enter, uint64_t time, uint64_t method) {
+          if (buf_min == UINT64_MAX) [[unlikely]]
+            buf_min = time;
+          buf_max = time;
+          if (is_enter)
+            enter(time, method, f, lim);
+          else
+            leave(time, method, f, lim);
+        },
+        offset);
+    if (k) {
+      n += k;
+      if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+        j.over_budget = true;
+        j.budget_offset = offset;
+        break;
+      }
+      if (k == max) continue;
+    }
+    const BufferDecoder::Mark at = dec.mark();
+    if (!dec.next(e, j.message, offset)) break;
     ++n;
     if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
       if (buf_min == UINT64_MAX) [[unlikely]]
         buf_min = e.time;
       buf_max = e.time;
       if (e.kind == EventKind::method_enter)
-        enter(e, f, lim);
+        enter(e.time, e.method, f, lim);
       else
-        leave(e, f, lim);
+        leave(e.time, e.method, f, lim);
     } else {
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
       uint32_t new_root = 0;
       if (e.kind == EventKind::method_exc_leave) {
-        leave(e, f, lim);
+        leave(e.time, e.method, f, lim);
       } else if (e.kind == EventKind::thread_end && e.ptr == id_) {
         ended_ = true;
       } else if (e.kind == EventKind::thread_start && e.ptr == id_ && ended_) {
