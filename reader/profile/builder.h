@@ -67,10 +67,16 @@ class Builder final : public Visitor {
   void on_event(const Event& e, const EventInfo& info) override;
   // Every event but enter/leave: out of line, so that on_event's hot path has a short prologue.
   [[gnu::noinline]] void other_event(const Event& e, ThreadIndex t);
-  // A method enter/leave decoded by BufferDecoder::method_run: on_event without the Event (inline,
-  // below); decode_rest adds the run's length to the events counted (add_events).
+  // Runs of enter/leave decoded by BufferDecoder::method_run (decode_rest), unless only names are
+  // read: on_method is on_event's hot path without the Event (inline, below); method_run_done the
+  // per-event counts, once per run (the events counted, the buffer's first and last times).
+  bool takes_method_runs() const { return !names_only_; }
   void on_method(bool is_enter, uint64_t time, uint64_t method);
-  void add_events(uint64_t n) { events_ += n; }
+  void method_run_done(uint64_t n, uint64_t first_time, uint64_t last_time) {
+    events_ += n;
+    if (buf_min_ == UINT64_MAX) buf_min_ = first_time;
+    buf_max_ = last_time;
+  }
   void finish(const DecodeSummary& summary, const Input& input);
 
   // IncrementalBuilder: finish() into `out`, keeping what finish() changes (the profile, the open
@@ -324,12 +330,7 @@ class Builder final : public Visitor {
 
 // decode_rest's runs of enter/leave (BufferDecoder::method_run): on_event's hot path without an Event.
 [[gnu::always_inline]] inline void Builder::on_method(bool is_enter, uint64_t time, uint64_t method) {
-  if (names_only_) [[unlikely]]
-    return;
   const ThreadIndex t = cur_thread_;
-  if (buf_min_ == UINT64_MAX) [[unlikely]]
-    buf_min_ = time;
-  buf_max_ = time;
   if (is_enter)
     enter(time, method, t);
   else

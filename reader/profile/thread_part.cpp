@@ -141,19 +141,19 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   for (;;) {
     // Runs of enter/leave without an Event (BufferDecoder::method_run), up to the next budget check.
     const size_t max = 4096 - (n & 4095);
+    uint64_t first_time = 0;
     const size_t k = dec.method_run(
         max,
         [&](bool is_enter, uint64_t time, uint64_t method) {
-          if (buf_min == UINT64_MAX) [[unlikely]]
-            buf_min = time;
-          buf_max = time;
           if (is_enter)
             enter(time, method, f, lim);
           else
             leave(time, method, f, lim);
         },
-        offset);
+        offset, first_time);
     if (k) {
+      if (buf_min == UINT64_MAX) buf_min = first_time;
+      buf_max = dec.last_time();
       n += k;
       if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
         j.over_budget = true;

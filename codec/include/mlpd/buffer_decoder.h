@@ -47,11 +47,11 @@ class BufferDecoder {
   // A run of method enter/leave events decoded without an Event (the profile model's hot loop): from
   // here, while the next event is an enter or a leave that fast_method() would take, at most `max` of
   // them, on(enter, time, method) for each, in order. Returns how many; `last_start` is then the file
-  // offset of the last one. Every other event (exc_leave, a delta of more than 4 bytes, the buffer's
+  // offset of the last one, `first_time` the first one's time (last_time() the last one's). Every other event (exc_leave, a delta of more than 4 bytes, the buffer's
   // last 8 bytes) stops the run and is left to next(), which decodes and validates it as ever: the same
   // bytes give the same events whichever path decodes them.
   template <class F>
-  [[gnu::always_inline]] size_t method_run(size_t max, F&& on, uint64_t& last_start);
+  [[gnu::always_inline]] size_t method_run(size_t max, F&& on, uint64_t& last_start, uint64_t& first_time);
 
  private:
   bool fast_method(Event& event);  // inline, below
@@ -149,13 +149,15 @@ inline bool BufferDecoder::fast_method(Event& e) {
 }
 
 template <class F>
-[[gnu::always_inline]] inline size_t BufferDecoder::method_run(size_t max, F&& on, uint64_t& last_start) {
+[[gnu::always_inline]] inline size_t BufferDecoder::method_run(size_t max, F&& on, uint64_t& last_start, uint64_t& first_time) {
+  // Locals only (on() may store anywhere, so members would be loaded again at every event).
   const uint8_t* q = p_;
+  const uint8_t* const end = end_;
   uint64_t time = last_time_;
   uint64_t method = static_cast<uint64_t>(last_method_);
   size_t n = 0;
   const uint8_t* start = q;
-  while (n < max && end_ - q >= 9) {  // fast_method's bound: no bounds checks within
+  while (n < max && end - q >= 9) {  // fast_method's bound: no bounds checks within
     const uint8_t eb = q[0];
     // TYPE_METHOD with TYPE_LEAVE (0x13) or TYPE_ENTER (0x23); exc_leave and the rest stop the run.
     if (eb != (format::TYPE_METHOD | format::TYPE_LEAVE) && eb != (format::TYPE_METHOD | format::TYPE_ENTER)) break;
@@ -203,6 +205,7 @@ template <class F>
     method += static_cast<uint64_t>(dms);
     start = q;
     q = r;
+    if (n == 0) first_time = time;
     ++n;
     on(eb == (format::TYPE_METHOD | format::TYPE_ENTER), time, method);
   }

@@ -44,14 +44,18 @@ std::vector<Seen> by_runs(const BufferHeader& h, const uint8_t* data, EventGen& 
   for (;;) {
     const size_t max = 1 + gen.below(gen.chance(50) ? 3 : 5000);
     std::vector<Seen> run;
-    uint64_t last = 0;
+    uint64_t last = 0, first_time = 0;
     const size_t k = d.method_run(
         max,
         [&](bool enter, uint64_t t, uint64_t m) {
           run.push_back({enter ? EventKind::method_enter : EventKind::method_leave, t, m, 0});
         },
-        last);
+        last, first_time);
     REQUIRE(k == run.size());
+    if (k) {
+      CHECK(first_time == run.front().time);
+      CHECK(d.last_time() == run.back().time);
+    }
     REQUIRE(k <= max);
     in_runs += k;
     for (size_t i = 0; i < k; ++i) out.push_back(run[i]);
