@@ -17,7 +17,6 @@ ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thre
   nodes.push_back({0, 0});  // kLocalRoot
   stats.resize(2);
   last_child_.resize(2, 0);
-  node_frame_.resize(2, UINT32_MAX);
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
@@ -34,10 +33,11 @@ uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
-  const uint32_t fr = local_frame(method);
+  // The parent's last child when it is this method's (a local frame is one method's: comparing
+  // methods is comparing frames, without the frame cache's lookup on the usual path).
   const uint32_t cached = last_child_[parent];
-  if (cached && node_frame_[cached] == fr) return cached;
-  return child_slow(parent, fr, method, fold);
+  if (cached && nodes[cached].method == method) return cached;
+  return child_slow(parent, local_frame(method), method, fold);
 }
 
 uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, Fold& f) {
@@ -48,7 +48,6 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     nodes.push_back({parent, method});
     stats.emplace_back();
     last_child_.push_back(0);
-    node_frame_.push_back(fr);
     table_.insert(key, n);
     f.records->push_back(PartRecord{n, parent, method, 0, -1});
   }
@@ -120,7 +119,6 @@ uint32_t ThreadPart::new_thread() {
   nodes.push_back({0, 0});
   stats.emplace_back();
   last_child_.push_back(0);
-  node_frame_.push_back(UINT32_MAX);
   return root_;
 }
 

@@ -117,7 +117,6 @@ class ThreadPart {
   std::unordered_map<uint64_t, uint32_t> frames_;  // method -> local frame id
   ChildTable table_;                               // (local parent, local frame) -> local node
   std::vector<uint32_t> last_child_;
-  std::vector<uint32_t> node_frame_;               // local node -> local frame
   uint64_t id_;
   uint32_t root_ = kLocalRoot;  // the current thread's local root
   bool ended_ = false;          // a thread_end of this id since the current thread began
