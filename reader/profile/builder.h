@@ -67,6 +67,16 @@ class Builder final : public Visitor {
   void on_event(const Event& e, const EventInfo& info) override;
   // Every event but enter/leave: out of line, so that on_event's hot path has a short prologue.
   [[gnu::noinline]] void other_event(const Event& e, ThreadIndex t);
+  // Runs of enter/leave decoded by BufferDecoder::method_run (decode_rest), unless only names are
+  // read: on_method is on_event's hot path without the Event (inline, below); method_run_done the
+  // per-event counts, once per run (the events counted, the buffer's first and last times).
+  bool takes_method_runs() const { return !names_only_; }
+  void on_method(bool is_enter, uint64_t time, uint64_t method);
+  void method_run_done(uint64_t n, uint64_t first_time, uint64_t last_time) {
+    events_ += n;
+    if (buf_min_ == UINT64_MAX) buf_min_ = first_time;
+    buf_max_ = last_time;
+  }
   void finish(const DecodeSummary& summary, const Input& input);
 
   // IncrementalBuilder: finish() into `out`, keeping what finish() changes (the profile, the open
@@ -176,19 +186,19 @@ class Builder final : public Visitor {
   // current call path (files with `calls` carry no backtraces), else "[no backtrace]".
   NodeId event_stack(const Event& e, ThreadIndex t);
 
-  [[gnu::always_inline]] void enter(const Event& e, ThreadIndex t) {
-    if (!windowed_ || in_window(e.time)) ++p_.call_count_;
+  [[gnu::always_inline]] void enter(uint64_t time, uint64_t method, ThreadIndex t) {
+    if (!windowed_ || in_window(time)) ++p_.call_count_;
     p_.present_[static_cast<size_t>(What::calls)] = true;
     ThreadState& s = states_[t];
     if (s.calls.size() >= o_.max_depth) {
       ++s.deep;
       return;
     }
-    const FrameId f = managed_frame(e.method);
+    const FrameId f = managed_frame(method);
     const NodeId parent = s.calls.empty() ? s.root : s.calls.back().node;
     const NodeId n = child(parent, f);
-    s.calls.push_back(CallEntry{n, f, e.method, e.time, 0});
-    emit(TimelineKind::enter, t, e.time, f, n);
+    s.calls.push_back(CallEntry{n, f, method, time, 0});
+    emit(TimelineKind::enter, t, time, f, n);
   }
 
   [[gnu::always_inline]] void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
@@ -210,7 +220,7 @@ class Builder final : public Visitor {
     emit(TimelineKind::leave, t, time, frame, node, code);
   }
 
-  [[gnu::always_inline]] void leave(const Event& e, ThreadIndex t, bool exc) {
+  [[gnu::always_inline]] void leave(uint64_t time, uint64_t method, ThreadIndex t, bool exc) {
     ThreadState& s = states_[t];
     if (s.deep > 0) {
       --s.deep;
@@ -220,13 +230,13 @@ class Builder final : public Visitor {
       ++p_.unmatched_leaves_;
       return;
     }
-    if (s.calls.back().method == e.method) {  // the usual case
-      close_top(t, e.time, exc ? 1 : 0);
+    if (s.calls.back().method == method) {  // the usual case
+      close_top(t, time, exc ? 1 : 0);
       return;
     }
     size_t found = s.calls.size();
     for (size_t i = s.calls.size(); i > 0 && s.calls.size() - i < detail::kMaxUnwindSearch; --i) {
-      if (s.calls[i - 1].method == e.method) {
+      if (s.calls[i - 1].method == method) {
         found = i - 1;
         break;
       }
@@ -235,8 +245,8 @@ class Builder final : public Visitor {
       ++p_.unmatched_leaves_;
       return;
     }
-    while (s.calls.size() > found + 1) close_top(t, e.time, 2);
-    close_top(t, e.time, exc ? 1 : 0);
+    while (s.calls.size() > found + 1) close_top(t, time, 2);
+    close_top(t, time, exc ? 1 : 0);
   }
 
   void sample(const Event& e);  // call_tree.cpp: a sample's stack into the tree
@@ -310,12 +320,21 @@ class Builder final : public Visitor {
       buf_min_ = e.time;
     buf_max_ = e.time;
     if (e.kind == EventKind::method_enter)
-      enter(e, t);
+      enter(e.time, e.method, t);
     else
-      leave(e, t, false);
+      leave(e.time, e.method, t, false);
     return;
   }
   other_event(e, t);
+}
+
+// decode_rest's runs of enter/leave (BufferDecoder::method_run): on_event's hot path without an Event.
+[[gnu::always_inline]] inline void Builder::on_method(bool is_enter, uint64_t time, uint64_t method) {
+  const ThreadIndex t = cur_thread_;
+  if (is_enter)
+    enter(time, method, t);
+  else
+    leave(time, method, t, false);
 }
 
 }  // namespace mlpd::profile

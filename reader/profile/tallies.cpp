@@ -34,7 +34,7 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
   }
   switch (e.kind) {
     case EventKind::method_exc_leave:
-      if (!replaying_) leave(e, t, true);
+      if (!replaying_) leave(e.time, e.method, t, true);
       break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: alloc(e, t); break;

@@ -17,7 +17,6 @@ ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thre
   nodes.push_back({0, 0});  // kLocalRoot
   stats.resize(2);
   last_child_.resize(2, 0);
-  node_frame_.resize(2, UINT32_MAX);
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
@@ -34,10 +33,11 @@ uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
-  const uint32_t fr = local_frame(method);
+  // The parent's last child when it is this method's (a local frame is one method's: comparing
+  // methods is comparing frames, without the frame cache's lookup on the usual path).
   const uint32_t cached = last_child_[parent];
-  if (cached && node_frame_[cached] == fr) return cached;
-  return child_slow(parent, fr, method, fold);
+  if (cached && nodes[cached].method == method) return cached;
+  return child_slow(parent, local_frame(method), method, fold);
 }
 
 uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, Fold& f) {
@@ -48,7 +48,6 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     nodes.push_back({parent, method});
     stats.emplace_back();
     last_child_.push_back(0);
-    node_frame_.push_back(fr);
     table_.insert(key, n);
     f.records->push_back(PartRecord{n, parent, method, 0, -1});
   }
@@ -56,16 +55,16 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   return n;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::enter(const Event& e, Fold& f, const PartLimits& lim) {
-  if (lim.in_window(e.time)) ++f.call_count;
+[[gnu::always_inline]] inline void ThreadPart::enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
+  if (lim.in_window(time)) ++f.call_count;
   f.present = true;
   if (calls.size() >= lim.max_depth) {
     ++deep;
     return;
   }
   const uint32_t parent = calls.empty() ? root_ : calls.back().node;
-  const uint32_t n = child(parent, e.method, f);
-  calls.push_back(CallEntry{n, 0, e.method, e.time, 0});
+  const uint32_t n = child(parent, method, f);
+  calls.push_back(CallEntry{n, 0, method, time, 0});
 }
 
 [[gnu::always_inline]] inline void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
@@ -83,7 +82,7 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   if (!calls.empty()) calls.back().child_ns += dur;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::leave(const Event& e, Fold& f, const PartLimits& lim) {
+[[gnu::always_inline]] inline void ThreadPart::leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
   if (deep > 0) {
     --deep;
     return;
@@ -92,13 +91,13 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     ++f.unmatched;
     return;
   }
-  if (calls.back().method == e.method) {
-    close_top(e.time, lim);
+  if (calls.back().method == method) {
+    close_top(time, lim);
     return;
   }
   size_t found = calls.size();
   for (size_t i = calls.size(); i > 0 && calls.size() - i < kMaxUnwindSearch; --i) {
-    if (calls[i - 1].method == e.method) {
+    if (calls[i - 1].method == method) {
       found = i - 1;
       break;
     }
@@ -107,8 +106,8 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     ++f.unmatched;
     return;
   }
-  while (calls.size() > found + 1) close_top(e.time, lim);
-  close_top(e.time, lim);
+  while (calls.size() > found + 1) close_top(time, lim);
+  close_top(time, lim);
 }
 
 uint32_t ThreadPart::new_thread() {
@@ -120,7 +119,6 @@ uint32_t ThreadPart::new_thread() {
   nodes.push_back({0, 0});
   stats.emplace_back();
   last_child_.push_back(0);
-  node_frame_.push_back(UINT32_MAX);
   return root_;
 }
 
@@ -138,23 +136,48 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   Event e;
   uint64_t offset = 0;
   uint64_t n = 0;
-  for (BufferDecoder::Mark at = dec.mark(); dec.next(e, j.message, offset); at = dec.mark()) {
+  for (;;) {
+    // Runs of enter/leave without an Event (BufferDecoder::method_run), up to the next budget check.
+    const size_t max = 4096 - (n & 4095);
+    uint64_t first_time = 0;
+    const size_t k = dec.method_run(
+        max,
+        [&](bool is_enter, uint64_t time, uint64_t method) {
+          if (is_enter)
+            enter(time, method, f, lim);
+          else
+            leave(time, method, f, lim);
+        },
+        offset, first_time);
+    if (k) {
+      if (buf_min == UINT64_MAX) buf_min = first_time;
+      buf_max = dec.last_time();
+      n += k;
+      if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+        j.over_budget = true;
+        j.budget_offset = offset;
+        break;
+      }
+      if (k == max) continue;
+    }
+    const BufferDecoder::Mark at = dec.mark();
+    if (!dec.next(e, j.message, offset)) break;
     ++n;
     if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) {
       if (buf_min == UINT64_MAX) [[unlikely]]
         buf_min = e.time;
       buf_max = e.time;
       if (e.kind == EventKind::method_enter)
-        enter(e, f, lim);
+        enter(e.time, e.method, f, lim);
       else
-        leave(e, f, lim);
+        leave(e.time, e.method, f, lim);
     } else {
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
       uint32_t new_root = 0;
       if (e.kind == EventKind::method_exc_leave) {
-        leave(e, f, lim);
+        leave(e.time, e.method, f, lim);
       } else if (e.kind == EventKind::thread_end && e.ptr == id_) {
         ended_ = true;
       } else if (e.kind == EventKind::thread_start && e.ptr == id_ && ended_) {

@@ -103,8 +103,8 @@ class ThreadPart {
   uint32_t local_frame(uint64_t method);
   uint32_t child(uint32_t parent, uint64_t method, Fold& f);
   [[gnu::noinline]] uint32_t child_slow(uint32_t parent, uint32_t frame, uint64_t method, Fold& f);
-  void enter(const Event& e, Fold& f, const PartLimits& lim);
-  void leave(const Event& e, Fold& f, const PartLimits& lim);
+  void enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
+  void leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
   uint32_t new_thread();  // a new thread of this id: a new local root (returned)
 
@@ -117,7 +117,6 @@ class ThreadPart {
   std::unordered_map<uint64_t, uint32_t> frames_;  // method -> local frame id
   ChildTable table_;                               // (local parent, local frame) -> local node
   std::vector<uint32_t> last_child_;
-  std::vector<uint32_t> node_frame_;               // local node -> local frame
   uint64_t id_;
   uint32_t root_ = kLocalRoot;  // the current thread's local root
   bool ended_ = false;          // a thread_end of this id since the current thread began

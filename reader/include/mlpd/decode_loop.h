@@ -97,6 +97,16 @@ using EventCounts = std::array<uint64_t, kEventKindCount>;
 DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
                               unsigned threads = 0);
 
+// A visitor that takes runs of enter/leave without an Event (BufferDecoder::method_run) while
+// takes_method_runs(): on_method(enter, time, method) does what on_event would do for each, and
+// method_run_done(n, first time, last time) what it would do per event that needs no more than those.
+template <class V>
+inline constexpr bool kMethodRuns = requires(V& v) {
+  v.takes_method_runs();
+  v.on_method(true, uint64_t{0}, uint64_t{0});
+  v.method_run_done(uint64_t{0}, uint64_t{0}, uint64_t{0});
+};
+
 // The buffers after the current one of a driver that has started (decode_as; the parallel profile
 // build when it goes on by one thread), to the end; the summary.
 template <class V>
@@ -113,7 +123,28 @@ DecodeSummary decode_rest(detail::DecodeDriver& d, V& v, const DecodeOptions& op
     // count is kept here, added to the summary once per buffer.
     uint64_t n = 0;
     bool stopped = false;
-    while (dec.next(event, message, ei.offset)) {
+    bool runs = false;
+    if constexpr (kMethodRuns<V>) runs = v.takes_method_runs();
+    for (;;) {
+      if constexpr (kMethodRuns<V>) {
+        if (runs) {
+          // Enter/leave runs without an Event, up to the next budget check (the same events, in order).
+          const size_t max = 4096 - (n & 4095);
+          uint64_t last = 0, first_time = 0;
+          const size_t k = dec.method_run(
+              max, [&v](bool enter, uint64_t t, uint64_t m) { v.on_method(enter, t, m); }, last, first_time);
+          if (k) {
+            v.method_run_done(k, first_time, dec.last_time());
+            n += k;
+            if ((n & 4095) == 0 && d.over_budget(last)) [[unlikely]] {
+              stopped = true;
+              break;
+            }
+            if (k == max) continue;
+          }
+        }
+      }
+      if (!dec.next(event, message, ei.offset)) break;
       v.on_event(event, ei);
       if ((++n & 4095) == 0 && d.over_budget(ei.offset)) [[unlikely]] {
         stopped = true;
