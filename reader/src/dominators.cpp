@@ -14,6 +14,7 @@ bool over(MemoryBudget* budget) { return budget && budget->exceeded(); }
 constexpr uint32_t kTag = 1u << 31, kLeaf = kNoNode - 1;
 constexpr size_t kUnwindAhead = 8;  // DFS frames below the top whose next edge is prefetched
 constexpr uint32_t kPredAhead = 16;  // predecessors whose link is prefetched ahead of their eval
+constexpr uint32_t kNearest = 8;     // DFS: the next edges among which the nearest unseen target is taken
 
 }  // namespace
 
@@ -40,10 +41,12 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   };
 
   // 1. Depth-first search from the root, preorder numbers. The stack holds the nodes whose edges are
-  //    not all followed yet, each with its next edge. A node's targets' numbers are asked of the
-  //    cache when it is numbered: its edges then miss the cache together, not in turn. (Counting the
-  //    in-degrees here, where each edge is looked at once, was slower than step 2's pass: 1.1 s
-  //    against 0.78 + 0.12 s on 5.6M objects, each count waiting for the number before it.)
+  //    not all followed yet, each with its number and next edge. Which unseen successor comes next is
+  //    free (any depth-first order gives the same dominators): the nearest in node order among the
+  //    next kNearest edges, so that the search walks the heap in address order where objects point
+  //    to their neighbours, and a cache miss or two per node entered (its edges' start, its targets)
+  //    become hits; "seen" is a bitmap that stays in the cache. (0.80 -> 0.15 s CPU on the 5.6M
+  //    objects of retained_speed.sh, whose nodes point to a random node first, then to the next.)
   d.number.assign(nodes, kNoNode);
   // Leaves (nodes without successors: strings, arrays of numbers, ...) stay out of steps 1-4: they
   // change no other node's dominator, and each one's immediate dominator is the nearest common
@@ -51,10 +54,16 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   // needs fewer than 2^31 nodes.
   const bool leaves = nodes < kTag - 2;
   uint32_t leaf_count = 0;
+  // The search asks only "seen yet?" of each edge's target: a bit each (leaves set from the start),
+  // which stays in the cache where the numbers (4 bytes each) would not.
+  std::vector<uint64_t> seen((static_cast<size_t>(nodes) + 63) / 64, 0);
+  auto is_seen = [&seen](uint32_t v) { return (seen[v >> 6] >> (v & 63)) & 1; };
+  auto set_seen = [&seen](uint32_t v) { seen[v >> 6] |= uint64_t{1} << (v & 63); };
   if (leaves)
     for (uint32_t v = 0; v < n; ++v)
       if (offsets[v] == offsets[v + 1] && v != root) {
         d.number[v] = kLeaf;
+        set_seen(v);
         ++leaf_count;
       }
   std::vector<uint32_t> parent;  // by preorder number: the DFS parent's number
@@ -62,41 +71,50 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   parent.reserve(nodes - leaf_count);
   {
     struct Frame {
-      uint32_t v, next, end;
+      uint32_t v, k, next, end;
     };
     std::vector<Frame> stack;
     if (over(budget)) return fail();
     auto enter = [&](uint32_t w, uint32_t k) {
       d.number[w] = k;
+      set_seen(w);
       d.order.push_back(w);
-      const uint32_t* t = tg(w);
       const uint32_t b = first(w), e = last(w);
-      for (uint32_t i = b; i < e && i < b + 8; ++i) __builtin_prefetch(&d.number[t[i]]);
-      stack.push_back({w, b, e});
+      stack.push_back({w, k, b, e});
     };
     enter(root, 0);
     parent.push_back(0);
     while (!stack.empty()) {
       Frame& f = stack.back();
       const uint32_t* t = tg(f.v);
-      uint32_t k = kNoNode;
-      while (f.next < f.end) {
-        k = d.number[t[f.next]];
-        if (k == kNoNode) break;
-        ++f.next;
-      }
+      while (f.next < f.end && is_seen(t[f.next])) ++f.next;
       if (f.next == f.end) {
         stack.pop_back();
-        // Frames are taken up again bottom-up: ask for the next edge's target of one a few below.
+        // Frames are taken up again bottom-up: ask for the next edge of one a few below.
         if (stack.size() > kUnwindAhead) {
           const Frame& g = stack[stack.size() - 1 - kUnwindAhead];
-          if (g.next < g.end) __builtin_prefetch(&d.number[tg(g.v)[g.next]]);
+          if (g.next < g.end) __builtin_prefetch(&tg(g.v)[g.next]);
         }
         continue;
       }
-      const uint32_t w = t[f.next++];
-      const uint32_t from = d.number[f.v];
-      k = static_cast<uint32_t>(d.order.size());
+      // Any unseen successor may come next. Among the next few, the one nearest in the heap's
+      // address order: objects allocated together (a node and the next one of a list, an object and
+      // its fields) then follow one another, and the search walks memory in order instead of jumping.
+      uint32_t pick = f.next;
+      uint32_t w = t[pick];
+      uint32_t distance = w > f.v ? w - f.v : f.v - w;
+      for (uint32_t e = f.next + 1, stop = f.end - f.next > kNearest ? f.next + kNearest : f.end; e < stop; ++e) {
+        const uint32_t x = t[e];
+        const uint32_t dx = x > f.v ? x - f.v : f.v - x;
+        if (dx < distance && !is_seen(x)) {
+          distance = dx;
+          w = x;
+          pick = e;
+        }
+      }
+      if (pick == f.next) ++f.next;  // otherwise the picked edge is passed over once its target is seen
+      const uint32_t from = f.k;
+      const uint32_t k = static_cast<uint32_t>(d.order.size());
       parent.push_back(from);
       enter(w, k);  // f is not used after this: the push may move the stack
     }
