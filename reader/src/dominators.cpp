@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "mlpd/budget.h"
+#include "pod_buffer.h"
 
 namespace mlpd {
 
@@ -126,8 +127,10 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
 
   // 2. Predecessors, by preorder number, of the reached nodes (CSR: pred_begin[k] .. pred_begin[k+1]
   //    once filled; k's in-degree is counted at k + 2). The nodes are taken in id order, so their
-  //    edges are read sequentially (only the targets' numbers are random accesses).
+  //    edges are read sequentially; the targets' numbers (the random accesses) are looked up once, by
+  //    the counting pass, which keeps them in edge order for the filling pass.
   std::vector<uint32_t> pred_begin(static_cast<size_t>(m) + 2, 0);
+  PodBuffer<uint32_t> numbered;  // the targets' numbers, edge after edge of the reached nodes
   if (over(budget)) return fail();
   for (uint32_t v = 0; v < nodes; ++v) {
     const uint32_t k = d.number[v];
@@ -135,21 +138,23 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
     const uint32_t* t = tg(v);
     for (uint32_t e = first(v), end = last(v); e < end; ++e) {
       const uint32_t x = d.number[t[e]];
+      numbered.push_back(x);
       if (x != kLeaf) ++pred_begin[x + 2];
     }
   }
   for (uint32_t k = 0; k < m; ++k) pred_begin[k + 2] += pred_begin[k + 1];
   std::vector<uint32_t> preds(pred_begin[m + 1]);
   if (over(budget)) return fail();
-  for (uint32_t v = 0; v < nodes; ++v) {
-    const uint32_t k = d.number[v];
-    if (k >= kLeaf) continue;  // unreached, or a leaf (no edges)
-    const uint32_t* t = tg(v);
-    for (uint32_t e = first(v), end = last(v); e < end; ++e) {
-      const uint32_t x = d.number[t[e]];
-      if (x != kLeaf) preds[pred_begin[x + 1]++] = k;
+  {
+    size_t i = 0;
+    for (uint32_t v = 0; v < nodes; ++v) {
+      const uint32_t k = d.number[v];
+      if (k >= kLeaf) continue;
+      for (uint32_t e = first(v), end = last(v); e < end; ++e, ++i)
+        if (numbered[i] != kLeaf) preds[pred_begin[numbered[i] + 1]++] = k;
     }
   }
+  numbered = {};
   pred_begin.pop_back();  // now pred_begin[k] .. pred_begin[k+1] are k's predecessors
 
   // 3. Semidominators in reverse preorder, with Lengauer-Tarjan's "simple" eval/link: the link-eval
