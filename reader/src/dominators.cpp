@@ -160,12 +160,12 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   // 3. Semidominators in reverse preorder, with Lengauer-Tarjan's "simple" eval/link: the link-eval
   //    forest's ancestor of each linked node, and `best`, the least semidominator on its compressed
   //    path (semi-NCA needs the value only, not the node that has it). Both of one node in one cache
-  //    line. Compression is iterative: the path is gathered on `path`, then shortened from its top.
+  //    line. Compression is iterative, by path halving (below).
   struct Link {
     uint32_t ancestor, best;
   };
   std::vector<Link> link(m);
-  std::vector<uint32_t> semi(m), path;
+  std::vector<uint32_t> semi(m);
   if (over(budget)) return fail();
   for (uint32_t k = 0; k < m; ++k) {
     semi[k] = k;
@@ -173,21 +173,24 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   }
   // While w is processed, the linked nodes are those numbered above w: "x's ancestor is linked" is
   // a comparison, not a load (one cache miss less per step of the path).
+  // Path halving: one pass up the path, each node made to skip its ancestor (its `best` then covering
+  // both), the least `best` of the segments passed kept on the way. (The two passes of full
+  // compression, gathering the path then shortening it from its top, took 0.44 s CPU where this takes
+  // 0.29 on the 5.6M objects of retained_speed.sh.)
   auto eval = [&](uint32_t v, uint32_t w) -> uint32_t {
     if (v <= w) return link[v].best;  // not linked (v == w: a self-reference)
-    uint32_t x = v;
-    while (link[x].ancestor > w) {
-      path.push_back(x);
-      x = link[x].ancestor;
+    uint32_t least = kNoNode;
+    for (uint32_t x = v;;) {
+      Link& y = link[x];
+      if (y.ancestor > w) {
+        const Link a = link[y.ancestor];
+        if (a.best < y.best) y.best = a.best;
+        y.ancestor = a.ancestor;
+      }
+      if (y.best < least) least = y.best;
+      if (y.ancestor <= w) return least;
+      x = y.ancestor;
     }
-    while (!path.empty()) {
-      Link& y = link[path.back()];
-      path.pop_back();
-      const Link& a = link[y.ancestor];
-      if (a.best < y.best) y.best = a.best;
-      y.ancestor = a.ancestor;
-    }
-    return link[v].best;
   };
   for (uint32_t w = m; w-- > 1;) {
     uint32_t s = semi[w];
