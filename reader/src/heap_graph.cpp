@@ -10,6 +10,7 @@
 #include "mlpd/enum_names.h"
 #include "mlpd/hex.h"
 #include "address_index.h"
+#include "pod_buffer.h"
 
 namespace mlpd {
 
@@ -31,8 +32,8 @@ struct HeapGraphCollector::Building {
   uint64_t thread = 0;
   bool wanted = false;
   HeapGraph g;
-  std::vector<uint64_t> address;   // by object
-  std::vector<uint64_t> targets;   // by raw edge
+  PodBuffer<uint64_t> address;     // by object
+  PodBuffer<uint64_t> targets;     // by raw edge
   IdMap<uint32_t> vtable_ids;      // vtable pointer -> index into g.vtables
   struct Stray {
     uint64_t from = 0, to = 0, offset = 0;
@@ -91,7 +92,7 @@ constexpr size_t kStep = 8, kRing = 32;  // kRing: a power of two above 2 * kSte
 // address) and checked, a pass over the objects instead of a sort of millions of indirect keys
 // (0.20 s on 5.6M objects). Runs that overlap, or a listing from elsewhere, are sorted whole.
 constexpr uint64_t kRunGap = 4096;
-std::vector<uint32_t> address_order(const std::vector<uint64_t>& address) {
+std::vector<uint32_t> address_order(const PodBuffer<uint64_t>& address) {
   const uint32_t n = static_cast<uint32_t>(address.size());
   std::vector<uint32_t> order(n);
   auto before = [&address](uint32_t x, uint32_t y) {
@@ -244,7 +245,7 @@ void HeapGraphCollector::resolve_edges(Building& b, HeapGraph& g, const Index& i
   // References: resolved in place into the CSR, the unresolvable ones dropped. Each target goes
   // through the index's three steps kStep references apart (a ring of the steps in flight).
   const uint32_t n = g.objects;
-  const std::vector<uint64_t>& targets = b.targets;
+  const PodBuffer<uint64_t>& targets = b.targets;
   const size_t total = targets.size();
   g.edges.resize(total);
   typename Index::Probe probes[kRing];

@@ -10,7 +10,10 @@
 // their predecessors in the resulting tree, numbered after the others.
 // Nothing recurses: the search, the path compression and the NCA walk use explicit arrays, so a
 // linked list of a billion nodes needs no stack. O(E log N) time, about 28 bytes a reached node plus
-// 4 bytes a reached edge besides the graph itself.
+// 4 bytes (12 while they are gathered) a reached edge whose source is numbered above its target,
+// besides the graph itself: only those predecessors are listed, the others give the least of them at
+// once. The search enters the nearest unseen successor (in node order) among a node's next few edges
+// first.
 #pragma once
 
 #include <cstdint>

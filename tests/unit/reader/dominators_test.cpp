@@ -4,6 +4,7 @@
 // nodes: nothing may recurse).
 #include "mlpd_catch.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -174,5 +175,32 @@ TEST_CASE("dominators: a virtual root equals a real node pointing to the same ob
     for (uint32_t k = 0; k < d.order.size(); ++k) got[d.order[k]] = d.order[d.idom[k]];
     INFO("round " << round);
     REQUIRE(got == want);
+  }
+}
+
+TEST_CASE("dominators: nodes with many successors in any order (the search takes the nearest first)",
+          "[dominators]") {
+  // The depth-first search may enter any unseen successor next; it prefers the nearest among the next
+  // few edges, passing over the others until later. Many successors a node, in shuffled order, with
+  // repeats and targets on both sides of the node, exercise that choice and the edges passed over.
+  std::mt19937 rng(777);
+  for (int round = 0; round < 3000; ++round) {
+    const uint32_t n = 2 + rng() % 40;
+    std::vector<std::pair<uint32_t, uint32_t>> edges;
+    for (uint32_t a = 0; a < n; ++a) {
+      const uint32_t degree = rng() % 3 ? rng() % 4 : rng() % 24;
+      for (uint32_t i = 0; i < degree; ++i) {
+        const uint32_t b = rng() % 2 ? static_cast<uint32_t>(rng() % n) : std::min<uint32_t>(n - 1, a + static_cast<uint32_t>(rng() % 3));
+        edges.emplace_back(a, b);
+      }
+    }
+    std::shuffle(edges.begin(), edges.end(), rng);
+    std::stable_sort(edges.begin(), edges.end(), [](auto x, auto y) { return x.first < y.first; });
+    const uint32_t root = rng() % n;
+    const Csr g = from_edges(n, edges);
+    INFO("round " << round << ", n " << n << ", edges " << edges.size() << ", root " << root);
+    REQUIRE(fast_idom(g, root) == naive_idom(g, root));
+    const Dominators d = compute_dominators(g.n, g.offsets.data(), g.targets.data(), root);
+    for (uint32_t k = 1; k < d.order.size(); ++k) REQUIRE(d.idom[k] < k);
   }
 }
