@@ -121,7 +121,9 @@ TEST_CASE("profiler counters describe the file they are written to", "[agent][co
     });
   }
   int samples = 0;
-  while (running.load() > 0 || samples < 4) {
+  // Until a round has written some of the threads' buffers too: on a loaded machine the threads may
+  // run start to end within one round, and the final sample below would then see 0 bytes written.
+  while (running.load() > 0 || samples < 4 || flusher.stats().buffers_written == 0) {
     late.ready = samples >= 2;
     late.value += 7;
     sampler.sample();
