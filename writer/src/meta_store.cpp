@@ -6,16 +6,11 @@
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 
 namespace mlpd::rt {
 
 namespace {
-
-uint64_t le(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 // Groups: what a record describes (names of a thread or a domain are separate from their load).
 enum Group : uint8_t {
@@ -141,13 +136,7 @@ void MetaStore::absorb(const uint8_t* data, size_t size) {
   while (size - pos >= format::kBufferHeaderSize) {
     const uint8_t* h = data + pos;
     BufferHeader bh;
-    bh.length = static_cast<uint32_t>(le(h + 4, 4));
-    bh.time_base = le(h + 8, 8);
-    bh.ptr_base = static_cast<int64_t>(le(h + 16, 8));
-    bh.obj_base = static_cast<int64_t>(le(h + 24, 8));
-    bh.thread_id = le(h + 32, 8);
-    bh.method_base = static_cast<int64_t>(le(h + 40, 8));
-    if (le(h, 4) != format::kBufferId || bh.length > size - pos - format::kBufferHeaderSize) return;
+    if (decode_buffer_header(h, bh) != format::kBufferId || bh.length > size - pos - format::kBufferHeaderSize) return;
     thread_id_ = bh.thread_id;
     BufferDecoder dec(bh, h + format::kBufferHeaderSize, 0);
     uint64_t offset = 0;

@@ -9,6 +9,7 @@
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/event.h"
 #include "mlpd/format.h"
+#include "mlpd/header_decoder.h"
 #include "mlpd/rt/meta_store.h"
 
 using namespace mlpd;
@@ -34,12 +35,6 @@ Event vtable_load(uint64_t vtable, uint64_t klass, uint64_t time) {
   return e;
 }
 
-uint64_t le(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
 // The replayed events, in order.
 std::vector<Event> replayed(const rt::MetaStore& store) {
   std::vector<uint8_t> out;
@@ -49,12 +44,7 @@ std::vector<Event> replayed(const rt::MetaStore& store) {
   while (out.size() - pos >= format::kBufferHeaderSize) {
     const uint8_t* h = out.data() + pos;
     BufferHeader bh;
-    bh.length = static_cast<uint32_t>(le(h + 4, 4));
-    bh.time_base = le(h + 8, 8);
-    bh.ptr_base = static_cast<int64_t>(le(h + 16, 8));
-    bh.obj_base = static_cast<int64_t>(le(h + 24, 8));
-    bh.thread_id = le(h + 32, 8);
-    bh.method_base = static_cast<int64_t>(le(h + 40, 8));
+    REQUIRE(decode_buffer_header(h, bh) == format::kBufferId);
     REQUIRE(bh.length <= out.size() - pos - format::kBufferHeaderSize);
     BufferDecoder dec(bh, h + format::kBufferHeaderSize, 0);
     Event e;
