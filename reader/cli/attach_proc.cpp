@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,27 +79,27 @@ bool profiled(long pid) {
   return found;
 }
 
-bool signal_pending(long pid, int sig) {
+namespace {
+
+// Whether `sig` is set in any of the signal masks of /proc/PID/status named in `fields` (7 characters each,
+// "SigPnd:" and the like).
+bool status_mask_has(long pid, int sig, std::initializer_list<const char*> fields) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   const uint64_t bit = uint64_t{1} << (sig - 1);
   while (std::getline(in, line)) {
-    if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0) {
-      if (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) return true;
+    for (const char* f : fields) {
+      if (line.rfind(f, 0) == 0 && (std::strtoull(line.c_str() + 7, nullptr, 16) & bit)) return true;
     }
   }
   return false;
 }
 
-bool signal_caught(long pid, int sig) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const uint64_t bit = uint64_t{1} << (sig - 1);
-  while (std::getline(in, line)) {
-    if (line.rfind("SigCgt:", 0) == 0) return (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) != 0;
-  }
-  return false;
-}
+}  // namespace
+
+bool signal_pending(long pid, int sig) { return status_mask_has(pid, sig, {"ShdPnd:", "SigPnd:"}); }
+
+bool signal_caught(long pid, int sig) { return status_mask_has(pid, sig, {"SigCgt:"}); }
 
 double process_start(long pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
