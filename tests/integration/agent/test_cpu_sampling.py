@@ -115,11 +115,15 @@ def check_cpu_follows_cpu_time(workdir):
     # Too many hits is the bug (blocked threads charged: ~46% too many). Too few means Mono's sampler
     # thread did not get a CPU at every period: on a machine loaded beyond its cores (other tests at
     # once), it ticks late and hits fall short of the rate; allow that shortfall only then.
+    # A shortfall beyond that must show in the file: the "Sample rate delivered" counter below 95 Hz
+    # (as in check_oversubscribed; seen in CI at load 5-6: 192-233 hits of 311, 39-74 Hz delivered).
     loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
     low = 0.75 if loaded else 0.90
-    t.check(low * want <= hits <= 1.10 * want,
+    c, _ = counters(out)
+    delivered = c.get("Sample rate delivered (Hz)") or 0
+    t.check(hits <= 1.10 * want and (hits >= low * want or (loaded and 0 < delivered < 95)),
             f"cpu: {hits} hits, the program uses {base_cpu:.2f} CPU-s ({want:.0f} expected at 100 Hz; "
-            f"{cpu:.2f} CPU-s profiled; load average {os.getloadavg()[0]:.1f})")
+            f"{cpu:.2f} CPU-s profiled; {delivered} Hz delivered; load average {os.getloadavg()[0]:.1f})")
     t.check(hits <= 1.10 * cpu * 100, f"cpu: {hits} hits for {cpu:.2f} CPU-seconds profiled")
     rows = summary(out)
     total = hits or 1
@@ -200,12 +204,15 @@ def check_depth(workdir):
     results = {}
     for depth in (150, 300):
         out = os.path.join(workdir, f"deep{depth}.mlpd")
-        rc, so, se, _ = timed([t.program("spinpark"), "600", "0", "50", str(depth)], "sample=200", out)
+        # 1.5 CPU-seconds: at load 6 on 2 cores Mono's sampler delivers 40 of the 200 Hz asked.
+        rc, so, se, _ = timed([t.program("spinpark"), "1500", "0", "50", str(depth)], "sample=200", out)
         t.check(rc == 0 and so.startswith("spin "), f"depth {depth}: output/status changed: {rc} {so!r} {se[-300:]!r}")
         hits_of(out)
         readable_by_mono(f"depth {depth}", out)
         _, text = counters(out)
-        spin = [f for _, f in stacks(text) if f and f[0] == "SpinPark:Spin (int)"]
+        # Spin's samples: Spin innermost, or Spin under its clock read (SpinPark:ClockGettime's
+        # wrapper and ThreadCpuMs, where a signal sent to a running thread often lands).
+        spin = [f for _, f in stacks(text) if "SpinPark:Spin (int)" in f[:3]]
         t.check(len(spin) >= 10, f"depth {depth}: {len(spin)} samples in Spin")
         results[depth] = spin
         marker = re.findall(r'method_jit code=0x100 size=1 method=0x100 \[truncated\]', text)
