@@ -38,11 +38,13 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
         nullptr, i);
   }
   // Issue 22: the rate asked for and the rate delivered (samples written per second of the sampled
-  // threads' clock, also given: CPU time with `sample`, wall time with `sample-real`).
-  sampler_.add_profiler(std::string(conventions::kSampleRateAsked), format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  // threads' clock, also given: CPU time with `sample`, wall time with `sample-real`). Counters that
+  // can go down are signed (long): integer samples are deltas, and an unsigned one that falls is
+  // written as a 64-bit wrap (`mlpd dump` showed 18446744073709551596 for a rate 20 Hz lower).
+  sampler_.add_profiler(std::string(conventions::kSampleRateAsked), format::COUNTER_LONG, format::COUNTER_UNIT_COUNT,
                         format::COUNTER_VARIANCE_VARIABLE,
                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().freq; }, nullptr);
-  sampler_.add_profiler(std::string(conventions::kSampleRateDelivered), format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  sampler_.add_profiler(std::string(conventions::kSampleRateDelivered), format::COUNTER_LONG, format::COUNTER_UNIT_COUNT,
                         format::COUNTER_VARIANCE_VARIABLE,
                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().delivered_hz(); }, nullptr);
   sampler_.add_profiler("Sampled threads' clock", format::COUNTER_LONG, format::COUNTER_UNIT_TIME,
@@ -50,7 +52,7 @@ AgentCounters::AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, co
                         [](const void*, uint64_t) -> uint64_t { return hooks::sample_stats().clock_ns / 100; }, nullptr);
   // Issue 15: pause/resume (1 while paused, or paused at some time since the previous sample), the
   // allocation sampling interval (alloc-sample=BYTES; 0: every allocation), CPU time.
-  sampler_.add_profiler("Profiling paused", format::COUNTER_ULONG, format::COUNTER_UNIT_COUNT,
+  sampler_.add_profiler("Profiling paused", format::COUNTER_LONG, format::COUNTER_UNIT_COUNT,
                         format::COUNTER_VARIANCE_VARIABLE,
                         [](const void*, uint64_t) -> uint64_t { return hooks::paused_since_last_read(); }, nullptr);
   sampler_.add_profiler("Allocation sample interval", format::COUNTER_ULONG, format::COUNTER_UNIT_BYTES,
