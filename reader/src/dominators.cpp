@@ -16,6 +16,7 @@ constexpr uint32_t kTag = 1u << 31, kLeaf = kNoNode - 1;
 constexpr size_t kUnwindAhead = 8;  // DFS frames below the top whose next edge is prefetched
 constexpr uint32_t kPredAhead = 16;  // predecessors whose link is prefetched ahead of their eval
 constexpr uint32_t kNearest = 8;     // DFS: the next edges among which the nearest unseen target is taken
+constexpr uint32_t kNumberAhead = 16;  // predecessors: the edges ahead whose target's number is prefetched
 
 }  // namespace
 
@@ -138,7 +139,9 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
   //    change nothing. The nodes are taken in id order, so their edges are read sequentially; each
   //    target's number (the random access) is looked up once, and the listed edges are kept as
   //    (target, source) pairs for the filling pass. (On the 5.6M objects of retained_speed.sh, 1.25M
-  //    predecessors listed instead of about 8.5M: 0.32 -> 0.20 s CPU.)
+  //    predecessors listed instead of about 8.5M: 0.32 -> 0.20 s CPU.) The targets' numbers are asked
+  //    of the cache kNumberAhead edges ahead (0.22 -> 0.13 s CPU there).
+  const uint32_t edge_count = n ? offsets[n] : 0;
   std::vector<uint32_t> semi(m), pred_begin(static_cast<size_t>(m) + 2, 0);
   PodBuffer<uint64_t> later;  // target << 32 | source, of the edges from a node numbered above the target
   if (over(budget)) return fail();
@@ -148,6 +151,7 @@ Dominators compute_dominators(uint32_t n, const uint32_t* offsets, const uint32_
     if (k >= kLeaf) continue;  // unreached, or a leaf (no edges)
     const uint32_t* t = tg(v);
     for (uint32_t e = first(v), end = last(v); e < end; ++e) {
+      if (v < n && e + kNumberAhead < edge_count) __builtin_prefetch(&d.number[targets[e + kNumberAhead]]);
       const uint32_t x = d.number[t[e]];
       if (x == kLeaf) continue;
       if (x > k) {
