@@ -195,6 +195,15 @@ void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_
       return;
     }
     g_counters.clock_ns.fetch_add(timer_periods * g_period_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    // The period ended while the thread was entering or leaving a wait (the tick found it in the
+    // kernel, going to sleep or just woken; the signal is handled on its way back): that CPU is the
+    // wait's own cost, which `sample` does not charge to the wait (as charge_cpu does not). Counted
+    // as idle; the clock has the period, so the rate delivered shows it.
+    if (uc && (arch::blocked_in_kernel(*uc) || arch::back_from_wait(*uc))) {
+      count(g_counters.skipped_idle);
+      errno = saved_errno;
+      return;
+    }
   } else if (g_mode.load(std::memory_order_relaxed) == kSampleProcess) {
     if (!charge_cpu(uc)) {
       count(g_counters.skipped_idle);
