@@ -1,10 +1,11 @@
-// CPU-sampling test program (test_ctimer.py): BURSTY threads (default 8) each run BURSTS bursts
-// (default 300) of about 1 ms of their own CPU, waiting 5-15 ms after each (Thread.Sleep), as a
-// server's request threads do; one more thread spins for SPIN_MS ms of its CPU (default 1000).
+// CPU-sampling test program (test_ctimer.py): BURSTY threads (default 6) each run BURSTS bursts
+// (default 500) of BURST_US us of their own CPU (default 300), waiting 5-15 ms after each
+// (Thread.Sleep), as a server's request threads do (the process uses a fifth of a core then); when
+// they are done, one more thread spins for SPIN_MS ms of its CPU (default 500).
 // Prints "ready", then (with "wait" as the 4th argument) waits for a line on stdin before the work
 // and for another before exiting; prints "cpu bursty=MS spin=MS" (the threads' own CPU time, from
 // clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
-// Usage: bursty.exe [BURSTS] [BURSTY] [SPIN_MS] [wait]
+// Usage: bursty.exe [BURSTS] [BURSTY] [SPIN_MS] [BURST_US] [wait]
 using System;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
@@ -38,11 +39,11 @@ static class Bursty {
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static void BurstLoop(int bursts, int seed) {
+    static void BurstLoop(int bursts, int burstUs, int seed) {
         var rnd = new Random(seed);
         long x = 0;
         for (int i = 0; i < bursts; i++) {
-            x += Work(1000);
+            x += Work(burstUs);
             Thread.Sleep(5 + rnd.Next(11));
         }
         Interlocked.Add(ref sink, x);
@@ -56,21 +57,24 @@ static class Bursty {
     }
 
     static int Main(string[] args) {
-        int bursts = args.Length > 0 ? int.Parse(args[0]) : 300;
-        int n = args.Length > 1 ? int.Parse(args[1]) : 8;
-        int spinMs = args.Length > 2 ? int.Parse(args[2]) : 1000;
-        bool wait = args.Length > 3 && args[3] == "wait";
+        int bursts = args.Length > 0 ? int.Parse(args[0]) : 500;
+        int n = args.Length > 1 ? int.Parse(args[1]) : 6;
+        int spinMs = args.Length > 2 ? int.Parse(args[2]) : 500;
+        int burstUs = args.Length > 3 ? int.Parse(args[3]) : 300;
+        bool wait = args.Length > 4 && args[4] == "wait";
         Console.WriteLine("ready");
         Console.Out.Flush();
         if (wait) Console.ReadLine();
-        var threads = new Thread[n + 1];
+        var threads = new Thread[n];
         for (int i = 0; i < n; i++) {
             int seed = i;
-            threads[i] = new Thread(() => BurstLoop(bursts, seed)) { Name = "bursty-" + i };
+            threads[i] = new Thread(() => BurstLoop(bursts, burstUs, seed)) { Name = "bursty-" + i };
         }
-        threads[n] = new Thread(() => SpinLoop(spinMs)) { Name = "spinner" };
-        foreach (var t in threads) t.Start();
-        foreach (var t in threads) t.Join();
+        var spinner = new Thread(() => SpinLoop(spinMs)) { Name = "spinner" };
+        for (int i = 0; i < n; i++) threads[i].Start();
+        for (int i = 0; i < n; i++) threads[i].Join();
+        spinner.Start();
+        spinner.Join();
         Console.WriteLine("cpu bursty=" + (burstyUs / 1000) + " spin=" + (spinUs / 1000));
         Console.Out.Flush();
         if (wait) Console.ReadLine();
