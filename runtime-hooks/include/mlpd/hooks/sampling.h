@@ -1,4 +1,5 @@
-// Statistical sampling (`sample`, `sample-real`): Mono's sampler thread signals every attached
+// Statistical sampling (`sample`, `sample-real`): per-thread CPU-time timers (`sample`, when the
+// kernel has them: src/cpu_timers.h) or Mono's sampler thread, which signals every attached
 // thread; our sample-hit callback runs in signal context and records the sample into a preallocated
 // lock-free pool (sampler.cpp). The helper thread drains the pool each flush round, unwinds the
 // native frames from the copied registers and stack top, names native code, and writes
