@@ -78,7 +78,12 @@ int make_timer(pid_t tid, uint64_t period_ns, timer_t* out) {
   sev.sigev_signo = g_signal;
   sev._sigev_un._tid = tid;  // sigev_notify_thread_id (glibc 2.35 names it; this works with all)
   if (timer_create(thread_cpu_clock(tid), &sev, out) != 0) return errno;
-  const itimerspec its{as_timespec(period_ns), as_timespec(period_ns)};
+  // The first expiry at a random point of the first period (the thread's CPU from now on): a thread
+  // that uses c < one period is then sampled with probability c / period, not never.
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const uint64_t mix = (static_cast<uint64_t>(now.tv_nsec) ^ (static_cast<uint64_t>(tid) << 32)) * 0x9E3779B97F4A7C15u;
+  const itimerspec its{as_timespec(period_ns), as_timespec(1 + (mix >> 17) % period_ns)};
   if (timer_settime(*out, 0, &its, nullptr) != 0) {
     const int e = errno;
     timer_delete(*out);
