@@ -17,6 +17,8 @@
 
 #include "mlpd/hooks/mono_api.h"
 #include "mono/optional.h"
+#include "cpu_timers.h"
+#include "rt_signals.h"
 
 namespace mlpd::hooks {
 
@@ -37,15 +39,6 @@ void on_signal(int, siginfo_t*, void* context) {
   const bool managed = mono_optional.mono_thread_info_current_unchecked ? mono_optional.mono_thread_info_current_unchecked() != nullptr : mono.mono_domain_get() != nullptr;
   sample_from_signal(context, managed);
   errno = saved;
-}
-
-// The highest real-time signal with the default action: the runtime takes its own from the lowest.
-int free_signal() {
-  for (int s = SIGRTMAX; s > SIGRTMIN + 2; --s) {
-    struct sigaction cur {};
-    if (sigaction(s, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) return s;
-  }
-  return 0;
 }
 
 uint64_t clock_ns(clockid_t c) {
@@ -82,8 +75,19 @@ void* sampler_main(void*) {
   return nullptr;
 }
 
+}  // namespace
+
+// The highest real-time signal with the default action: the runtime takes its own from the lowest.
+int free_rt_signal() {
+  for (int s = SIGRTMAX; s > SIGRTMIN + 2; --s) {
+    struct sigaction cur {};
+    if (sigaction(s, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) return s;
+  }
+  return 0;
+}
+
 // Whether any thread of the process still has `sig` pending (sent, not yet handled).
-bool pending_anywhere(int sig) {
+bool signal_pending_anywhere(int sig) {
   DIR* tasks = opendir("/proc/self/task");
   if (!tasks) return false;
   bool pending = false;
@@ -105,16 +109,30 @@ bool pending_anywhere(int sig) {
   return pending;
 }
 
-}  // namespace
+bool restore_when_not_pending(int sig, const struct sigaction& previous) {
+  // A signal sent just before the stop may still be on its way to a thread; the default action of
+  // a real-time signal ends the process, so the handler stays until none is pending (a thread that
+  // blocks the signal keeps it pending: then the handler, which does nothing now, stays for good).
+  for (int i = 0; i < 200 && signal_pending_anywhere(sig); ++i) {
+    const timespec ms{0, 5'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  if (signal_pending_anywhere(sig)) return false;
+  sigaction(sig, &previous, nullptr);
+  return true;
+}
 
 bool start_late_sampling(const SamplingConfig& config, rt::MetaLog* meta, std::string& error) {
   if (config.mode == kSampleOff) return true;
-  if (g_thread_started) {
+  if (g_thread_started || cpu_timers::running()) {
     error = "sampling is running already";
     return false;
   }
   if (!start_sampling(nullptr, config, meta, error)) return false;
-  g_signal = free_signal();
+  // `sample`: per-thread CPU-time timers (cpu_timers.h) when the kernel has them; else our sampler
+  // thread below, as before.
+  if (config.mode == kSampleProcess && cpu_timers::start(1'000'000'000u / std::max<uint32_t>(config.freq, 1))) return true;
+  g_signal = free_rt_signal();
   if (!g_signal) {
     stop_sampling();
     error = "sampling: no free real-time signal in this process";
@@ -154,22 +172,18 @@ bool start_late_sampling(const SamplingConfig& config, rt::MetaLog* meta, std::s
 }
 
 void stop_late_sampling() {
+  if (cpu_timers::running()) {
+    stop_sampling();
+    cpu_timers::stop();
+    release_sample_pages();
+    return;
+  }
   if (!g_thread_started) return;
   g_stop.store(true, std::memory_order_release);
   pthread_join(g_thread, nullptr);
   g_thread_started = false;
   stop_sampling();
-  // A signal sent just before the stop may still be on its way to a thread; the default action of
-  // a real-time signal ends the process, so the handler stays until none is pending (a thread that
-  // blocks the signal keeps it pending: then the handler, which does nothing now, stays for good).
-  for (int i = 0; i < 200 && pending_anywhere(g_signal); ++i) {
-    const timespec ms{0, 5'000'000};
-    nanosleep(&ms, nullptr);
-  }
-  if (!pending_anywhere(g_signal)) {
-    sigaction(g_signal, &g_previous, nullptr);
-    g_signal = 0;
-  }
+  if (restore_when_not_pending(g_signal, g_previous)) g_signal = 0;
   release_sample_pages();  // this session's records; the next attach makes its own pool
 }
 

@@ -31,6 +31,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/rt/clock.h"
+#include "cpu_timers.h"
 #include "sample_pool.h"
 
 namespace mlpd::hooks {
@@ -51,6 +52,7 @@ MonoProfilerHandle g_handle = nullptr;      // set when sampling was set up at s
 pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 std::atomic<uint64_t> g_period_ns{10'000'000};  // 1e9 / the rate asked for
 std::atomic<uint32_t> g_freq{0};
+bool g_timers = false;  // preload: `sample` runs on per-thread CPU timers (cpu_timers.h), not Mono's sampler
 
 // Each thread's clock as its signals saw it. `sample` (CPU time): Mono's sampler signals EVERY
 // attached thread each time the process has used one period of CPU, so charging every signal
@@ -169,12 +171,16 @@ uint32_t copy_stack(uint64_t sp, unsigned char* out) {
 }
 #endif
 
-void take_sample(const mono_byte* ip, const void* context, bool managed);
-void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) { take_sample(ip, context, true); }
+void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_t timer_periods);
+void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) { take_sample(ip, context, true, 0); }
 
 // `managed`: the thread is attached to the runtime (Mono's sampler signals only those; ours signals
-// every thread and asks the runtime in its handler).
-void take_sample(const mono_byte* ip, const void* context, bool managed) {
+// every thread and asks the runtime in its handler). `timer_periods`: 0 for a signal of a sampler
+// thread (Mono's or ours), which the thread's own clock then charges (charge_cpu, account_wall);
+// else the signal is the expiry of this thread's CPU-time timer (cpu_timers.h): it stands for
+// exactly that many periods of this thread's CPU (1 + the timer's overrun: the periods that passed
+// before the kernel's tick found the thread running are in the clock, not in the hits).
+void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_t timer_periods) {
   const int saved_errno = errno;
   if (!g_sampling_on.load(std::memory_order_relaxed)) {
     count(g_counters.dropped_shutdown);
@@ -182,7 +188,23 @@ void take_sample(const mono_byte* ip, const void* context, bool managed) {
     return;
   }
   const auto* uc = static_cast<const ucontext_t*>(context);
-  if (g_mode.load(std::memory_order_relaxed) == kSampleProcess) {
+  if (timer_periods) {
+    if (g_mode.load(std::memory_order_relaxed) != kSampleProcess) {  // a late expiry after a mode change
+      count(g_counters.skipped_idle);
+      errno = saved_errno;
+      return;
+    }
+    g_counters.clock_ns.fetch_add(timer_periods * g_period_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    // The period ended while the thread was entering or leaving a wait (the tick found it in the
+    // kernel, going to sleep or just woken; the signal is handled on its way back): that CPU is the
+    // wait's own cost, which `sample` does not charge to the wait (as charge_cpu does not). Counted
+    // as idle; the clock has the period, so the rate delivered shows it.
+    if (uc && (arch::blocked_in_kernel(*uc) || arch::back_from_wait(*uc))) {
+      count(g_counters.skipped_idle);
+      errno = saved_errno;
+      return;
+    }
+  } else if (g_mode.load(std::memory_order_relaxed) == kSampleProcess) {
     if (!charge_cpu(uc)) {
       count(g_counters.skipped_idle);
       errno = saved_errno;
@@ -277,7 +299,7 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   g_freq.store(config.freq);
   g_period_ns.store(1'000'000'000u / std::max<uint32_t>(config.freq, 1));
   g_pid = getpid();
-  if (!handle) {  // attached late: our own sampler (late_sampler.cpp) signals the threads
+  if (!handle) {  // attached late: late_sampler.cpp starts the timers or our own sampler thread
     g_sampling_on.store(true, std::memory_order_release);
     return true;
   }
@@ -285,13 +307,20 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
     error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
     return false;
   }
-  const MonoProfilerSampleMode mode =
-      config.mode == kSampleReal ? MONO_PROFILER_SAMPLE_MODE_REAL : MONO_PROFILER_SAMPLE_MODE_PROCESS;
+  // `sample`: per-thread CPU-time timers when the kernel gives them (cpu_timers.h); Mono's sampler
+  // stays enabled, its mode NONE (its thread waits), so that a change to `sample-real` at run time
+  // (change_sampling) still has it. Else Mono's sampler in PROCESS mode, as before.
+  const bool timers = config.mode == kSampleProcess && cpu_timers::start(g_period_ns.load());
+  const MonoProfilerSampleMode mode = config.mode == kSampleReal ? MONO_PROFILER_SAMPLE_MODE_REAL
+                                      : timers                   ? MONO_PROFILER_SAMPLE_MODE_NONE
+                                                                 : MONO_PROFILER_SAMPLE_MODE_PROCESS;
   if (!mono.mono_profiler_set_sample_mode(handle, mode, config.freq)) {
     // Another profiler set the mode first: Mono keeps that one (and says so); ours would not apply.
+    if (timers) cpu_timers::stop();
     error = "another profiler already set the sampling mode";
     return false;
   }
+  g_timers = timers;
   g_handle = handle;
   g_sampling_on.store(true, std::memory_order_release);
   mono.mono_profiler_set_sample_hit_callback(handle, on_sample_hit);
@@ -302,15 +331,24 @@ void sample_from_signal(const void* context, bool managed) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   uint64_t regs[arch::kSignalRegs] = {};
   arch::signal_registers(*uc, regs);
-  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed);
+  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed, 0);
+}
+
+void sample_from_timer(const void* context, bool managed, uint64_t periods) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  uint64_t regs[arch::kSignalRegs] = {};
+  arch::signal_registers(*uc, regs);
+  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed, periods ? periods : 1);
 }
 
 bool change_sampling(uint8_t mode, uint32_t freq) {
   if (!g_handle || freq == 0) return false;  // the sampler exists only if it was asked for at start
-  const MonoProfilerSampleMode m = mode == kSampleReal      ? MONO_PROFILER_SAMPLE_MODE_REAL
-                                   : mode == kSampleProcess ? MONO_PROFILER_SAMPLE_MODE_PROCESS
-                                                            : MONO_PROFILER_SAMPLE_MODE_NONE;
+  // With the timers, `sample` is theirs (Mono's sampler waits in mode NONE); any other mode stops them.
+  const MonoProfilerSampleMode m = mode == kSampleReal                   ? MONO_PROFILER_SAMPLE_MODE_REAL
+                                   : mode == kSampleProcess && !g_timers ? MONO_PROFILER_SAMPLE_MODE_PROCESS
+                                                                         : MONO_PROFILER_SAMPLE_MODE_NONE;
   if (!mono.mono_profiler_set_sample_mode(g_handle, m, freq)) return false;
+  if (g_timers) cpu_timers::set_period(mode == kSampleProcess ? 1'000'000'000u / freq : 0);
   g_period_ns.store(1'000'000'000u / freq, std::memory_order_relaxed);
   g_freq.store(mode == kSampleOff ? 0 : freq, std::memory_order_relaxed);
   g_mode.store(mode, std::memory_order_relaxed);
@@ -323,6 +361,8 @@ void release_sample_pages() {
   Pool* pool = g_pool;
   if (pool && pool->records) madvise(pool->records, size_t{pool->count} * sizeof(Record), MADV_DONTNEED);
 }
+
+std::string cpu_timers_not_used() { return cpu_timers::running() ? std::string() : cpu_timers::why_not(); }
 
 SampleStats sample_stats() {
   SampleStats s;
@@ -341,6 +381,11 @@ SampleStats sample_stats() {
   s.truncated = c.truncated.load(std::memory_order_relaxed);
   s.clock_ns = c.clock_ns.load(std::memory_order_relaxed);
   s.freq = g_freq.load(std::memory_order_relaxed);
+  const uint8_t mode = g_mode.load(std::memory_order_relaxed);
+  s.engine = mode == kSampleProcess && cpu_timers::running() ? "per-thread CPU timers"
+             : g_handle                                       ? "Mono's sampler thread"
+                                                              : "mlpd-sampler thread";
+  s.threads_without_timer = cpu_timers::threads_without_timer();
   return s;
 }
 

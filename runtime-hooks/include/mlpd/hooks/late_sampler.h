@@ -1,4 +1,5 @@
-// Sampling after attach (`mlpd attach`). Mono starts its sampler thread only when a profiler enabled
+// Sampling after attach (`mlpd attach`). `sample` runs on per-thread CPU-time timers when the kernel
+// has them (src/cpu_timers.h); otherwise, and for `sample-real`, as follows. Mono starts its sampler thread only when a profiler enabled
 // sampling before start-up (mono_profiler_enable_sampling refuses afterwards), so an attached agent
 // brings its own: one thread ("mlpd-sampler") that sends a real-time signal nobody uses to each of
 // the process's threads at the rate asked for (in `sample` mode each time the process has used one

@@ -1,4 +1,5 @@
-// Statistical sampling (`sample`, `sample-real`): Mono's sampler thread signals every attached
+// Statistical sampling (`sample`, `sample-real`): per-thread CPU-time timers (`sample`, when the
+// kernel has them: src/cpu_timers.h) or Mono's sampler thread, which signals every attached
 // thread; our sample-hit callback runs in signal context and records the sample into a preallocated
 // lock-free pool (sampler.cpp). The helper thread drains the pool each flush round, unwinds the
 // native frames from the copied registers and stack top, names native code, and writes
@@ -52,11 +53,16 @@ struct SampleStats {
   uint64_t clock_ns = 0;           // the sampled threads' clock between their signals (CPU time in
                                    // `sample`, wall time in `sample-real`): what the samples stand for
   uint64_t freq = 0;               // the rate asked for (Hz; 0: off)
+  const char* engine = "";         // what sends the signals (`verbose`): per-thread CPU timers, or a
+                                   // sampler thread signalling every thread (Mono's, or ours attached)
+  uint64_t threads_without_timer = 0;  // CPU timers: threads that could not get one (not sampled)
   // Samples written per second of the sampled threads' clock: the rate delivered (0: none yet).
   uint64_t delivered_hz() const { return clock_ns ? static_cast<uint64_t>(static_cast<double>(written) * 1e9 / static_cast<double>(clock_ns) + 0.5) : 0; }
 };
 
 SampleStats sample_stats();
+// Why `sample` does not run on per-thread CPU timers ("" when it does, or was not asked for).
+std::string cpu_timers_not_used();
 
 // Installs the sampler (pool, callback, Mono's sample mode) on `handle`. Must run before the runtime
 // starts. `meta` receives the events. False with a one-line reason on failure.
@@ -67,6 +73,9 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
 // calls this with its ucontext_t. `managed`: the thread is attached to the runtime (its managed frames
 // are walked); other threads get their native frames only.
 void sample_from_signal(const void* context, bool managed);
+// The expiry of the interrupted thread's CPU-time timer (cpu_timers.h): a sample standing for
+// `periods` periods of its CPU (1 + the timer's overrun), recorded without charge_cpu's test.
+void sample_from_timer(const void* context, bool managed, uint64_t periods);
 
 // Attached late: the drain (helper thread, which cannot call Mono) hands the sampled methods that are
 // not described yet to `fn`, which describes them on a thread attached to the runtime before it
