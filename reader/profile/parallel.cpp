@@ -50,6 +50,8 @@ class ParallelReplay {
   void worker(unsigned w);
   void replay(PartJob& j, mlpd::detail::DecodeDriver& d);
   ThreadPart* part_of(uint64_t thread_id);
+  // Builder::touch and the file's first/last times for the events a worker folded (TimeSpan).
+  void apply_span(ThreadIndex t, const detail::TimeSpan& s);
 
   Builder& b_;
   unsigned workers_;
@@ -91,6 +93,18 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
     state_[it->second];
   }
   return it->second;
+}
+
+void ParallelReplay::apply_span(ThreadIndex t, const detail::TimeSpan& s) {
+  ThreadInfo& ti = b_.p_.threads_[t];
+  if (s.zero)  // touch(0) sets the first time to 0; the next non-zero time replaces it
+    ti.first_time = s.min_after_zero == UINT64_MAX ? 0 : s.min_after_zero;
+  else if (s.min_all != UINT64_MAX && (ti.first_time == 0 || s.min_all < ti.first_time))
+    ti.first_time = s.min_all;
+  if (s.max > ti.last_time) ti.last_time = s.max;
+  if (s.min_all != UINT64_MAX && (b_.p_.first_time_ == 0 || s.min_all < b_.p_.first_time_))
+    b_.p_.first_time_ = s.min_all;
+  if (s.max > b_.p_.last_time_) b_.p_.last_time_ = s.max;
 }
 
 bool ParallelReplay::start_workers() {
@@ -150,10 +164,16 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
   }
   b.replaying_ = true;
   BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
-  for (const detail::PartRecord& r : j.records) {
+  size_t si = 0;
+  auto spans_until = [&](size_t i) {  // the times of the events folded before records[i]
+    while (si < j.spans.size() && j.spans[si].before <= i) apply_span(t, j.spans[si++]);
+  };
+  for (size_t i = 0; i < j.records.size(); ++i) {
+    spans_until(i);
+    const detail::PartRecord& r = j.records[i];
     if (r.event < 0) {
       const NodeId parent = part.map[r.parent];
-      const NodeId n = b.child(parent, b.managed_frame(r.method));
+      const NodeId n = b.child(parent, r.event == -2 ? b.special_frame("[no backtrace]") : b.managed_frame(r.method));
       if (part.map.size() <= r.local) part.map.resize(r.local + 1, 0);
       part.map[r.local] = n;
     } else {
@@ -182,7 +202,28 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       }
     }
   }
+  spans_until(j.records.size());
   b.replaying_ = false;
+  // The buffer's allocations, throws, clauses and monitor events (sums: their order does not matter).
+  const detail::PartTallies& pt = j.tallies;
+  Profile& p = b.p_;
+  p.alloc_samples_ += pt.alloc_samples;
+  p.alloc_objects_ += pt.alloc_objects;
+  p.alloc_bytes_ += pt.alloc_bytes;
+  p.throws_ += pt.throws;
+  p.clauses_ += pt.clauses;
+  for (size_t k = 0; k < 4; ++k) p.monitor_[k] += pt.monitor[k];
+  p.monitor_wait_ns_ += pt.monitor_wait_ns;
+  if (pt.alloc_present)
+    p.present_[static_cast<size_t>(What::alloc)] = p.present_[static_cast<size_t>(What::alloc_bytes)] = true;
+  if (pt.exc_present) p.present_[static_cast<size_t>(What::exceptions)] = true;
+  if (pt.mon_present) p.present_[static_cast<size_t>(What::monitor)] = true;
+  for (const auto& [vt, cb] : pt.alloc_by_vtable) {
+    TypeStat& ts = b.alloc_by_vtable_[vt];
+    ts.count += cb.first;
+    ts.bytes += cb.second;
+  }
+  for (const auto& [vt, c] : pt.throws_by_vtable) b.throws_by_vtable_[vt] += c;
   b.events_ += j.n;
   seen_events_ += j.n;
   b.p_.call_count_ += j.call_count;
@@ -262,6 +303,7 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       lim_.to = b_.win_to_;
       lim_.max_depth = b_.o_.max_depth;
       lim_.budget_limit = process_budget().limit();
+      lim_.alloc_interval = b_.p_.alloc_sample_interval_;
       limits_set_ = true;
     }
     ThreadPart* part = part_of(j.info.header.thread_id);
@@ -319,11 +361,27 @@ void ParallelReplay::merge() {
       g.self_ns += cs.self_ns;
       g.total_ns += cs.total_ns;
     }
+    // The weights of the allocations, throws and monitor contentions folded on the worker.
+    auto weights = [&](What w, const std::vector<uint64_t>& v) {
+      const size_t m = std::min(part.map.size(), v.size());
+      for (size_t l = ThreadPart::kLocalRoot; l < m; ++l)
+        if (v[l] && part.map[l]) b_.add(w, part.map[l], v[l]);
+    };
+    weights(What::alloc, part.alloc_w);
+    weights(What::alloc_bytes, part.alloc_bytes_w);
+    weights(What::exceptions, part.exc_w);
+    weights(What::monitor, part.mon_w);
     // Each thread of the part's id gets its open calls (a new thread begun in a buffer read ahead
     // past the budget's stop was never replayed: its calls are left out).
-    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep) {
+    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep, const ThreadPart::Tally& tally) {
       Builder::ThreadState& s = b_.states_[t];
       s.deep = deep;
+      s.monitor_obj = tally.monitor_obj;
+      s.monitor_time = tally.monitor_time;
+      s.monitor_waiting = tally.monitor_waiting;
+      std::copy(std::begin(tally.recent_obj), std::end(tally.recent_obj), s.recent_obj);
+      std::copy(std::begin(tally.recent_vtable), std::end(tally.recent_vtable), s.recent_vtable);
+      s.recent_next = tally.recent_next;
       for (size_t i = 0; i < calls.size(); ++i) {
         detail::CallEntry c = calls[i];
         if (c.node >= part.map.size() || !part.map[c.node]) break;
@@ -333,8 +391,8 @@ void ParallelReplay::merge() {
       }
     };
     const size_t replayed = std::min(part.earlier.size(), ps.earlier_threads.size());
-    for (size_t g = 0; g < replayed; ++g) install(ps.earlier_threads[g], part.earlier[g].calls, part.earlier[g].deep);
-    if (part.earlier.size() == ps.earlier_threads.size()) install(ps.thread, part.calls, part.deep);
+    for (size_t g = 0; g < replayed; ++g) install(ps.earlier_threads[g], part.earlier[g].calls, part.earlier[g].deep, part.earlier[g].tally);
+    if (part.earlier.size() == ps.earlier_threads.size()) install(ps.thread, part.calls, part.deep, part.tally);
   }
 }
 

@@ -2,7 +2,9 @@
 // (builder.h) step for step -- the window, max_depth, the unwinding search -- on local nodes.
 #include "thread_part.h"
 
-#include "builder.h"  // detail::kMaxUnwindSearch
+#include <cmath>
+
+#include "builder.h"  // detail::kMaxUnwindSearch, kRecentAllocs
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
 
@@ -10,7 +12,11 @@ namespace mlpd::profile::detail {
 
 namespace {
 constexpr size_t kFrameSlots = 1024;
-}
+// The "[no backtrace]" node's local frame (local frames of methods count up from 0).
+constexpr uint64_t kNoBacktraceFrame = 0xFFFFFFFEu;
+}  // namespace
+
+static_assert(ThreadPart::Tally::kRecent == kRecentAllocs);
 
 ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thread_id) {
   nodes.push_back({0, 0});  // 0: none
@@ -111,9 +117,10 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
 }
 
 uint32_t ThreadPart::new_thread() {
-  earlier.push_back(Earlier{std::move(calls), deep});
+  earlier.push_back(Earlier{std::move(calls), deep, tally});
   calls = CallStack();
   deep = 0;
+  tally = Tally{};
   ended_ = false;
   root_ = static_cast<uint32_t>(nodes.size());
   nodes.push_back({0, 0});
@@ -122,8 +129,104 @@ uint32_t ThreadPart::new_thread() {
   return root_;
 }
 
+// Builder::event_stack on local nodes: the backtrace (outermost first, at most max_depth frames), else
+// the thread's current call path, else "[no backtrace]" under the thread's root -- a node the fast
+// child lookup never returns (last_child_ never points at it), so no method can be mistaken for it.
+uint32_t ThreadPart::event_stack(const Event& e, Fold& f, const PartLimits& lim) {
+  if (e.has_backtrace && !e.backtrace.empty()) {
+    uint32_t n = root_;
+    const size_t skip = e.backtrace.size() > lim.max_depth ? e.backtrace.size() - lim.max_depth : 0;
+    for (size_t i = skip; i < e.backtrace.size(); ++i) n = child(n, e.backtrace[i], f);
+    return n;
+  }
+  if (!calls.empty()) return calls.back().node;
+  const uint64_t key = (static_cast<uint64_t>(root_) << 32) | kNoBacktraceFrame;
+  uint32_t n = table_.find(key);
+  if (n == 0) {
+    n = static_cast<uint32_t>(nodes.size());
+    nodes.push_back({root_, 0});
+    stats.emplace_back();
+    last_child_.push_back(0);
+    table_.insert(key, n);
+    f.records->push_back(PartRecord{n, root_, 0, 0, -2});
+  }
+  return n;
+}
+
+// Builder::other_event's allocations, throws, clauses and monitor events (tallies.cpp), step for step.
+bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span) {
+  switch (e.kind) {
+    case EventKind::alloc:
+    case EventKind::exception_throw:
+    case EventKind::exception_clause:
+    case EventKind::monitor:
+      break;
+    default:
+      return false;
+  }
+  span.add(e.time);  // Builder::touch and the file's first/last times, whether in the window or not
+  if (!lim.in_window(e.time)) return true;
+  PartTallies& t = j.tallies;
+  switch (e.kind) {
+    case EventKind::alloc: {
+      uint64_t count = 1, bytes = e.size;
+      ++t.alloc_samples;
+      if (const uint64_t interval = lim.alloc_interval) {
+        const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
+        const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+        count = static_cast<uint64_t>(std::llround(w));
+        bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
+      }
+      t.alloc_objects += count;
+      t.alloc_bytes += bytes;
+      t.alloc_present = true;
+      const uint32_t n = event_stack(e, f, lim);
+      add_weight(alloc_w, n, count);
+      add_weight(alloc_bytes_w, n, bytes);
+      auto& ts = t.alloc_by_vtable[e.ptr];
+      ts.first += count;
+      ts.second += bytes;
+      tally.recent_obj[tally.recent_next] = e.obj;
+      tally.recent_vtable[tally.recent_next] = e.ptr;
+      tally.recent_next = (tally.recent_next + 1) % Tally::kRecent;
+      break;
+    }
+    case EventKind::exception_throw: {
+      ++t.throws;
+      t.exc_present = true;
+      add_weight(exc_w, event_stack(e, f, lim), 1);
+      uint64_t vtable = 0;
+      for (size_t i = 0; i < Tally::kRecent; ++i)
+        if (tally.recent_obj[i] == e.obj && e.obj) vtable = tally.recent_vtable[i];
+      ++t.throws_by_vtable[vtable];
+      break;
+    }
+    case EventKind::exception_clause:
+      ++t.clauses;
+      break;
+    default: {  // monitor
+      t.mon_present = true;
+      if (e.code < 4) ++t.monitor[e.code];
+      if (e.code == format::MONITOR_CONTENTION) {
+        add_weight(mon_w, event_stack(e, f, lim), 1);
+        tally.monitor_waiting = true;
+        tally.monitor_obj = e.obj;
+        tally.monitor_time = e.time;
+      } else if (tally.monitor_waiting && tally.monitor_obj == e.obj) {
+        if (e.time > tally.monitor_time) t.monitor_wait_ns += e.time - tally.monitor_time;
+        tally.monitor_waiting = false;
+      }
+      break;
+    }
+  }
+  return true;
+}
+
 void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
+  j.spans.clear();
+  j.tallies.clear();
+  TimeSpan span;
   j.message.clear();
   j.problem_offset = 0;
   j.over_budget = false;
@@ -171,7 +274,12 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
         enter(e.time, e.method, f, lim);
       else
         leave(e.time, e.method, f, lim);
-    } else {
+    } else if (!fold_other(e, j, f, lim, span)) {
+      if (span.any) {  // the folded events' times go before this event's
+        span.before = j.records.size();
+        j.spans.push_back(span);
+        span = TimeSpan();
+      }
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
@@ -190,6 +298,10 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       j.budget_offset = offset;
       break;
     }
+  }
+  if (span.any) {
+    span.before = j.records.size();
+    j.spans.push_back(span);
   }
   j.n = n;
   j.buf_min = buf_min;
