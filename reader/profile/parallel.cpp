@@ -74,6 +74,17 @@ class ParallelReplay {
   std::vector<uint64_t> queued_bytes_ = std::vector<uint64_t>(workers_, 0);
   std::vector<std::condition_variable> cvs_;
   std::condition_variable done_cv_;
+  // Wake-ups in batches (each costs both threads a context switch on a busy machine): a sleeping worker
+  // is woken when kWakeWorker jobs wait for it, or when the reader is about to wait; the waiting reader
+  // when the next kWakeReader jobs in file order are done, or when the worker that finished one has
+  // nothing left.
+  static constexpr size_t kWakeWorker = 4, kWakeReader = 8;
+  std::vector<char> idle_ = std::vector<char>(workers_, 0);
+  bool reader_waiting_ = false;
+  const PartJob* ring_ = nullptr;  // the jobs, in read order modulo ring_size_
+  size_t ring_size_ = 0;
+  uint64_t ring_next_ = 0, ring_read_ = 0;  // the reader waits for job ring_next_; ring_read_ jobs read
+  bool reader_may_go(unsigned w) const;
   bool quit_ = false;
   std::vector<std::thread> pool_;
   bool fallback_ = false;
@@ -131,10 +142,21 @@ void ParallelReplay::stop_workers() {
   pool_.clear();
 }
 
+// (under m_) Whether a worker that has just finished a job wakes the waiting reader.
+bool ParallelReplay::reader_may_go(unsigned w) const {
+  if (!ring_[ring_next_ % ring_size_].done) return false;
+  if (queues_[w].empty()) return true;
+  for (uint64_t i = ring_next_; i < ring_read_ && i < ring_next_ + kWakeReader; ++i)
+    if (!ring_[i % ring_size_].done) return false;
+  return true;
+}
+
 void ParallelReplay::worker(unsigned w) {
   std::unique_lock<std::mutex> lock(m_);
   for (;;) {
+    idle_[w] = 1;
     cvs_[w].wait(lock, [&] { return quit_ || !queues_[w].empty(); });
+    idle_[w] = 0;
     if (queues_[w].empty()) return;  // quit, nothing left
     PartJob* j = queues_[w].front();
     queues_[w].pop_front();
@@ -143,7 +165,7 @@ void ParallelReplay::worker(unsigned w) {
     lock.lock();
     queued_bytes_[w] -= j->info.header.length;
     j->done = true;
-    done_cv_.notify_one();
+    if (reader_waiting_ && reader_may_go(w)) done_cv_.notify_one();
   }
 }
 
@@ -163,7 +185,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
     return;
   }
   b.replaying_ = true;
-  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
+  BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
   size_t si = 0;
   auto spans_until = [&](size_t i) {  // the times of the events folded before records[i]
     while (si < j.spans.size() && j.spans[si].before <= i) apply_span(t, j.spans[si++]);
@@ -259,22 +281,41 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
   std::vector<PartJob> jobs(K);
+  ring_ = jobs.data();
+  ring_size_ = K;
   uint64_t read = 0, delivered = 0, ahead = 0;
   bool stop = false;
   if (!start_workers()) {
     fallback_ = true;
     return false;
   }
+  // A plain file is lent to the workers where it lies (a mapping): no copy into the jobs, and none by
+  // the kernel into a read buffer. Pages of buffers replayed leave the process every kRelease bytes.
+  const bool mapped = in.map();
+  constexpr uint64_t kRelease = 4u << 20;
+  uint64_t released = 0;
   auto deliver = [&] {
     PartJob& j = jobs[delivered % K];
     {
       std::unique_lock<std::mutex> lock(m_);
-      done_cv_.wait(lock, [&] { return j.done; });
+      if (!j.done) {
+        for (unsigned w = 0; w < running_; ++w)  // every job read is on its way before the reader sleeps
+          if (idle_[w] && !queues_[w].empty()) cvs_[w].notify_one();
+        reader_waiting_ = true;
+        ring_next_ = delivered;
+        ring_read_ = read;
+        done_cv_.wait(lock, [&] { return j.done; });
+        reader_waiting_ = false;
+      }
       j.done = false;
       --state_[j.part].in_hand;
     }
     replay(j, d);
     ahead -= j.info.header.length;
+    if (mapped) {
+      const uint64_t end = j.info.offset + format::kBufferHeaderSize + j.info.header.length;
+      if (end - released >= kRelease) in.release(released = end);
+    }
     if (j.capacity > kKeep) {
       j.data.reset();
       j.capacity = 0;
@@ -293,7 +334,8 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       continue;
     }
     PartJob& j = jobs[read % K];
-    if (!d.next_buffer_into(j.data, j.capacity) || d.has_deferred()) break;
+    if (!d.next_buffer_into(j.data, j.capacity, false, mapped) || d.has_deferred()) break;
+    j.bytes = d.data();
     j.info = d.info();
     j.cut = in.truncation_warning();  // what a problem in it becomes (DecodeDriver::report)
     if (!limits_set_) {  // the window, from the first buffer (as Builder::on_buffer resolves it)
@@ -310,6 +352,7 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
     j.part = part;
     ahead += j.info.header.length;
     unsigned w;
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(m_);
       PartState& ps = state_[part];
@@ -321,8 +364,9 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       queued_bytes_[w] += j.info.header.length;
       queues_[w].push_back(&j);
       ++read;
+      wake = idle_[w] && queues_[w].size() >= kWakeWorker;
     }
-    cvs_[w].notify_one();
+    if (wake) cvs_[w].notify_one();
   }
   while (!stop && delivered < read) deliver();
   stop_workers();

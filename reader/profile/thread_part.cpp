@@ -222,6 +222,19 @@ bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimit
   return true;
 }
 
+// The memory budget, looked at (mallinfo, which walks the heap's arenas) only when this worker has
+// made something since it last looked: a new node or a record. A worker that only folds enters and
+// leaves into nodes it has (a `calls` file once its paths are known) holds no more memory, and the
+// reading thread looks at every buffer.
+bool ThreadPart::over_budget(const PartJob& j, const PartLimits& lim) {
+  if (!lim.budget_limit) return false;
+  const uint64_t made = made_before_ + nodes.size() + j.records.size() + j.spans.size() +
+                        j.tallies.alloc_by_vtable.size() + j.tallies.throws_by_vtable.size();
+  if (made == budget_seen_) return false;
+  budget_seen_ = made;
+  return MemoryBudget::in_use() > lim.budget_limit;
+}
+
 void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
   j.spans.clear();
@@ -235,7 +248,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   Fold f;
   f.records = &j.records;
   uint64_t buf_min = UINT64_MAX, buf_max = 0;
-  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
+  BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
   Event e;
   uint64_t offset = 0;
   uint64_t n = 0;
@@ -256,7 +269,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       if (buf_min == UINT64_MAX) buf_min = first_time;
       buf_max = dec.last_time();
       n += k;
-      if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+      if ((n & 4095) == 0 && over_budget(j, lim)) [[unlikely]] {
         j.over_budget = true;
         j.budget_offset = offset;
         break;
@@ -293,7 +306,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       }
       j.records.push_back(PartRecord{top, new_root, at.last_time, at.last_method, at.pos});
     }
-    if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+    if ((n & 4095) == 0 && over_budget(j, lim)) [[unlikely]] {
       j.over_budget = true;
       j.budget_offset = offset;
       break;
@@ -303,6 +316,8 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
     span.before = j.records.size();
     j.spans.push_back(span);
   }
+  made_before_ += j.records.size() + j.spans.size() + j.tallies.alloc_by_vtable.size() +
+                  j.tallies.throws_by_vtable.size();
   j.n = n;
   j.buf_min = buf_min;
   j.buf_max = buf_max;

@@ -84,6 +84,7 @@ struct PartTallies {
 struct PartJob {
   std::unique_ptr<uint8_t[]> data;
   size_t capacity = 0;
+  const uint8_t* bytes = nullptr;  // the buffer's data: in `data`, or lent by a mapped input (Input::lend)
   BufferInfo info;
   std::string cut;  // Input::truncation_warning() right after its bytes were read
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
@@ -170,6 +171,9 @@ class ThreadPart {
   // An allocation, throw, clause or monitor event folded here (false: the replay does it).
   bool fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span);
   uint32_t event_stack(const Event& e, Fold& f, const PartLimits& lim);  // Builder::event_stack's
+  bool over_budget(const PartJob& j, const PartLimits& lim);
+  uint64_t budget_seen_ = UINT64_MAX;  // what the part had made when it last looked at the budget
+  uint64_t made_before_ = 0;           // records, spans and type sums of the buffers folded before
   static void add_weight(std::vector<uint64_t>& w, uint32_t n, uint64_t v) {
     if (n >= w.size()) w.resize(std::max<size_t>(n + 1, w.size() * 2), 0);
     w[n] += v;
