@@ -22,7 +22,7 @@ ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thre
   nodes.push_back({0, 0});  // 0: none
   nodes.push_back({0, 0});  // kLocalRoot
   stats.resize(2);
-  last_child_.resize(2, 0);
+  last_child_.resize(2);
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
@@ -41,8 +41,8 @@ uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
 [[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
   // The parent's last child when it is this method's (a local frame is one method's: comparing
   // methods is comparing frames, without the frame cache's lookup on the usual path).
-  const uint32_t cached = last_child_[parent];
-  if (cached && nodes[cached].method == method) return cached;
+  const LastChild& cached = last_child_[parent];
+  if (cached.node && cached.method == method) return cached.node;
   return child_slow(parent, local_frame(method), method, fold);
 }
 
@@ -53,11 +53,11 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     n = static_cast<uint32_t>(nodes.size());
     nodes.push_back({parent, method});
     stats.emplace_back();
-    last_child_.push_back(0);
+    last_child_.emplace_back();
     table_.insert(key, n);
     f.records->push_back(PartRecord{n, parent, method, 0, -1});
   }
-  last_child_[parent] = n;
+  last_child_[parent] = {method, n};
   return n;
 }
 
@@ -125,7 +125,7 @@ uint32_t ThreadPart::new_thread() {
   root_ = static_cast<uint32_t>(nodes.size());
   nodes.push_back({0, 0});
   stats.emplace_back();
-  last_child_.push_back(0);
+  last_child_.emplace_back();
   return root_;
 }
 
@@ -146,7 +146,7 @@ uint32_t ThreadPart::event_stack(const Event& e, Fold& f, const PartLimits& lim)
     n = static_cast<uint32_t>(nodes.size());
     nodes.push_back({root_, 0});
     stats.emplace_back();
-    last_child_.push_back(0);
+    last_child_.emplace_back();
     table_.insert(key, n);
     f.records->push_back(PartRecord{n, root_, 0, 0, -2});
   }

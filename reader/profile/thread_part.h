@@ -187,7 +187,13 @@ class ThreadPart {
   std::vector<FrameSlot> frame_cache_;
   std::unordered_map<uint64_t, uint32_t> frames_;  // method -> local frame id
   ChildTable table_;                               // (local parent, local frame) -> local node
-  std::vector<uint32_t> last_child_;
+  // Per local node: its last child and that child's method, side by side (the usual enter's lookup is
+  // one load, not the child's id and then its node).
+  struct LastChild {
+    uint64_t method = 0;
+    uint32_t node = 0;
+  };
+  std::vector<LastChild> last_child_;
   uint64_t id_;
   uint32_t root_ = kLocalRoot;  // the current thread's local root
   bool ended_ = false;          // a thread_end of this id since the current thread began
