@@ -1,6 +1,7 @@
 #include "mlpd/input.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,26 @@
 namespace mlpd {
 
 namespace {
+
+// A mapped file cut shorter by another process while it is read: touching a page past its new end
+// raises SIGBUS. The reader then ends with a clear message and exit code 1 rather than a crash.
+void on_sigbus(int) {
+  static const char msg[] =
+      "mlpd: the input file was cut shorter by another process while it was read (SIGBUS on its mapping)\n";
+  ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)w;
+  _exit(1);
+}
+
+// Installs on_sigbus unless the process handles SIGBUS itself.
+void catch_sigbus() {
+  struct sigaction old{};
+  if (sigaction(SIGBUS, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) return;
+  struct sigaction sa{};
+  sa.sa_handler = on_sigbus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, nullptr);
+}
 
 // Raw bytes: a file descriptor or a copy in memory.
 class RawSource {
@@ -100,6 +121,7 @@ class StreamInput final : public Input {
     if (size <= offset_ + avail_ || size > SIZE_MAX) return false;
     void* m = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) return false;
+    catch_sigbus();
     madvise(m, static_cast<size_t>(size), MADV_SEQUENTIAL);
     map_ = static_cast<const uint8_t*>(m);
     map_size_ = static_cast<size_t>(size);

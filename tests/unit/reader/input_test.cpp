@@ -4,6 +4,7 @@
 #include "temp_dir.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -319,4 +320,29 @@ TEST_CASE("gzip and memory inputs are not mapped", "[input][map]") {
   CHECK(gz->lend(8) == nullptr);
   std::unique_ptr<Input> mem = Input::from_memory(s.plain.data(), s.plain.size());
   CHECK(!mem->map());
+}
+
+TEST_CASE("a mapped file cut shorter while it is read ends the process with a message, not a crash", "[input][map]") {
+  Bytes data(1u << 20, 0x5A);
+  TempDir dir;
+  const std::string path = dir.write("cut.bin", data);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    std::string error;
+    std::unique_ptr<Input> in = Input::open(path, error);
+    if (!in || !in->map()) _exit(10);
+    if (truncate(path.c_str(), 4096) != 0) _exit(11);
+    const uint8_t* p = in->lend(data.size() - 1000);
+    if (!p) _exit(12);
+    volatile uint8_t x = p[data.size() - 2000];  // past the file's new end: SIGBUS
+    (void)x;
+    _exit(13);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
 }
