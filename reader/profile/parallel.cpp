@@ -50,6 +50,8 @@ class ParallelReplay {
   void worker(unsigned w);
   void replay(PartJob& j, mlpd::detail::DecodeDriver& d);
   ThreadPart* part_of(uint64_t thread_id);
+  // Builder::touch and the file's first/last times for the events a worker folded (TimeSpan).
+  void apply_span(ThreadIndex t, const detail::TimeSpan& s);
 
   Builder& b_;
   unsigned workers_;
@@ -72,6 +74,17 @@ class ParallelReplay {
   std::vector<uint64_t> queued_bytes_ = std::vector<uint64_t>(workers_, 0);
   std::vector<std::condition_variable> cvs_;
   std::condition_variable done_cv_;
+  // Wake-ups in batches (each costs both threads a context switch on a busy machine): a sleeping worker
+  // is woken when kWakeWorker jobs wait for it, or when the reader is about to wait; the waiting reader
+  // when the next kWakeReader jobs in file order are done, or when the worker that finished one has
+  // nothing left.
+  static constexpr size_t kWakeWorker = 4, kWakeReader = 8;
+  std::vector<char> idle_ = std::vector<char>(workers_, 0);
+  bool reader_waiting_ = false;
+  const PartJob* ring_ = nullptr;  // the jobs, in read order modulo ring_size_
+  size_t ring_size_ = 0;
+  uint64_t ring_next_ = 0, ring_read_ = 0;  // the reader waits for job ring_next_; ring_read_ jobs read
+  bool reader_may_go(unsigned w) const;
   bool quit_ = false;
   std::vector<std::thread> pool_;
   bool fallback_ = false;
@@ -91,6 +104,18 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
     state_[it->second];
   }
   return it->second;
+}
+
+void ParallelReplay::apply_span(ThreadIndex t, const detail::TimeSpan& s) {
+  ThreadInfo& ti = b_.p_.threads_[t];
+  if (s.zero)  // touch(0) sets the first time to 0; the next non-zero time replaces it
+    ti.first_time = s.min_after_zero == UINT64_MAX ? 0 : s.min_after_zero;
+  else if (s.min_all != UINT64_MAX && (ti.first_time == 0 || s.min_all < ti.first_time))
+    ti.first_time = s.min_all;
+  if (s.max > ti.last_time) ti.last_time = s.max;
+  if (s.min_all != UINT64_MAX && (b_.p_.first_time_ == 0 || s.min_all < b_.p_.first_time_))
+    b_.p_.first_time_ = s.min_all;
+  if (s.max > b_.p_.last_time_) b_.p_.last_time_ = s.max;
 }
 
 bool ParallelReplay::start_workers() {
@@ -117,10 +142,21 @@ void ParallelReplay::stop_workers() {
   pool_.clear();
 }
 
+// (under m_) Whether a worker that has just finished a job wakes the waiting reader.
+bool ParallelReplay::reader_may_go(unsigned w) const {
+  if (!ring_[ring_next_ % ring_size_].done) return false;
+  if (queues_[w].empty()) return true;
+  for (uint64_t i = ring_next_; i < ring_read_ && i < ring_next_ + kWakeReader; ++i)
+    if (!ring_[i % ring_size_].done) return false;
+  return true;
+}
+
 void ParallelReplay::worker(unsigned w) {
   std::unique_lock<std::mutex> lock(m_);
   for (;;) {
+    idle_[w] = 1;
     cvs_[w].wait(lock, [&] { return quit_ || !queues_[w].empty(); });
+    idle_[w] = 0;
     if (queues_[w].empty()) return;  // quit, nothing left
     PartJob* j = queues_[w].front();
     queues_[w].pop_front();
@@ -129,7 +165,7 @@ void ParallelReplay::worker(unsigned w) {
     lock.lock();
     queued_bytes_[w] -= j->info.header.length;
     j->done = true;
-    done_cv_.notify_one();
+    if (reader_waiting_ && reader_may_go(w)) done_cv_.notify_one();
   }
 }
 
@@ -149,11 +185,17 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
     return;
   }
   b.replaying_ = true;
-  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
-  for (const detail::PartRecord& r : j.records) {
+  BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
+  size_t si = 0;
+  auto spans_until = [&](size_t i) {  // the times of the events folded before records[i]
+    while (si < j.spans.size() && j.spans[si].before <= i) apply_span(t, j.spans[si++]);
+  };
+  for (size_t i = 0; i < j.records.size(); ++i) {
+    spans_until(i);
+    const detail::PartRecord& r = j.records[i];
     if (r.event < 0) {
       const NodeId parent = part.map[r.parent];
-      const NodeId n = b.child(parent, b.managed_frame(r.method));
+      const NodeId n = b.child(parent, r.event == -2 ? b.special_frame("[no backtrace]") : b.managed_frame(r.method));
       if (part.map.size() <= r.local) part.map.resize(r.local + 1, 0);
       part.map[r.local] = n;
     } else {
@@ -182,7 +224,28 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       }
     }
   }
+  spans_until(j.records.size());
   b.replaying_ = false;
+  // The buffer's allocations, throws, clauses and monitor events (sums: their order does not matter).
+  const detail::PartTallies& pt = j.tallies;
+  Profile& p = b.p_;
+  p.alloc_samples_ += pt.alloc_samples;
+  p.alloc_objects_ += pt.alloc_objects;
+  p.alloc_bytes_ += pt.alloc_bytes;
+  p.throws_ += pt.throws;
+  p.clauses_ += pt.clauses;
+  for (size_t k = 0; k < 4; ++k) p.monitor_[k] += pt.monitor[k];
+  p.monitor_wait_ns_ += pt.monitor_wait_ns;
+  if (pt.alloc_present)
+    p.present_[static_cast<size_t>(What::alloc)] = p.present_[static_cast<size_t>(What::alloc_bytes)] = true;
+  if (pt.exc_present) p.present_[static_cast<size_t>(What::exceptions)] = true;
+  if (pt.mon_present) p.present_[static_cast<size_t>(What::monitor)] = true;
+  for (const auto& [vt, cb] : pt.alloc_by_vtable) {
+    TypeStat& ts = b.alloc_by_vtable_[vt];
+    ts.count += cb.first;
+    ts.bytes += cb.second;
+  }
+  for (const auto& [vt, c] : pt.throws_by_vtable) b.throws_by_vtable_[vt] += c;
   b.events_ += j.n;
   seen_events_ += j.n;
   b.p_.call_count_ += j.call_count;
@@ -218,22 +281,41 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
   std::vector<PartJob> jobs(K);
+  ring_ = jobs.data();
+  ring_size_ = K;
   uint64_t read = 0, delivered = 0, ahead = 0;
   bool stop = false;
   if (!start_workers()) {
     fallback_ = true;
     return false;
   }
+  // A plain file is lent to the workers where it lies (a mapping): no copy into the jobs, and none by
+  // the kernel into a read buffer. Pages of buffers replayed leave the process every kRelease bytes.
+  const bool mapped = in.map();
+  constexpr uint64_t kRelease = 4u << 20;
+  uint64_t released = 0;
   auto deliver = [&] {
     PartJob& j = jobs[delivered % K];
     {
       std::unique_lock<std::mutex> lock(m_);
-      done_cv_.wait(lock, [&] { return j.done; });
+      if (!j.done) {
+        for (unsigned w = 0; w < running_; ++w)  // every job read is on its way before the reader sleeps
+          if (idle_[w] && !queues_[w].empty()) cvs_[w].notify_one();
+        reader_waiting_ = true;
+        ring_next_ = delivered;
+        ring_read_ = read;
+        done_cv_.wait(lock, [&] { return j.done; });
+        reader_waiting_ = false;
+      }
       j.done = false;
       --state_[j.part].in_hand;
     }
     replay(j, d);
     ahead -= j.info.header.length;
+    if (mapped) {
+      const uint64_t end = j.info.offset + format::kBufferHeaderSize + j.info.header.length;
+      if (end - released >= kRelease) in.release(released = end);
+    }
     if (j.capacity > kKeep) {
       j.data.reset();
       j.capacity = 0;
@@ -252,7 +334,8 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       continue;
     }
     PartJob& j = jobs[read % K];
-    if (!d.next_buffer_into(j.data, j.capacity) || d.has_deferred()) break;
+    if (!d.next_buffer_into(j.data, j.capacity, false, mapped) || d.has_deferred()) break;
+    j.bytes = d.data();
     j.info = d.info();
     j.cut = in.truncation_warning();  // what a problem in it becomes (DecodeDriver::report)
     if (!limits_set_) {  // the window, from the first buffer (as Builder::on_buffer resolves it)
@@ -262,12 +345,14 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       lim_.to = b_.win_to_;
       lim_.max_depth = b_.o_.max_depth;
       lim_.budget_limit = process_budget().limit();
+      lim_.alloc_interval = b_.p_.alloc_sample_interval_;
       limits_set_ = true;
     }
     ThreadPart* part = part_of(j.info.header.thread_id);
     j.part = part;
     ahead += j.info.header.length;
     unsigned w;
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(m_);
       PartState& ps = state_[part];
@@ -279,8 +364,9 @@ bool ParallelReplay::read(Input& in, DecodeSummary& s) {
       queued_bytes_[w] += j.info.header.length;
       queues_[w].push_back(&j);
       ++read;
+      wake = idle_[w] && queues_[w].size() >= kWakeWorker;
     }
-    cvs_[w].notify_one();
+    if (wake) cvs_[w].notify_one();
   }
   while (!stop && delivered < read) deliver();
   stop_workers();
@@ -319,11 +405,27 @@ void ParallelReplay::merge() {
       g.self_ns += cs.self_ns;
       g.total_ns += cs.total_ns;
     }
+    // The weights of the allocations, throws and monitor contentions folded on the worker.
+    auto weights = [&](What w, const std::vector<uint64_t>& v) {
+      const size_t m = std::min(part.map.size(), v.size());
+      for (size_t l = ThreadPart::kLocalRoot; l < m; ++l)
+        if (v[l] && part.map[l]) b_.add(w, part.map[l], v[l]);
+    };
+    weights(What::alloc, part.alloc_w);
+    weights(What::alloc_bytes, part.alloc_bytes_w);
+    weights(What::exceptions, part.exc_w);
+    weights(What::monitor, part.mon_w);
     // Each thread of the part's id gets its open calls (a new thread begun in a buffer read ahead
     // past the budget's stop was never replayed: its calls are left out).
-    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep) {
+    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep, const ThreadPart::Tally& tally) {
       Builder::ThreadState& s = b_.states_[t];
       s.deep = deep;
+      s.monitor_obj = tally.monitor_obj;
+      s.monitor_time = tally.monitor_time;
+      s.monitor_waiting = tally.monitor_waiting;
+      std::copy(std::begin(tally.recent_obj), std::end(tally.recent_obj), s.recent_obj);
+      std::copy(std::begin(tally.recent_vtable), std::end(tally.recent_vtable), s.recent_vtable);
+      s.recent_next = tally.recent_next;
       for (size_t i = 0; i < calls.size(); ++i) {
         detail::CallEntry c = calls[i];
         if (c.node >= part.map.size() || !part.map[c.node]) break;
@@ -333,8 +435,8 @@ void ParallelReplay::merge() {
       }
     };
     const size_t replayed = std::min(part.earlier.size(), ps.earlier_threads.size());
-    for (size_t g = 0; g < replayed; ++g) install(ps.earlier_threads[g], part.earlier[g].calls, part.earlier[g].deep);
-    if (part.earlier.size() == ps.earlier_threads.size()) install(ps.thread, part.calls, part.deep);
+    for (size_t g = 0; g < replayed; ++g) install(ps.earlier_threads[g], part.earlier[g].calls, part.earlier[g].deep, part.earlier[g].tally);
+    if (part.earlier.size() == ps.earlier_threads.size()) install(ps.thread, part.calls, part.deep, part.tally);
   }
 }
 

@@ -2,7 +2,9 @@
 // (builder.h) step for step -- the window, max_depth, the unwinding search -- on local nodes.
 #include "thread_part.h"
 
-#include "builder.h"  // detail::kMaxUnwindSearch
+#include <cmath>
+
+#include "builder.h"  // detail::kMaxUnwindSearch, kRecentAllocs
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
 
@@ -10,13 +12,17 @@ namespace mlpd::profile::detail {
 
 namespace {
 constexpr size_t kFrameSlots = 1024;
-}
+// The "[no backtrace]" node's local frame (local frames of methods count up from 0).
+constexpr uint64_t kNoBacktraceFrame = 0xFFFFFFFEu;
+}  // namespace
+
+static_assert(ThreadPart::Tally::kRecent == kRecentAllocs);
 
 ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thread_id) {
   nodes.push_back({0, 0});  // 0: none
   nodes.push_back({0, 0});  // kLocalRoot
   stats.resize(2);
-  last_child_.resize(2, 0);
+  last_child_.resize(2);
 }
 
 [[gnu::always_inline]] inline uint32_t ThreadPart::local_frame(uint64_t method) {
@@ -35,8 +41,8 @@ uint32_t ThreadPart::frame_slow(uint64_t method, FrameSlot& c) {
 [[gnu::always_inline]] inline uint32_t ThreadPart::child(uint32_t parent, uint64_t method, Fold& fold) {
   // The parent's last child when it is this method's (a local frame is one method's: comparing
   // methods is comparing frames, without the frame cache's lookup on the usual path).
-  const uint32_t cached = last_child_[parent];
-  if (cached && nodes[cached].method == method) return cached;
+  const LastChild& cached = last_child_[parent];
+  if (cached.node && cached.method == method) return cached.node;
   return child_slow(parent, local_frame(method), method, fold);
 }
 
@@ -47,11 +53,11 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
     n = static_cast<uint32_t>(nodes.size());
     nodes.push_back({parent, method});
     stats.emplace_back();
-    last_child_.push_back(0);
+    last_child_.emplace_back();
     table_.insert(key, n);
     f.records->push_back(PartRecord{n, parent, method, 0, -1});
   }
-  last_child_[parent] = n;
+  last_child_[parent] = {method, n};
   return n;
 }
 
@@ -111,19 +117,129 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
 }
 
 uint32_t ThreadPart::new_thread() {
-  earlier.push_back(Earlier{std::move(calls), deep});
+  earlier.push_back(Earlier{std::move(calls), deep, tally});
   calls = CallStack();
   deep = 0;
+  tally = Tally{};
   ended_ = false;
   root_ = static_cast<uint32_t>(nodes.size());
   nodes.push_back({0, 0});
   stats.emplace_back();
-  last_child_.push_back(0);
+  last_child_.emplace_back();
   return root_;
+}
+
+// Builder::event_stack on local nodes: the backtrace (outermost first, at most max_depth frames), else
+// the thread's current call path, else "[no backtrace]" under the thread's root -- a node the fast
+// child lookup never returns (last_child_ never points at it), so no method can be mistaken for it.
+uint32_t ThreadPart::event_stack(const Event& e, Fold& f, const PartLimits& lim) {
+  if (e.has_backtrace && !e.backtrace.empty()) {
+    uint32_t n = root_;
+    const size_t skip = e.backtrace.size() > lim.max_depth ? e.backtrace.size() - lim.max_depth : 0;
+    for (size_t i = skip; i < e.backtrace.size(); ++i) n = child(n, e.backtrace[i], f);
+    return n;
+  }
+  if (!calls.empty()) return calls.back().node;
+  const uint64_t key = (static_cast<uint64_t>(root_) << 32) | kNoBacktraceFrame;
+  uint32_t n = table_.find(key);
+  if (n == 0) {
+    n = static_cast<uint32_t>(nodes.size());
+    nodes.push_back({root_, 0});
+    stats.emplace_back();
+    last_child_.emplace_back();
+    table_.insert(key, n);
+    f.records->push_back(PartRecord{n, root_, 0, 0, -2});
+  }
+  return n;
+}
+
+// Builder::other_event's allocations, throws, clauses and monitor events (tallies.cpp), step for step.
+bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span) {
+  switch (e.kind) {
+    case EventKind::alloc:
+    case EventKind::exception_throw:
+    case EventKind::exception_clause:
+    case EventKind::monitor:
+      break;
+    default:
+      return false;
+  }
+  span.add(e.time);  // Builder::touch and the file's first/last times, whether in the window or not
+  if (!lim.in_window(e.time)) return true;
+  PartTallies& t = j.tallies;
+  switch (e.kind) {
+    case EventKind::alloc: {
+      uint64_t count = 1, bytes = e.size;
+      ++t.alloc_samples;
+      if (const uint64_t interval = lim.alloc_interval) {
+        const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
+        const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+        count = static_cast<uint64_t>(std::llround(w));
+        bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
+      }
+      t.alloc_objects += count;
+      t.alloc_bytes += bytes;
+      t.alloc_present = true;
+      const uint32_t n = event_stack(e, f, lim);
+      add_weight(alloc_w, n, count);
+      add_weight(alloc_bytes_w, n, bytes);
+      auto& ts = t.alloc_by_vtable[e.ptr];
+      ts.first += count;
+      ts.second += bytes;
+      tally.recent_obj[tally.recent_next] = e.obj;
+      tally.recent_vtable[tally.recent_next] = e.ptr;
+      tally.recent_next = (tally.recent_next + 1) % Tally::kRecent;
+      break;
+    }
+    case EventKind::exception_throw: {
+      ++t.throws;
+      t.exc_present = true;
+      add_weight(exc_w, event_stack(e, f, lim), 1);
+      uint64_t vtable = 0;
+      for (size_t i = 0; i < Tally::kRecent; ++i)
+        if (tally.recent_obj[i] == e.obj && e.obj) vtable = tally.recent_vtable[i];
+      ++t.throws_by_vtable[vtable];
+      break;
+    }
+    case EventKind::exception_clause:
+      ++t.clauses;
+      break;
+    default: {  // monitor
+      t.mon_present = true;
+      if (e.code < 4) ++t.monitor[e.code];
+      if (e.code == format::MONITOR_CONTENTION) {
+        add_weight(mon_w, event_stack(e, f, lim), 1);
+        tally.monitor_waiting = true;
+        tally.monitor_obj = e.obj;
+        tally.monitor_time = e.time;
+      } else if (tally.monitor_waiting && tally.monitor_obj == e.obj) {
+        if (e.time > tally.monitor_time) t.monitor_wait_ns += e.time - tally.monitor_time;
+        tally.monitor_waiting = false;
+      }
+      break;
+    }
+  }
+  return true;
+}
+
+// The memory budget, looked at (mallinfo, which walks the heap's arenas) only when this worker has
+// made something since it last looked: a new node or a record. A worker that only folds enters and
+// leaves into nodes it has (a `calls` file once its paths are known) holds no more memory, and the
+// reading thread looks at every buffer.
+bool ThreadPart::over_budget(const PartJob& j, const PartLimits& lim) {
+  if (!lim.budget_limit) return false;
+  const uint64_t made = made_before_ + nodes.size() + j.records.size() + j.spans.size() +
+                        j.tallies.alloc_by_vtable.size() + j.tallies.throws_by_vtable.size();
+  if (made == budget_seen_) return false;
+  budget_seen_ = made;
+  return MemoryBudget::in_use() > lim.budget_limit;
 }
 
 void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   j.records.clear();
+  j.spans.clear();
+  j.tallies.clear();
+  TimeSpan span;
   j.message.clear();
   j.problem_offset = 0;
   j.over_budget = false;
@@ -132,7 +248,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
   Fold f;
   f.records = &j.records;
   uint64_t buf_min = UINT64_MAX, buf_max = 0;
-  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + format::kBufferHeaderSize);
+  BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
   Event e;
   uint64_t offset = 0;
   uint64_t n = 0;
@@ -153,7 +269,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       if (buf_min == UINT64_MAX) buf_min = first_time;
       buf_max = dec.last_time();
       n += k;
-      if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+      if ((n & 4095) == 0 && over_budget(j, lim)) [[unlikely]] {
         j.over_budget = true;
         j.budget_offset = offset;
         break;
@@ -171,7 +287,12 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
         enter(e.time, e.method, f, lim);
       else
         leave(e.time, e.method, f, lim);
-    } else {
+    } else if (!fold_other(e, j, f, lim, span)) {
+      if (span.any) {  // the folded events' times go before this event's
+        span.before = j.records.size();
+        j.spans.push_back(span);
+        span = TimeSpan();
+      }
       // The replay does the rest of the event (Builder::other_event), with this call path; an
       // exception leave's unwinding is the thread's own.
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
@@ -185,12 +306,18 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       }
       j.records.push_back(PartRecord{top, new_root, at.last_time, at.last_method, at.pos});
     }
-    if ((n & 4095) == 0 && lim.budget_limit && MemoryBudget::in_use() > lim.budget_limit) [[unlikely]] {
+    if ((n & 4095) == 0 && over_budget(j, lim)) [[unlikely]] {
       j.over_budget = true;
       j.budget_offset = offset;
       break;
     }
   }
+  if (span.any) {
+    span.before = j.records.size();
+    j.spans.push_back(span);
+  }
+  made_before_ += j.records.size() + j.spans.size() + j.tallies.alloc_by_vtable.size() +
+                  j.tallies.throws_by_vtable.size();
   j.n = n;
   j.buf_min = buf_min;
   j.buf_max = buf_max;

@@ -1,8 +1,11 @@
 // One thread's part of the profile model, built on a worker of the parallel build (parallel.cpp; the
 // profile model's private header). The worker decodes every buffer of one file thread and does what
 // only that thread's events decide -- its open calls and the call tree of its enter/leave events, with
-// their counts and times -- on a tree of its own (local node ids, keyed by method address). Every
-// other event is handed on, with the thread's call path at that point, to the one thread that replays
+// their counts and times, and the allocations, throws, clauses and monitor events of the thread, with
+// their stacks (backtrace or call path) -- on a tree of its own (local node ids, keyed by method
+// address); their weights are sums per local node, their other tallies sums per buffer. Every
+// other event (samples, whose stacks are named by what the file described before them and belong to
+// the sampled thread, collections, heapshots, JIT, threads, counters...) is handed on, with the thread's call path at that point, to the one thread that replays
 // the file in order into the Builder; so are the tree's new nodes, which the replay turns into the
 // model's nodes (Builder::child) at the place in the file where the one-thread build makes them. That
 // is why the model is the same bit for bit whatever the number of workers: nodes, frames, threads,
@@ -10,6 +13,7 @@
 // times) are added to the nodes they map to at the end.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,18 +37,61 @@ struct PartRecord {
                         // thread_start that began a new thread of this id, the new local root
   uint64_t method = 0;  // new node: its method; other event: the time chain before it (Mark::last_time)
   int64_t last_method = 0;  // other event: the method chain before it
-  int64_t event = -1;   // -1: a new node; else the other event's position in the buffer (Mark::pos)
+  int64_t event = -1;   // -1: a new node; -2: a new "[no backtrace]" node (method 0); else the other
+                        // event's position in the buffer (Mark::pos)
+};
+
+// The times of the events a worker folded between two records it handed on (Builder::touch's first
+// and last times, composed: touch keeps the least time after the last zero one).
+struct TimeSpan {
+  size_t before = 0;                     // applies before records[before] (records.size(): at the end)
+  uint64_t min_all = UINT64_MAX;         // least non-zero time
+  uint64_t min_after_zero = UINT64_MAX;  // least non-zero time after the last zero time
+  uint64_t max = 0;
+  bool zero = false;                     // a time was zero
+  bool any = false;
+  void add(uint64_t t) {
+    any = true;
+    if (t > max) max = t;
+    if (t == 0) {
+      zero = true;
+      min_after_zero = UINT64_MAX;
+      return;
+    }
+    if (t < min_all) min_all = t;
+    if (t < min_after_zero) min_after_zero = t;
+  }
+};
+
+// What a worker folded of one buffer's allocations, throws, clauses and monitor events (the sums of
+// Builder::alloc, exception_throw, monitor; added to the model when the buffer is replayed).
+struct PartTallies {
+  uint64_t alloc_samples = 0, alloc_objects = 0, alloc_bytes = 0;
+  uint64_t throws = 0, clauses = 0, monitor[4] = {}, monitor_wait_ns = 0;
+  bool alloc_present = false, exc_present = false, mon_present = false;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> alloc_by_vtable;  // vtable -> count, bytes
+  std::unordered_map<uint64_t, uint64_t> throws_by_vtable;                      // 0: type unknown
+  void clear() {
+    alloc_samples = alloc_objects = alloc_bytes = throws = clauses = monitor_wait_ns = 0;
+    for (uint64_t& m : monitor) m = 0;
+    alloc_present = exc_present = mon_present = false;
+    alloc_by_vtable.clear();
+    throws_by_vtable.clear();
+  }
 };
 
 // One buffer read ahead: its bytes, then what a worker made of them.
 struct PartJob {
   std::unique_ptr<uint8_t[]> data;
   size_t capacity = 0;
+  const uint8_t* bytes = nullptr;  // the buffer's data: in `data`, or lent by a mapped input (Input::lend)
   BufferInfo info;
   std::string cut;  // Input::truncation_warning() right after its bytes were read
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
   // Results.
   std::vector<PartRecord> records;
+  std::vector<TimeSpan> spans;     // the folded events' times, between records
+  PartTallies tallies;
   uint64_t n = 0;                  // events decoded
   uint64_t buf_min = UINT64_MAX, buf_max = 0;  // times of its enter/leave events (Builder::flush_buffer_times)
   uint64_t call_count = 0;         // enters in the window
@@ -63,6 +110,7 @@ struct PartLimits {
   uint64_t from = 0, to = UINT64_MAX;
   uint32_t max_depth = 2048;
   uint64_t budget_limit = 0;  // 0: none; else the process's heap may not exceed it (MemoryBudget)
+  uint64_t alloc_interval = 0;  // Profile::alloc_sample_interval_ (the agent's alloc-sample)
   bool in_window(uint64_t t) const { return !windowed || (t >= from && t < to); }
 };
 
@@ -82,14 +130,27 @@ class ThreadPart {
   };
   std::vector<LocalNode> nodes;  // index 0: unused, kLocalRoot: the root
   std::vector<CallStat> stats;   // per local node
+  // Weights per local node (What::alloc, alloc_bytes, exceptions, monitor), grown on first need.
+  std::vector<uint64_t> alloc_w, alloc_bytes_w, exc_w, mon_w;
   CallStack calls;               // CallEntry::frame is unused (0); node is local
   uint64_t deep = 0;
+  // The thread's state for allocations, throws and monitors (Builder::ThreadState's).
+  struct Tally {
+    uint64_t monitor_obj = 0, monitor_time = 0;
+    bool monitor_waiting = false;
+    static constexpr size_t kRecent = 16;  // detail::kRecentAllocs (builder.h; checked in thread_part.cpp)
+    uint64_t recent_obj[kRecent] = {};
+    uint64_t recent_vtable[kRecent] = {};
+    size_t recent_next = 0;
+  };
+  Tally tally;
   // A thread id started again after its end is a new thread (Builder::thread_start): when this part's
   // own buffers show the end and then the start, the part begins a new local root there and keeps the
   // earlier thread's open calls here (the replay checks that the one-thread rule agrees).
   struct Earlier {
     CallStack calls;
     uint64_t deep = 0;
+    Tally tally;
   };
   std::vector<Earlier> earlier;
 
@@ -107,6 +168,16 @@ class ThreadPart {
   void leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
   uint32_t new_thread();  // a new thread of this id: a new local root (returned)
+  // An allocation, throw, clause or monitor event folded here (false: the replay does it).
+  bool fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span);
+  uint32_t event_stack(const Event& e, Fold& f, const PartLimits& lim);  // Builder::event_stack's
+  bool over_budget(const PartJob& j, const PartLimits& lim);
+  uint64_t budget_seen_ = UINT64_MAX;  // what the part had made when it last looked at the budget
+  uint64_t made_before_ = 0;           // records, spans and type sums of the buffers folded before
+  static void add_weight(std::vector<uint64_t>& w, uint32_t n, uint64_t v) {
+    if (n >= w.size()) w.resize(std::max<size_t>(n + 1, w.size() * 2), 0);
+    w[n] += v;
+  }
 
   struct FrameSlot {
     uint64_t method = 0;
@@ -116,7 +187,13 @@ class ThreadPart {
   std::vector<FrameSlot> frame_cache_;
   std::unordered_map<uint64_t, uint32_t> frames_;  // method -> local frame id
   ChildTable table_;                               // (local parent, local frame) -> local node
-  std::vector<uint32_t> last_child_;
+  // Per local node: its last child and that child's method, side by side (the usual enter's lookup is
+  // one load, not the child's id and then its node).
+  struct LastChild {
+    uint64_t method = 0;
+    uint32_t node = 0;
+  };
+  std::vector<LastChild> last_child_;
   uint64_t id_;
   uint32_t root_ = kLocalRoot;  // the current thread's local root
   bool ended_ = false;          // a thread_end of this id since the current thread began

@@ -148,7 +148,7 @@ void DecodeDriver::buffer_problem(uint64_t offset, uint64_t index, const std::st
   report({offset, static_cast<int64_t>(index), message});
 }
 
-bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow) {
+bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow, bool lend) {
   const uint64_t index = ++info_.index;
   uint8_t raw[kBufferHeaderSize];
   info_.offset = in_.offset();
@@ -179,7 +179,7 @@ bool DecodeDriver::next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& ca
                 std::to_string(opt_.max_buffer_length) + " bytes"});
     return false;
   }
-  data_ptr_ = borrow ? in_.borrow(h.length) : nullptr;
+  data_ptr_ = borrow ? in_.borrow(h.length) : lend ? in_.lend(h.length) : nullptr;
   if (!data_ptr_) {
     if (h.length > capacity) {
       capacity = std::max<size_t>(h.length, 2 * capacity);

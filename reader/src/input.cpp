@@ -1,6 +1,9 @@
 #include "mlpd/input.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -13,6 +16,26 @@ namespace mlpd {
 
 namespace {
 
+// A mapped file cut shorter by another process while it is read: touching a page past its new end
+// raises SIGBUS. The reader then ends with a clear message and exit code 1 rather than a crash.
+void on_sigbus(int) {
+  static const char msg[] =
+      "mlpd: the input file was cut shorter by another process while it was read (SIGBUS on its mapping)\n";
+  ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)w;
+  _exit(1);
+}
+
+// Installs on_sigbus unless the process handles SIGBUS itself.
+void catch_sigbus() {
+  struct sigaction old{};
+  if (sigaction(SIGBUS, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) return;
+  struct sigaction sa{};
+  sa.sa_handler = on_sigbus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, nullptr);
+}
+
 // Raw bytes: a file descriptor or a copy in memory.
 class RawSource {
  public:
@@ -21,12 +44,17 @@ class RawSource {
   virtual ssize_t read(uint8_t* dst, size_t n) = 0;
   // How much it is worth buffering at once.
   virtual size_t read_size() const { return 1u << 18; }
+  // A file descriptor that can be mapped (-1: none), and moving its position (false: cannot).
+  virtual int fd() const { return -1; }
+  virtual bool seek(uint64_t) { return false; }
 };
 
 class FdSource final : public RawSource {
  public:
   explicit FdSource(int fd) : fd_(fd) {}
   ~FdSource() override { close(fd_); }
+  int fd() const override { return fd_; }
+  bool seek(uint64_t at) override { return lseek(fd_, static_cast<off_t>(at), SEEK_SET) == static_cast<off_t>(at); }
   ssize_t read(uint8_t* dst, size_t n) override {
     for (;;) {
       const ssize_t r = ::read(fd_, dst, n);
@@ -78,9 +106,55 @@ class StreamInput final : public Input {
   }
   ~StreamInput() override {
     if (gzip_) inflateEnd(&zs_);
+    if (map_) munmap(const_cast<uint8_t*>(map_), map_size_);
+  }
+
+  bool map() override {
+    if (map_ || gzip_ || done_) return false;
+    const int fd = src_->fd();
+    struct stat st{};
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    // The file's position must be where this input's bytes came from (an fd opened at its start).
+    const off_t pos = lseek(fd, 0, SEEK_CUR);
+    if (pos < 0 || static_cast<uint64_t>(pos) != offset_ + avail_) return false;
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size <= offset_ + avail_ || size > SIZE_MAX) return false;
+    void* m = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) return false;
+    catch_sigbus();
+    madvise(m, static_cast<size_t>(size), MADV_SEQUENTIAL);
+    map_ = static_cast<const uint8_t*>(m);
+    map_size_ = static_cast<size_t>(size);
+    mapping_ = true;
+    pos_ = avail_ = 0;  // the bytes read ahead are in the mapping at offset_
+    return true;
+  }
+  const uint8_t* lend(size_t n) override {
+    if (!mapping_ || n > map_size_ - offset_) return nullptr;
+    const uint8_t* p = map_ + offset_;
+    offset_ += n;
+    return p;
+  }
+  void release(uint64_t offset) override {
+    if (!map_) return;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t upto = std::min<uint64_t>(offset, map_size_) / page * page;
+    if (upto <= released_) return;
+    madvise(const_cast<uint8_t*>(map_) + released_, upto - released_, MADV_DONTNEED);
+    released_ = upto;
   }
 
   size_t read(void* dst, size_t n) override {
+    if (!mapping_) return read_stream(dst, n);
+    const size_t k = std::min<size_t>(n, map_size_ - offset_);
+    std::memcpy(dst, map_ + offset_, k);
+    offset_ += k;
+    if (k == n) return k;
+    leave_map();
+    return k + read_stream(static_cast<uint8_t*>(dst) + k, n - k);
+  }
+
+  size_t read_stream(void* dst, size_t n) {
     auto* out = static_cast<uint8_t*>(dst);
     size_t done = 0;
     while (done < n && !done_) {
@@ -127,6 +201,10 @@ class StreamInput final : public Input {
   // Plain input: the bytes in the raw read buffer, topped up (what is left moved to its start) when
   // fewer are there; the decoder then decodes a buffer where read() put it, without a second copy.
   const uint8_t* borrow(size_t n) override {
+    if (mapping_) {
+      if (const uint8_t* p = lend(n)) return p;
+      leave_map();
+    }
     if (gzip_ || done_ || n > in_size_) return nullptr;
     if (avail_ < n) {
       if (pos_ && avail_) std::memmove(in_.get(), in_.get() + pos_, avail_);
@@ -165,6 +243,16 @@ class StreamInput final : public Input {
   }
 
  private:
+  // The mapping is read to its end: what the file has gained since is read from the descriptor (the
+  // mapping stays: lent bytes stay valid).
+  void leave_map() {
+    mapping_ = false;
+    pos_ = avail_ = 0;
+    if (!src_->seek(map_size_)) {
+      error_ = std::string("read error: ") + std::strerror(errno);
+      done_ = true;
+    }
+  }
   // Refills the raw buffer when it is empty; false at the end of input or on a read error.
   bool fill() {
     pos_ = 0;
@@ -190,6 +278,10 @@ class StreamInput final : public Input {
   uint64_t complete_offset_ = 0;  // uncompressed offset at the end of the last complete member
   uint64_t member_start_ = 0;     // compressed offset where the current member starts
   bool done_ = false;
+  const uint8_t* map_ = nullptr;  // map(): the file as it was then
+  size_t map_size_ = 0;
+  bool mapping_ = false;          // offset_ is in the mapping: bytes come from it
+  uint64_t released_ = 0;         // release(): pages before it are given back
   z_stream zs_{};
   std::string error_;
 };

@@ -8,6 +8,7 @@
 # Goals (issue 25, the profile model on every core): report and collapsed <= 0.5x mprof-report's wall
 # time, pprof <= 0.6x, peak RSS <= 100 MB; (issue 11.5) verify at least 2x mprof-report's speed.
 # Usage: tests/bench/report_speed.sh [BUILD_DIR] [MILLIONS_OF_CALLS_PER_THREAD] [RUNS]
+# (MILLIONS=60 makes a 2 GB file in about 2 minutes; mprof-report then takes ~5 s a run.)
 # FILE=path reuses an existing file instead of recording one. BEFORE=path/to/mlpd adds the same three
 # commands of another build (e.g. main's) side by side; JOBS=N passes --jobs N (default: one per core).
 # Every command runs under `nice` (the machine is shared).
@@ -65,7 +66,9 @@ done
 # median NAME COLUMN: the median of a column over the runs; peak NAME: the largest RSS.
 median() { sort -n -k"$2","$2" "$work/$1" | awk -v c="$2" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 peak() { sort -n -k2,2 "$work/$1" | tail -n1 | cut -d' ' -f2; }
-row() { echo "$1 $(median "$2" 1) $(median "$2" 3) $(median "$2" 4) $(peak "$2")"; }
+# spread NAME: the least and the largest wall time.
+spread() { sort -n -k1,1 "$work/$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+row() { echo "$1 $(median "$2" 1) $(median "$2" 3) $(median "$2" 4) $(peak "$2") $(spread "$2")"; }
 {
   row mprof mprof
   if [ -n "${BEFORE:-}" ]; then
@@ -73,12 +76,14 @@ row() { echo "$1 $(median "$2" 1) $(median "$2" 3) $(median "$2" 4) $(peak "$2")
   fi
   for n in "${names[@]}"; do row "$n" "$n"; done
   row verify verify
-} | awk -v b="$bytes" -v runs="$runs" '{ name[NR] = $1; w[NR] = $2; c[NR] = $3; u[NR] = $4; r[NR] = $5 }
+} | awk -v b="$bytes" -v runs="$runs" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '{ name[NR] = $1; w[NR] = $2; c[NR] = $3; u[NR] = $4; r[NR] = $5; sp[NR] = $6 }
 END {
   printf "%-34s %7s %8s %7s %7s %9s %8s %8s  (median of %d)\n", "command", "wall s", "MB/s", "CPU s", "user s", "peak MB",
          "wall/mp", "CPU/mp", runs;
   for (i = 1; i <= NR; i++)
     printf "%-34s %7.2f %8.1f %7.2f %7.2f %9.1f %8.2f %8.2f\n", name[i], w[i], b / w[i] / 1e6, c[i], u[i], r[i] / 1024,
            w[i] / w[1], c[i] / c[1];
+  for (i = 1; i <= NR; i++) printf "  %s wall %s s\n", name[i], sp[i];
+  printf "load average at the end: %s\n", load;
   print "goals: report and collapsed <= 0.5x mprof-report wall, pprof <= 0.6x; peak RSS <= 100 MB; verify >= 2x faster"
 }'

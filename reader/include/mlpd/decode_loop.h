@@ -29,8 +29,9 @@ class DecodeDriver {
   // input, on a problem that ends decoding (reported), or when the memory budget is exceeded.
   // The data is where the input can lend it without a copy (Input::borrow), else in a buffer of the driver.
   bool next_buffer() { return next_buffer_into(data_, data_capacity_, true); }
-  // The same into a buffer of the caller's (grown as needed): decode_counting() reads ahead.
-  bool next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow = false);
+  // The same into a buffer of the caller's (grown as needed): decode_counting() reads ahead. With
+  // `lend`, data() is where a mapped input lends the bytes (Input::lend: valid while it lives) if it can.
+  bool next_buffer_into(std::unique_ptr<uint8_t[]>& data, size_t& capacity, bool borrow = false, bool lend = false);
   const BufferInfo& info() const { return info_; }
   const uint8_t* data() const { return data_ptr_; }
   // True (and one problem reported) when the memory budget is exceeded.

@@ -31,6 +31,19 @@ class Input {
     (void)n;
     return nullptr;
   }
+  // Reads a plain regular file through a memory mapping from here on, so that lend() can give its bytes
+  // without a copy (the parallel profile build); false, nothing changed, when it cannot (gzip, a pipe,
+  // standard input, mmap refused). Bytes the file gains after the call are read as before.
+  virtual bool map() { return false; }
+  // With map(): the next `n` bytes without a copy, consumed, valid as long as the Input lives; nullptr,
+  // nothing consumed, when they are not all in the mapping (then read() them).
+  virtual const uint8_t* lend(size_t n) {
+    (void)n;
+    return nullptr;
+  }
+  // With map(): the bytes before `offset` will not be looked at again; their pages leave the process
+  // (the mapping's resident pages count in its RSS).
+  virtual void release(uint64_t offset) { (void)offset; }
   // True when a gzip input ended inside a member (no trailer): what a writer killed while writing leaves
   // behind (the agent ends a member every flush round). The bytes inflated before the cut have been read.
   virtual bool cut_member() const { return false; }

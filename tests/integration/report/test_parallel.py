@@ -6,7 +6,8 @@ every `export` format and `--what`, and `diff`, with --jobs 1, 2 and 4, on
     (calls, allocations with backtraces, samples, exceptions, monitors, heapshots), also with a time
     window, and as gzip;
   * a part of the corruption corpus (tests/integration/corruption: truncations, byte flips and
-    hand-made hostile files): the same problems on stderr, the same exit code, the same output.
+    hand-made hostile files) and cuts of an allocation file: the same problems on stderr, the same
+    exit code, the same output.
 """
 import gzip
 import os
@@ -131,6 +132,12 @@ def main():
     cases += ct.flips("flip-plain", data, rng, 30)
     cases += ct.flips("flip-sample", sample, rng, 15)
     cases += ct.hostile_cases(data[:header_end])
+    # Cuts of the allocation file (Mono's log:alloc, no calls): a thread's first and last times and the
+    # file's come from its allocations, folded on the workers (their times applied at the replay).
+    with open(files[1][1], "rb") as f:
+        allocs = f.read()
+    for n in sorted(rng.sample(range(len(allocs) // 4, len(allocs)), 6)):
+        cases.append(ct.Case("cut-alloc", f"truncated-at-{n}", allocs[:n], "error", n))
     for i, case in enumerate(cases):
         path = os.path.join(WORK, f"case-{i}.mlpd")
         with open(path, "wb") as f:

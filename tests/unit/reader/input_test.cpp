@@ -4,8 +4,10 @@
 #include "temp_dir.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -268,4 +270,79 @@ TEST_CASE("the path - reads standard input", "[input]") {
     CHECK(d.problems.empty());
     CHECK(d.event_list() == s.events);
   }
+}
+
+TEST_CASE("a mapped plain file lends its bytes and reads on past the mapping when it grew", "[input][map]") {
+  Bytes data(3u << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 12));
+  TempDir dir;
+  const std::string path = dir.write("mapped.bin", data);
+  std::string error;
+  std::unique_ptr<Input> in = Input::open(path, error);
+  REQUIRE(in);
+  uint8_t head[100];
+  REQUIRE(in->read(head, sizeof head) == sizeof head);  // bytes read ahead before the mapping
+  CHECK(std::equal(head, head + sizeof head, data.begin()));
+  CHECK(in->lend(10) == nullptr);  // not mapped yet
+  REQUIRE(in->map());
+  CHECK(!in->map());  // once
+  const uint8_t* p = in->lend(1u << 20);
+  REQUIRE(p);
+  CHECK(in->offset() == 100 + (1u << 20));
+  CHECK(std::equal(p, p + (1u << 20), data.begin() + 100));
+  in->release(in->offset());  // pages before it go; bytes after it stay readable
+  const uint8_t* q = in->borrow(1000);
+  REQUIRE(q);
+  CHECK(std::equal(q, q + 1000, data.begin() + 100 + (1u << 20)));
+  // The file grows after map(): the mapping ends where the file did, the rest is read as before.
+  Bytes more(5000, 0xAB);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.write(reinterpret_cast<const char*>(more.data()), static_cast<std::streamsize>(more.size()));
+  }
+  const size_t left = data.size() - static_cast<size_t>(in->offset());
+  CHECK(in->lend(left + 1) == nullptr);  // not all in the mapping: nothing consumed
+  Bytes rest(left + more.size() + 10);
+  CHECK(in->read(rest.data(), rest.size()) == left + more.size());
+  CHECK(std::equal(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(left), data.end() - static_cast<ptrdiff_t>(left)));
+  CHECK(std::equal(more.begin(), more.end(), rest.begin() + static_cast<ptrdiff_t>(left)));
+  CHECK(in->error().empty());
+  CHECK(p[5] == data[105]);  // lent bytes stay valid while the input lives (released pages read again)
+}
+
+TEST_CASE("gzip and memory inputs are not mapped", "[input][map]") {
+  const Sample s = make_sample(9, 3, 20);
+  TempDir dir;
+  std::string error;
+  std::unique_ptr<Input> gz = Input::open(dir.write("x.mlpd.gz", gzip(s.plain)), error);
+  REQUIRE(gz);
+  CHECK(!gz->map());
+  CHECK(gz->lend(8) == nullptr);
+  std::unique_ptr<Input> mem = Input::from_memory(s.plain.data(), s.plain.size());
+  CHECK(!mem->map());
+}
+
+TEST_CASE("a mapped file cut shorter while it is read ends the process with a message, not a crash", "[input][map]") {
+  Bytes data(1u << 20, 0x5A);
+  TempDir dir;
+  const std::string path = dir.write("cut.bin", data);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    std::string error;
+    std::unique_ptr<Input> in = Input::open(path, error);
+    if (!in || !in->map()) _exit(10);
+    if (truncate(path.c_str(), 4096) != 0) _exit(11);
+    const uint8_t* p = in->lend(data.size() - 1000);
+    if (!p) _exit(12);
+    volatile uint8_t x = p[data.size() - 2000];  // past the file's new end: SIGBUS
+    (void)x;
+    _exit(13);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
 }
