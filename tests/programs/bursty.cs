@@ -1,7 +1,8 @@
 // CPU-sampling test program (test_ctimer.py): BURSTY threads (default 6) each run BURSTS bursts
 // (default 500) of BURST_US us of their own CPU (default 300), waiting 5-15 ms after each
 // (Thread.Sleep), as a server's request threads do (the process uses a fifth of a core then); when
-// they are done, one more thread spins for SPIN_MS ms of its CPU (default 500).
+// they are done, one more thread spins for SPIN_MS ms of its CPU (default 500). All threads are
+// started 200 ms before the work, and wait for it.
 // Prints "ready", then (with "wait" as the 4th argument) waits for a line on stdin before the work
 // and for another before exiting; prints "cpu bursty=MS spin=MS" (the threads' own CPU time, from
 // clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
@@ -27,6 +28,7 @@ static class Bursty {
 
     static long sink;
     static long burstyUs, spinUs;
+    static readonly ManualResetEvent burstGate = new ManualResetEvent(false), spinGate = new ManualResetEvent(false);
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static long Work(long us) {
@@ -42,6 +44,7 @@ static class Bursty {
     static void BurstLoop(int bursts, int burstUs, int seed) {
         var rnd = new Random(seed);
         long x = 0;
+        burstGate.WaitOne();
         for (int i = 0; i < bursts; i++) {
             x += Work(burstUs);
             Thread.Sleep(5 + rnd.Next(11));
@@ -70,10 +73,17 @@ static class Bursty {
             int seed = i;
             threads[i] = new Thread(() => BurstLoop(bursts, burstUs, seed)) { Name = "bursty-" + i };
         }
-        var spinner = new Thread(() => SpinLoop(spinMs)) { Name = "spinner" };
+        var spinner = new Thread(() => { spinGate.WaitOne(); SpinLoop(spinMs); }) { Name = "spinner" };
+        // Every thread exists, waiting, 200 ms before its work: a thread is sampled from the moment
+        // the profiler's timer thread has given it its CPU timer (within 10 ms on an idle machine,
+        // later when that thread waits for a CPU), and this program measures the sampling of the
+        // work, not that delay (docs/options.md, `sample`).
         for (int i = 0; i < n; i++) threads[i].Start();
-        for (int i = 0; i < n; i++) threads[i].Join();
         spinner.Start();
+        Thread.Sleep(200);
+        burstGate.Set();
+        for (int i = 0; i < n; i++) threads[i].Join();
+        spinGate.Set();
         spinner.Join();
         Console.WriteLine("cpu bursty=" + (burstyUs / 1000) + " spin=" + (spinUs / 1000));
         Console.Out.Flush();
