@@ -4,6 +4,7 @@
 #include "temp_dir.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -323,6 +324,13 @@ TEST_CASE("gzip and memory inputs are not mapped", "[input][map]") {
 }
 
 TEST_CASE("a mapped file cut shorter while it is read ends the process with a message, not a crash", "[input][map]") {
+  // The reader takes SIGBUS only when nobody else handles it; under ASan the sanitizer does (its
+  // handle_sigbus), and reports the fault itself.
+  struct sigaction now {};
+  if (sigaction(SIGBUS, nullptr, &now) != 0 || now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) {
+    WARN("SIGBUS is handled in this process already (sanitizer): not tried");
+    return;
+  }
   Bytes data(1u << 20, 0x5A);
   TempDir dir;
   const std::string path = dir.write("cut.bin", data);
