@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "call_tree.h"
 #include "mlpd/decoder.h"
+#include "mlpd/format.h"
 #include "mlpd/names.h"
 #include "mlpd/profile.h"
 
@@ -34,6 +36,53 @@ struct StringHash {
 
 constexpr size_t kRecentAllocs = 16;     // per thread: objects allocated last (to type exceptions)
 constexpr size_t kMaxUnwindSearch = 64;  // how deep a leave looks for its enter
+
+// What both folds of the model (Builder, one thread; ThreadPart, the workers) compute alike, in one
+// place so that their results stay bit for bit the same.
+
+// alloc-sample: a sample of `size` bytes stands for 1/p allocations of its size (profile.h).
+inline void alloc_sample_weight(uint64_t size, uint64_t interval, uint64_t& count, uint64_t& bytes) {
+  count = 1;
+  bytes = size;
+  if (!interval) return;
+  const double prob = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
+  const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+  count = static_cast<uint64_t>(std::llround(w));
+  bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(size)));
+}
+
+// A thread's last allocations (S: recent_obj, recent_vtable, recent_next of kRecentAllocs entries),
+// which give a thrown object its type.
+template <class S>
+inline void note_alloc(S& s, uint64_t obj, uint64_t vtable) {
+  s.recent_obj[s.recent_next] = obj;
+  s.recent_vtable[s.recent_next] = vtable;
+  s.recent_next = (s.recent_next + 1) % kRecentAllocs;
+}
+template <class S>
+inline uint64_t thrown_vtable(const S& s, uint64_t obj) {
+  uint64_t vtable = 0;
+  for (size_t i = 0; i < kRecentAllocs; ++i)
+    if (s.recent_obj[i] == obj && obj) vtable = s.recent_vtable[i];
+  return vtable;
+}
+
+// A monitor event on a thread (S: monitor_waiting, monitor_obj, monitor_time): true for a
+// contention (its stack is weighed); the wait it ends, if any, is added to `wait_ns`.
+template <class S>
+inline bool monitor_step(S& s, uint32_t code, uint64_t obj, uint64_t time, uint64_t& wait_ns) {
+  if (code == format::MONITOR_CONTENTION) {
+    s.monitor_waiting = true;
+    s.monitor_obj = obj;
+    s.monitor_time = time;
+    return true;
+  }
+  if (s.monitor_waiting && s.monitor_obj == obj) {
+    if (time > s.monitor_time) wait_ns += time - s.monitor_time;
+    s.monitor_waiting = false;
+  }
+  return false;
+}
 
 }  // namespace detail
 

@@ -89,14 +89,9 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
 
 void Builder::alloc(const Event& e, ThreadIndex t) {
   // alloc-sample: the sample stands for 1/p allocations of its size (profile.h).
-  uint64_t count = 1, bytes = e.size;
+  uint64_t count, bytes;
+  detail::alloc_sample_weight(e.size, p_.alloc_sample_interval_, count, bytes);
   ++p_.alloc_samples_;
-  if (const uint64_t interval = p_.alloc_sample_interval_) {
-    const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
-    const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
-    count = static_cast<uint64_t>(std::llround(w));
-    bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
-  }
   p_.alloc_objects_ += count;
   p_.alloc_bytes_ += bytes;
   p_.present_[static_cast<size_t>(What::alloc)] = p_.present_[static_cast<size_t>(What::alloc_bytes)] = true;
@@ -106,10 +101,7 @@ void Builder::alloc(const Event& e, ThreadIndex t) {
   TypeStat& ts = alloc_by_vtable_[e.ptr];
   ts.count += count;
   ts.bytes += bytes;
-  ThreadState& s = states_[t];
-  s.recent_obj[s.recent_next] = e.obj;
-  s.recent_vtable[s.recent_next] = e.ptr;
-  s.recent_next = (s.recent_next + 1) % kRecentAllocs;
+  detail::note_alloc(states_[t], e.obj, e.ptr);
   emit(TimelineKind::alloc, t, e.time, kNoFrame, n, 0, e.size);
 }
 
@@ -118,28 +110,17 @@ void Builder::exception_throw(const Event& e, ThreadIndex t) {
   p_.present_[static_cast<size_t>(What::exceptions)] = true;
   const NodeId n = event_stack(e, t);
   add(What::exceptions, n, 1);
-  uint64_t vtable = 0;
-  const ThreadState& s = states_[t];
-  for (size_t i = 0; i < kRecentAllocs; ++i)
-    if (s.recent_obj[i] == e.obj && e.obj) vtable = s.recent_vtable[i];
-  ++throws_by_vtable_[vtable];
+  ++throws_by_vtable_[detail::thrown_vtable(states_[t], e.obj)];
   emit(TimelineKind::exception, t, e.time, kNoFrame, n);
 }
 
 void Builder::monitor(const Event& e, ThreadIndex t) {
   p_.present_[static_cast<size_t>(What::monitor)] = true;
   if (e.code < 4) ++p_.monitor_[e.code];
-  ThreadState& s = states_[t];
   NodeId n = 0;
-  if (e.code == format::MONITOR_CONTENTION) {
+  if (detail::monitor_step(states_[t], e.code, e.obj, e.time, p_.monitor_wait_ns_)) {
     n = event_stack(e, t);
     add(What::monitor, n, 1);
-    s.monitor_waiting = true;
-    s.monitor_obj = e.obj;
-    s.monitor_time = e.time;
-  } else if (s.monitor_waiting && s.monitor_obj == e.obj) {
-    if (e.time > s.monitor_time) p_.monitor_wait_ns_ += e.time - s.monitor_time;
-    s.monitor_waiting = false;
   }
   emit(TimelineKind::monitor, t, e.time, kNoFrame, n, e.code);
 }

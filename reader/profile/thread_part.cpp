@@ -169,14 +169,9 @@ bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimit
   PartTallies& t = j.tallies;
   switch (e.kind) {
     case EventKind::alloc: {
-      uint64_t count = 1, bytes = e.size;
+      uint64_t count, bytes;
+      detail::alloc_sample_weight(e.size, lim.alloc_interval, count, bytes);
       ++t.alloc_samples;
-      if (const uint64_t interval = lim.alloc_interval) {
-        const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(interval));
-        const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
-        count = static_cast<uint64_t>(std::llround(w));
-        bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
-      }
       t.alloc_objects += count;
       t.alloc_bytes += bytes;
       t.alloc_present = true;
@@ -186,19 +181,14 @@ bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimit
       auto& ts = t.alloc_by_vtable[e.ptr];
       ts.first += count;
       ts.second += bytes;
-      tally.recent_obj[tally.recent_next] = e.obj;
-      tally.recent_vtable[tally.recent_next] = e.ptr;
-      tally.recent_next = (tally.recent_next + 1) % Tally::kRecent;
+      detail::note_alloc(tally, e.obj, e.ptr);
       break;
     }
     case EventKind::exception_throw: {
       ++t.throws;
       t.exc_present = true;
       add_weight(exc_w, event_stack(e, f, lim), 1);
-      uint64_t vtable = 0;
-      for (size_t i = 0; i < Tally::kRecent; ++i)
-        if (tally.recent_obj[i] == e.obj && e.obj) vtable = tally.recent_vtable[i];
-      ++t.throws_by_vtable[vtable];
+      ++t.throws_by_vtable[detail::thrown_vtable(tally, e.obj)];
       break;
     }
     case EventKind::exception_clause:
@@ -207,15 +197,7 @@ bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimit
     default: {  // monitor
       t.mon_present = true;
       if (e.code < 4) ++t.monitor[e.code];
-      if (e.code == format::MONITOR_CONTENTION) {
-        add_weight(mon_w, event_stack(e, f, lim), 1);
-        tally.monitor_waiting = true;
-        tally.monitor_obj = e.obj;
-        tally.monitor_time = e.time;
-      } else if (tally.monitor_waiting && tally.monitor_obj == e.obj) {
-        if (e.time > tally.monitor_time) t.monitor_wait_ns += e.time - tally.monitor_time;
-        tally.monitor_waiting = false;
-      }
+      if (detail::monitor_step(tally, e.code, e.obj, e.time, t.monitor_wait_ns)) add_weight(mon_w, event_stack(e, f, lim), 1);
       break;
     }
   }
