@@ -91,6 +91,15 @@ class CallStack {
     if (size_ == capacity_) [[unlikely]] grow();
     data_[size_++] = c;
   }
+  // For a loop that keeps the stack's size in a local (ThreadPart's hot loop): its entries, room, and
+  // the size it sets back; grow_from(n) makes room for one more after the first n entries.
+  CallEntry* data() { return data_.get(); }
+  size_t capacity() const { return capacity_; }
+  void set_size(size_t n) { size_ = n; }
+  void grow_from(size_t n) {
+    size_ = n;
+    grow();
+  }
 
  private:
   [[gnu::noinline]] void grow() {

@@ -116,6 +116,101 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   close_top(time, lim);
 }
 
+// enter() and leave() on locals: on()'s stores (into the stack and the stats) might alias any member,
+// so members would be loaded and stored again at every event. They go back to the members at the end
+// of the run, and are loaded again after each slow call (a new node grows the vectors).
+template <bool Windowed>
+size_t ThreadPart::method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
+                              uint64_t& first_time) {
+  CallEntry* st = calls.data();
+  size_t sz = calls.size();
+  CallStat* cs = stats.data();
+  const LastChild* lc = last_child_.data();
+  uint64_t dp = deep, cc = 0, um = 0;
+  bool present = false;  // an enter, in the window or not (without a window: cc > 0)
+  const size_t max_depth = lim.max_depth;
+  // One test per enter for both the depth bound and the stack's room: the lesser of the two.
+  size_t full = std::min<size_t>(max_depth, calls.capacity());
+  const uint64_t from = lim.from, to = lim.to;
+  const uint32_t root = root_;
+  const auto in_window = [from, to](uint64_t t) { return !Windowed || (t >= from && t < to); };
+  const auto close = [&](uint64_t time) __attribute__((always_inline)) {
+    const CallEntry& c = st[sz - 1];
+    const uint64_t dur = time > c.enter ? time - c.enter : 0;
+    const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
+    const uint32_t node = c.node;
+    --sz;
+    if (in_window(time)) {
+      CallStat& s = cs[node];
+      ++s.calls;
+      s.total_ns += dur;
+      s.self_ns += self;
+    }
+    if (sz) st[sz - 1].child_ns += dur;
+  };
+  const size_t k = dec.method_run(
+      max,
+      [&](bool is_enter, uint64_t time, uint64_t method) __attribute__((always_inline)) {
+        if (is_enter) {
+          if (in_window(time)) ++cc;
+          if constexpr (Windowed) present = true;
+          if (sz >= full) [[unlikely]] {
+            if (sz >= max_depth) {
+              ++dp;
+              return;
+            }
+            calls.grow_from(sz);
+            st = calls.data();
+            full = std::min<size_t>(max_depth, calls.capacity());
+          }
+          const uint32_t parent = sz ? st[sz - 1].node : root;
+          uint32_t n;
+          const LastChild& c = lc[parent];
+          if (c.node && c.method == method) [[likely]] {
+            n = c.node;
+          } else {
+            n = child_slow(parent, local_frame(method), method, f);
+            cs = stats.data();
+            lc = last_child_.data();
+          }
+          st[sz++] = CallEntry{n, 0, method, time, 0};
+          return;
+        }
+        if (dp > 0) [[unlikely]] {
+          --dp;
+          return;
+        }
+        if (sz == 0) [[unlikely]] {
+          ++um;
+          return;
+        }
+        if (st[sz - 1].method == method) [[likely]] {
+          close(time);
+          return;
+        }
+        size_t found = sz;
+        for (size_t i = sz; i > 0 && sz - i < kMaxUnwindSearch; --i) {
+          if (st[i - 1].method == method) {
+            found = i - 1;
+            break;
+          }
+        }
+        if (found == sz) {
+          ++um;
+          return;
+        }
+        while (sz > found + 1) close(time);
+        close(time);
+      },
+      offset, first_time);
+  calls.set_size(sz);
+  deep = dp;
+  f.call_count += cc;
+  f.unmatched += um;
+  if (present || (!Windowed && cc)) f.present = true;
+  return k;
+}
+
 uint32_t ThreadPart::new_thread() {
   earlier.push_back(Earlier{std::move(calls), deep, tally});
   calls = CallStack();
@@ -238,15 +333,8 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
     // Runs of enter/leave without an Event (BufferDecoder::method_run), up to the next budget check.
     const size_t max = 4096 - (n & 4095);
     uint64_t first_time = 0;
-    const size_t k = dec.method_run(
-        max,
-        [&](bool is_enter, uint64_t time, uint64_t method) {
-          if (is_enter)
-            enter(time, method, f, lim);
-          else
-            leave(time, method, f, lim);
-        },
-        offset, first_time);
+    const size_t k = lim.windowed ? method_run<true>(dec, max, f, lim, offset, first_time)
+                                  : method_run<false>(dec, max, f, lim, offset, first_time);
     if (k) {
       if (buf_min == UINT64_MAX) buf_min = first_time;
       buf_max = dec.last_time();

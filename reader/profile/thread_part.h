@@ -167,6 +167,11 @@ class ThreadPart {
   void enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
   void leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
   void close_top(uint64_t time, const PartLimits& lim);
+  // A run of enter/leave (BufferDecoder::method_run) folded with the stack, the stats and the deep
+  // count in locals (registers): enter()/leave() step for step.
+  template <bool Windowed>
+  size_t method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
+                    uint64_t& first_time);
   uint32_t new_thread();  // a new thread of this id: a new local root (returned)
   // An allocation, throw, clause or monitor event folded here (false: the replay does it).
   bool fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span);

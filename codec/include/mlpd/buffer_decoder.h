@@ -155,12 +155,12 @@ template <class F>
   const uint8_t* const end = end_;
   uint64_t time = last_time_;
   uint64_t method = static_cast<uint64_t>(last_method_);
-  size_t n = 0;
-  const uint8_t* start = q;
-  while (n < max && end - q >= 9) {  // fast_method's bound: no bounds checks within
+  // One event: false (nothing consumed) when it is not one the run takes.
+  const auto step = [&]() __attribute__((always_inline)) -> bool {
+    if (end - q < 9) return false;  // fast_method's bound: no bounds checks within
     const uint8_t eb = q[0];
     // TYPE_METHOD with TYPE_LEAVE (0x13) or TYPE_ENTER (0x23); exc_leave and the rest stop the run.
-    if (eb != (format::TYPE_METHOD | format::TYPE_LEAVE) && eb != (format::TYPE_METHOD | format::TYPE_ENTER)) break;
+    if (eb != (format::TYPE_METHOD | format::TYPE_LEAVE) && eb != (format::TYPE_METHOD | format::TYPE_ENTER)) return false;
     const uint8_t* r = q + 1;
     uint64_t dt = r[0];
     if (dt < 0x80) [[likely]] {
@@ -179,12 +179,16 @@ template <class F>
           break;
         }
       }
-      if (!ok) break;
+      if (!ok) return false;
     }
     int64_t dms;
     if (r[0] < 0x80) [[likely]] {
       dms = static_cast<int64_t>(r[0] ^ 0x40) - 0x40;
       ++r;
+    } else if (r[1] < 0x80) {  // a method of another class or assembly: mostly two bytes
+      const uint64_t dm = (r[0] & 0x7Fu) | static_cast<uint64_t>(r[1]) << 7;
+      dms = static_cast<int64_t>(dm << 50) >> 50;  // sign-extend 14 bits
+      r += 2;
     } else {
       uint64_t dm = 0;
       unsigned bits = 0;
@@ -198,24 +202,32 @@ template <class F>
           break;
         }
       }
-      if (!ok) break;
+      if (!ok) return false;
       dms = static_cast<int64_t>(dm << (64 - bits)) >> (64 - bits);
     }
     time += dt;
     method += static_cast<uint64_t>(dms);
-    start = q;
     q = r;
-    if (n == 0) first_time = time;
-    ++n;
     on(eb == (format::TYPE_METHOD | format::TYPE_ENTER), time, method);
-  }
-  if (n) {
-    last_start = data_offset_ + static_cast<uint64_t>(start - data_);
-    p_ = q;
-    last_time_ = time;
-    last_method_ = static_cast<int64_t>(method);
-  }
-  return n;
+    return true;
+  };
+  // The first event apart: its time is the run's first (no test of the count in the loop).
+  if (max == 0 || !step()) return 0;
+  first_time = time;
+  size_t left = max - 1;
+  while (left != 0 && step()) --left;
+  // The last event's start, found back from its end: its method delta's last byte (high bit clear),
+  // that delta's other bytes (high bit set), the time delta's last byte, its other bytes, then the
+  // event byte (0x13 or 0x23: high bit clear). Not kept at every event: a register fewer in the loop.
+  const uint8_t* start = q - 2;
+  while (*start & 0x80) --start;
+  --start;
+  while (*start & 0x80) --start;
+  last_start = data_offset_ + static_cast<uint64_t>(start - data_);
+  p_ = q;
+  last_time_ = time;
+  last_method_ = static_cast<int64_t>(method);
+  return max - left;
 }
 
 // Inline so that decode()'s per-event loop needs no call beyond the event body's.
