@@ -22,7 +22,9 @@ void attach(int fd) noexcept;  // the file now written; nothing to cut to until 
 bool enter() noexcept;
 void leave() noexcept;
 void detach() noexcept;                    // between enter() and leave(), before closing the descriptor
-void mark_whole(uint64_t offset) noexcept;  // the file's bytes up to `offset` are whole rounds
+// The file's bytes up to `offset` are whole rounds. Ignored once cut() has frozen the output: the
+// writes skipped since then may have left the round partial (a buffer header without its data).
+void mark_whole(uint64_t offset) noexcept;
 // Fork child: the descriptor is the parent's business; forget it without touching it.
 void forget() noexcept;
 
@@ -31,5 +33,7 @@ void forget() noexcept;
 // whole round. Idempotent. Returns whether the file was cut back (false: no file, nothing whole yet,
 // or the file already ended there).
 bool cut(int wait_ms) noexcept;
+// cut()'s first step alone (tests: what the writer does between it and the rest of cut()).
+void freeze() noexcept;
 
 }  // namespace mlpd::output_cut
