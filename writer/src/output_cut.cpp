@@ -20,7 +20,11 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is
 
 }  // namespace
 
+// Once frozen, the file already attached stays the one to cut: a rotation after the freeze (the old
+// file's close skipped, so still attached and maybe ending inside a round) must not hand the handler
+// the new, empty file in its place. Without a freeze, the old file was detached by its close.
 void attach(int fd) noexcept {
+  if (g_frozen.load(std::memory_order_seq_cst)) return;
   g_whole.store(0, std::memory_order_seq_cst);
   g_fd.store(fd, std::memory_order_seq_cst);
 }

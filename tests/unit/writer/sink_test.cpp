@@ -239,6 +239,37 @@ TEST_CASE("file sink: a round the kill stops after a buffer's header is not mark
   CHECK(sink->close());
 }
 
+// The same, and the helper's next round rotates (rotate=, rotate-size=) before the handler reads what to
+// cut: the old file's close is skipped (frozen), the new file is opened. Before, the new file took the
+// old one's place: the handler found nothing whole there and the old file kept its header without data.
+TEST_CASE("file sink: a rotation after the kill's freeze leaves the old file the one cut", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd");
+  const std::string next = dir.file("out.2.mlpd");
+  const Bytes data = make_data(70000, 10);
+  SinkOptions options;
+  options.cut_on_kill = true;
+  std::string error;
+  auto sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 1000));
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data() + 1000, 48));
+  output_cut::freeze();
+  CHECK(sink->write(data.data() + 1048, 65000));
+  sink->mark_whole();
+  CHECK(sink->close());  // the rotation: frozen, so the descriptor is left as it is
+  auto second = open_sink(OutputKind::File, next, false, error, options);
+  REQUIRE(second);
+  CHECK(second->write(data.data(), 1000));  // the new file's header: skipped
+  second->mark_whole();
+  CHECK(output_cut::cut(0));
+  CHECK(read_all(path).size() == 1000);
+  CHECK(read_all(next).empty());
+  output_cut::forget();
+  CHECK(second->close());
+}
+
 TEST_CASE("file sink: an output that is not the process's own is never cut", "[sink]") {
   TempDir dir;
   const std::string path = dir.file("dump.mlpd");

@@ -16,7 +16,9 @@
 namespace mlpd::output_cut {
 
 // The writer's side (the agent's helper thread; sink.cpp for the agent's own output file).
-void attach(int fd) noexcept;  // the file now written; nothing to cut to until mark_whole()
+// The file now written; nothing to cut to until mark_whole(). Ignored once frozen (the file attached
+// before stays the one to cut).
+void attach(int fd) noexcept;
 // Around every write or close of the attached descriptor: enter() false means the output was cut
 // (the process is ending): do not touch the descriptor. leave() after a true enter().
 bool enter() noexcept;
