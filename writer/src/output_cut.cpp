@@ -20,7 +20,11 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<uint64_t>::is
 
 }  // namespace
 
+// Once frozen, the file already attached stays the one to cut: a rotation after the freeze (the old
+// file's close skipped, so still attached and maybe ending inside a round) must not hand the handler
+// the new, empty file in its place. Without a freeze, the old file was detached by its close.
 void attach(int fd) noexcept {
+  if (g_frozen.load(std::memory_order_seq_cst)) return;
   g_whole.store(0, std::memory_order_seq_cst);
   g_fd.store(fd, std::memory_order_seq_cst);
 }
@@ -39,7 +43,16 @@ void detach() noexcept {
   g_whole.store(0, std::memory_order_seq_cst);
 }
 
-void mark_whole(uint64_t offset) noexcept { g_whole.store(offset, std::memory_order_seq_cst); }
+// Once frozen, no new mark: the writes skipped since (DescriptorSink::write returns true for them) may
+// leave a round's buffer header without its data, and the handler may read the mark only after it
+// waited for the write under way, by when the rest of that round has run through (seen: the header
+// written while the handler waited, the data skipped, the round marked whole, the file left ending
+// after the header). Frozen only grows, and enter() reads it before each write, so a mark that sees it
+// clear follows writes that all went in.
+void mark_whole(uint64_t offset) noexcept {
+  if (g_frozen.load(std::memory_order_seq_cst)) return;
+  g_whole.store(offset, std::memory_order_seq_cst);
+}
 
 void forget() noexcept {
   g_fd.store(-1, std::memory_order_seq_cst);
@@ -48,8 +61,10 @@ void forget() noexcept {
   g_frozen.store(false, std::memory_order_seq_cst);
 }
 
+void freeze() noexcept { g_frozen.store(true, std::memory_order_seq_cst); }
+
 bool cut(int wait_ms) noexcept {
-  g_frozen.store(true, std::memory_order_seq_cst);
+  freeze();
   // A round's write of a 64 KiB buffer takes microseconds; a stuck disk is not waited for long.
   for (int i = 0; i < wait_ms * 10 && g_busy.load(std::memory_order_seq_cst); ++i) {
     const timespec t{0, 100000};

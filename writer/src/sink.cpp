@@ -49,8 +49,8 @@ class DescriptorSink final : public OutputSink {
 
   bool write(const void* data, size_t size) override {
     if (failed_ || closed_) return false;
-    // The process is ending by a signal and the file was cut back (output_cut.h): write nothing more,
-    // and say nothing either.
+    // The process is ending by a signal and the file is cut back (output_cut.h): write nothing more,
+    // and say nothing either. The round then goes on as if written, but its mark_whole() is ignored.
     int err = 0;
     if (!cut_guard_) {
       err = write_all(fd_, static_cast<const uint8_t*>(data), size, guard_sigpipe_);

@@ -210,6 +210,66 @@ TEST_CASE("file sink: a kill cuts the process's output file back to its last who
   CHECK(read_all(path).size() == 150);
 }
 
+// The handler freezes the output while the helper writes a buffer's header (the handler then waits for
+// that write), the helper skips the buffer's data and the rest of the round, and marks the round whole
+// before the handler reads the mark. Before the fix that mark (the header's end, as the skipped data is
+// not counted) was the file's size: nothing was cut and the file ended with a header without its data
+// (agent_kill_whole_file: "needs 65517 bytes, 0 present"). The interleaving, one step at a time.
+TEST_CASE("file sink: a round the kill stops after a buffer's header is not marked whole", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd");
+  const Bytes data = make_data(70000, 9);
+  SinkOptions options;
+  options.cut_on_kill = true;
+  std::string error;
+  auto sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 1000));  // a whole round
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data() + 1000, 48));  // the next round's first buffer header
+  output_cut::freeze();                          // the handler's first step
+  CHECK(sink->write(data.data() + 1048, 65000));  // the buffer's data: skipped, quietly
+  CHECK(sink->flush());
+  sink->mark_whole();  // the helper's end of the round
+  CHECK(output_cut::cut(0));  // the handler's rest: back to the last round written whole
+  const Bytes left = read_all(path);
+  CHECK(left.size() == 1000);
+  CHECK(left == Bytes(data.begin(), data.begin() + 1000));
+  output_cut::forget();
+  CHECK(sink->close());
+}
+
+// The same, and the helper's next round rotates (rotate=, rotate-size=) before the handler reads what to
+// cut: the old file's close is skipped (frozen), the new file is opened. Before, the new file took the
+// old one's place: the handler found nothing whole there and the old file kept its header without data.
+TEST_CASE("file sink: a rotation after the kill's freeze leaves the old file the one cut", "[sink]") {
+  TempDir dir;
+  const std::string path = dir.file("out.mlpd");
+  const std::string next = dir.file("out.2.mlpd");
+  const Bytes data = make_data(70000, 10);
+  SinkOptions options;
+  options.cut_on_kill = true;
+  std::string error;
+  auto sink = open_sink(OutputKind::File, path, false, error, options);
+  REQUIRE(sink);
+  REQUIRE(sink->write(data.data(), 1000));
+  sink->mark_whole();
+  REQUIRE(sink->write(data.data() + 1000, 48));
+  output_cut::freeze();
+  CHECK(sink->write(data.data() + 1048, 65000));
+  sink->mark_whole();
+  CHECK(sink->close());  // the rotation: frozen, so the descriptor is left as it is
+  auto second = open_sink(OutputKind::File, next, false, error, options);
+  REQUIRE(second);
+  CHECK(second->write(data.data(), 1000));  // the new file's header: skipped
+  second->mark_whole();
+  CHECK(output_cut::cut(0));
+  CHECK(read_all(path).size() == 1000);
+  CHECK(read_all(next).empty());
+  output_cut::forget();
+  CHECK(second->close());
+}
+
 TEST_CASE("file sink: an output that is not the process's own is never cut", "[sink]") {
   TempDir dir;
   const std::string path = dir.file("dump.mlpd");

@@ -16,13 +16,17 @@
 namespace mlpd::output_cut {
 
 // The writer's side (the agent's helper thread; sink.cpp for the agent's own output file).
-void attach(int fd) noexcept;  // the file now written; nothing to cut to until mark_whole()
+// The file now written; nothing to cut to until mark_whole(). Ignored once frozen (the file attached
+// before stays the one to cut).
+void attach(int fd) noexcept;
 // Around every write or close of the attached descriptor: enter() false means the output was cut
 // (the process is ending): do not touch the descriptor. leave() after a true enter().
 bool enter() noexcept;
 void leave() noexcept;
 void detach() noexcept;                    // between enter() and leave(), before closing the descriptor
-void mark_whole(uint64_t offset) noexcept;  // the file's bytes up to `offset` are whole rounds
+// The file's bytes up to `offset` are whole rounds. Ignored once cut() has frozen the output: the
+// writes skipped since then may have left the round partial (a buffer header without its data).
+void mark_whole(uint64_t offset) noexcept;
 // Fork child: the descriptor is the parent's business; forget it without touching it.
 void forget() noexcept;
 
@@ -31,5 +35,7 @@ void forget() noexcept;
 // whole round. Idempotent. Returns whether the file was cut back (false: no file, nothing whole yet,
 // or the file already ended there).
 bool cut(int wait_ms) noexcept;
+// cut()'s first step alone (tests: what the writer does between it and the rest of cut()).
+void freeze() noexcept;
 
 }  // namespace mlpd::output_cut
