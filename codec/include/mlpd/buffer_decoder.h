@@ -152,12 +152,13 @@ template <class F>
 [[gnu::always_inline]] inline size_t BufferDecoder::method_run(size_t max, F&& on, uint64_t& last_start, uint64_t& first_time) {
   // Locals only (on() may store anywhere, so members would be loaded again at every event).
   const uint8_t* q = p_;
-  const uint8_t* const end = end_;
+  if (end_ - q < 9) return 0;  // fast_method's bound: no bounds checks within
+  const uint8_t* const last = end_ - 9;  // the last place an event may start in a run
   uint64_t time = last_time_;
   uint64_t method = static_cast<uint64_t>(last_method_);
   // One event: false (nothing consumed) when it is not one the run takes.
   const auto step = [&]() __attribute__((always_inline)) -> bool {
-    if (end - q < 9) return false;  // fast_method's bound: no bounds checks within
+    if (q > last) return false;
     const uint8_t eb = q[0];
     // TYPE_METHOD with TYPE_LEAVE (0x13) or TYPE_ENTER (0x23); exc_leave and the rest stop the run.
     if (eb != (format::TYPE_METHOD | format::TYPE_LEAVE) && eb != (format::TYPE_METHOD | format::TYPE_ENTER)) return false;
