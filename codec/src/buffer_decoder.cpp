@@ -1,6 +1,7 @@
 // BufferDecoder: the events of one buffer, validated as they are decoded (see buffer_decoder.h).
 #include "mlpd/buffer_decoder.h"
 
+#include <bit>
 #include <cstdio>
 #include <cstring>
 
@@ -131,13 +132,37 @@ bool BufferDecoder::count(uint64_t& out, size_t min_item_size) {
   return false;
 }
 
+// A backtrace's method deltas (frames of different classes: mostly 2 to 4 bytes each) are decoded
+// without a branch on their length while 4 bytes are left: the bytes that end each delta (high bit
+// clear) are found in one 4-byte word. A longer delta, and the last bytes of the buffer, go through
+// method() (which validates), so the values and problems are method()'s.
 bool BufferDecoder::backtrace(std::vector<uint64_t>& out) {
+  static_assert(std::endian::native == std::endian::little);
   uint64_t n = 0;
   if (!count(n, 1)) return false;
   lists_used_ = true;
   out.resize(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!method(out[i])) return false;
+  uint64_t* o = out.data();
+  const uint8_t* q = p_;
+  uint64_t m = static_cast<uint64_t>(last_method_);
+  uint64_t i = 0;
+  for (; i < n && end_ - q >= 4; ++i) {
+    uint32_t w;
+    std::memcpy(&w, q, 4);
+    const uint32_t stops = ~w & 0x80808080u;  // the high bit of each byte that ends a delta
+    if (stops == 0) break;                     // 5 bytes or more
+    const unsigned b = static_cast<unsigned>(std::countr_zero(stops));  // 7, 15, 23 or 31
+    const uint64_t x = w & ((uint64_t{2} << b) - 1);                   // the delta's bytes
+    const uint64_t v = (x & 0x7F) | (x >> 1 & 0x3F80) | (x >> 2 & 0x1FC000) | (x >> 3 & 0xFE00000);
+    const unsigned shift = 64 - 7 * ((b >> 3) + 1);
+    m += static_cast<uint64_t>(static_cast<int64_t>(v << shift) >> shift);  // sign-extended
+    o[i] = m;
+    q += (b >> 3) + 1;
+  }
+  p_ = q;
+  last_method_ = static_cast<int64_t>(m);
+  for (; i < n; ++i) {
+    if (!method(o[i])) return false;
   }
   return true;
 }

@@ -229,9 +229,26 @@ uint32_t ThreadPart::new_thread() {
 // child lookup never returns (last_child_ never points at it), so no method can be mistaken for it.
 uint32_t ThreadPart::event_stack(const Event& e, Fold& f, const PartLimits& lim) {
   if (e.has_backtrace && !e.backtrace.empty()) {
-    uint32_t n = root_;
     const size_t skip = e.backtrace.size() > lim.max_depth ? e.backtrace.size() - lim.max_depth : 0;
-    for (size_t i = skip; i < e.backtrace.size(); ++i) n = child(n, e.backtrace[i], f);
+    const uint64_t* fr = e.backtrace.data() + skip;
+    const size_t m = e.backtrace.size() - skip;
+    // The frames shared with the last backtrace lead to the nodes they led to then (nodes are never
+    // removed; child() would find the same ones); the rest by child(), as before.
+    size_t k = 0;
+    if (bt_root_ == root_) {
+      const size_t common = std::min(m, bt_frames_.size());
+      while (k < common && bt_frames_[k] == fr[k]) ++k;
+    } else {
+      bt_root_ = root_;
+    }
+    uint32_t n = k ? bt_nodes_[k - 1] : root_;
+    bt_frames_.resize(m);
+    bt_nodes_.resize(m);
+    for (size_t i = k; i < m; ++i) {
+      n = child(n, fr[i], f);
+      bt_frames_[i] = fr[i];
+      bt_nodes_[i] = n;
+    }
     return n;
   }
   if (!calls.empty()) return calls.back().node;

@@ -199,6 +199,12 @@ class ThreadPart {
     uint32_t node = 0;
   };
   std::vector<LastChild> last_child_;
+  // The last backtrace's frames (those kept under max_depth) and the node each led to: the thread's
+  // next backtrace mostly shares its outer frames (the same call path, another allocation site), and
+  // those nodes are taken from here without a lookup each (event_stack).
+  std::vector<uint64_t> bt_frames_;
+  std::vector<uint32_t> bt_nodes_;
+  uint32_t bt_root_ = 0;  // the local root they hang from
   uint64_t id_;
   uint32_t root_ = kLocalRoot;  // the current thread's local root
   bool ended_ = false;          // a thread_end of this id since the current thread began

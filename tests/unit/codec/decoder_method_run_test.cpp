@@ -120,3 +120,75 @@ TEST_CASE("BufferDecoder: method runs decode what next() decodes", "[codec][meth
   }
   CHECK(in_runs > 15000);  // most enter/leave went through runs
 }
+
+// Backtraces (BufferDecoder::backtrace decodes deltas of up to 4 bytes without a branch on their
+// length, the rest and the buffer's last bytes through the general reader): frames whose deltas take
+// 1 to 10 bytes, either sign, decode to what was encoded; a buffer cut inside its last event decodes
+// the events before it and ends with a problem within the buffer.
+TEST_CASE("BufferDecoder: backtraces with deltas of every length", "[codec][backtrace]") {
+  EventGen gen(77);
+  // Deltas from the previous frame: 1 byte (|d| < 64), 2 (< 8192), 3 (< 2^20), 4 (< 2^27), longer.
+  const int64_t reach[] = {60, 8000, 1000000, 130000000, int64_t{1} << 40, int64_t{1} << 62};
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Event> events;
+    uint64_t clock = 1000, m = 0x7f0000000000;
+    const size_t n = 1 + gen.below(60);
+    for (size_t i = 0; i < n; ++i) {
+      Event e = gen.make(EventKind::alloc);
+      e.time = clock += 1 + gen.below(1000);
+      e.has_backtrace = true;
+      e.backtrace.clear();
+      const size_t depth = gen.below(80);
+      for (size_t f = 0; f < depth; ++f) {
+        const int64_t r = reach[gen.below(round % 2 ? 4 : 6)];
+        const int64_t d = static_cast<int64_t>(gen.below(static_cast<uint64_t>(r))) * (gen.chance(50) ? 1 : -1);
+        m += static_cast<uint64_t>(d);
+        e.backtrace.push_back(m);
+      }
+      events.push_back(e);
+    }
+    ThreadBuffer tb{0x1234, 1000, events};
+    std::vector<uint8_t> bytes = encode_buffer(tb);
+    BufferHeader h;
+    REQUIRE(decode_buffer_header(bytes.data(), h) == format::kBufferId);
+    size_t last_start = 0;  // the last event's place in the buffer's data
+    {
+      BufferDecoder d(h, bytes.data() + format::kBufferHeaderSize, 100);
+      Event e;
+      std::string problem;
+      uint64_t offset = 0;
+      size_t i = 0;
+      while (d.next(e, problem, offset)) {
+        REQUIRE(i < events.size());
+        INFO("round " << round << " event " << i);
+        CHECK(e.backtrace == events[i].backtrace);
+        last_start = offset - 100;
+        ++i;
+      }
+      CHECK(problem.empty());
+      CHECK(i == events.size());
+    }
+    // Cut inside the last event (at least one byte of it kept, one gone).
+    const size_t data = bytes.size() - format::kBufferHeaderSize;
+    const size_t last_len = data - last_start;
+    if (last_len < 2) continue;
+    const size_t keep = format::kBufferHeaderSize + last_start + 1 + gen.below(last_len - 1);
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(keep));
+    BufferHeader hc = h;
+    hc.length = static_cast<uint32_t>(keep - format::kBufferHeaderSize);
+    BufferDecoder d(hc, cut.data() + format::kBufferHeaderSize, 100);
+    Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    size_t i = 0;
+    while (d.next(e, problem, offset)) {
+      REQUIRE(i < events.size());
+      CHECK(e.backtrace == events[i].backtrace);
+      ++i;
+    }
+    CHECK(i == events.size() - 1);  // the cut event is not decoded
+    CHECK_FALSE(problem.empty());    // and says so
+    CHECK(d.problem_offset() >= 100);
+    CHECK(d.problem_offset() <= 100 + hc.length);
+  }
+}
