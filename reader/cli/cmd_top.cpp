@@ -55,7 +55,7 @@ constexpr size_t kMaxHeader = 1 << 20;    // a file header longer than this is n
 constexpr uint32_t kMaxBufferLength = 64u << 20;
 
 const char kHelp[] =
-    "usage: mlpd top [--interval SECONDS] [--top N] [--from-start] [--stats] FILE|-\n"
+    "usage: mlpd top [--interval SECONDS] [--top N] [--from-start] [--jobs N] [--stats] FILE|-\n"
     "\n"
     "Follows FILE while a running program's agent writes it (profile with flush=MS, e.g. flush=500) and\n"
     "shows, every interval (1 s by default): CPU samples by method, calls by inclusive time,\n"
@@ -67,7 +67,9 @@ const char kHelp[] =
     "watched); the part written before is read only for its names. --from-start counts the whole file,\n"
     "as top does when the writer has already exited and on '-' (standard input, a pipe, read until it\n"
     "closes). The file is read in chunks, so memory stays bounded however large it is; a large backlog\n"
-    "is caught up a little every interval (the heading line says so).\n"
+    "is caught up a little every interval (the heading line says so). A plain file counted from its\n"
+    "start (the writer has exited, or --from-start) is first read on every core at once, up to its last\n"
+    "whole buffer (--jobs N, -j N: N threads, default one per core; 1: one thread, in chunks).\n"
     "A partly written buffer at the end is waited for while the writer (the pid in FILE's header)\n"
     "lives; once it has exited, the final figures are printed and top ends.\n"
     "--stats prints at the end (on stderr) the bytes read, the bytes decoded and the most bytes held\n"
@@ -116,6 +118,39 @@ struct Entry {
 
 enum class HeaderState { ok, wait, bad };
 
+// A plain file up to `end` (the last whole buffer top's first read takes): reads, borrows and lends
+// stop there; the mapping (Input::map) is the file's.
+class LimitedInput final : public Input {
+ public:
+  LimitedInput(std::unique_ptr<Input> in, uint64_t end) : in_(std::move(in)), end_(end) {}
+  size_t read(void* dst, size_t n) override {
+    const size_t got = in_->read(dst, clip(n));
+    offset_ = in_->offset();
+    return got;
+  }
+  std::string error() const override { return in_->error(); }
+  bool compressed() const override { return in_->compressed(); }
+  const uint8_t* borrow(size_t n) override {
+    if (clip(n) < n) return nullptr;
+    const uint8_t* p = in_->borrow(n);
+    offset_ = in_->offset();
+    return p;
+  }
+  bool map() override { return in_->map(); }
+  const uint8_t* lend(size_t n) override {
+    if (clip(n) < n) return nullptr;
+    const uint8_t* p = in_->lend(n);
+    offset_ = in_->offset();
+    return p;
+  }
+  void release(uint64_t offset) override { in_->release(offset); }
+
+ private:
+  size_t clip(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, end_ - std::min(end_, in_->offset()))); }
+  std::unique_ptr<Input> in_;
+  uint64_t end_;
+};
+
 HeaderState read_entry(int fd, uint64_t size, Entry& e) {
   std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(size, kMaxHeader)));
   const ssize_t got = pread_full(fd, head.data(), head.size(), 0);
@@ -160,6 +195,7 @@ int cmd_top(int argc, char** argv) {
   double interval = 1.0;
   size_t top = 5;
   bool stats = false, from_start = false;
+  unsigned jobs = default_jobs();
   auto positive = [](const char* name, auto& to) {
     return Option{name, nullptr, nullptr, [name, &to](const std::string& v) -> std::string {
                     char* end = nullptr;
@@ -174,7 +210,8 @@ int cmd_top(int argc, char** argv) {
                                {{"--stats", nullptr, &stats},
                                 {"--from-start", nullptr, &from_start},
                                 positive("--interval", interval),
-                                positive("--top", top)},
+                                positive("--top", top),
+                                jobs_option(jobs)},
                                files);
   if (rc >= 0) return rc;
   if (files.size() > 1) return usage_error("one FILE only");
@@ -232,6 +269,29 @@ int cmd_top(int argc, char** argv) {
 
   std::vector<uint8_t> buf(kChunk);
   uint64_t raw = 0, hist_raw = 0, held_max = 0;
+  // A plain file counted from its start: its whole buffers there are read at once on every core (the
+  // parallel build), then what comes after, as it comes, by one thread.
+  if (counting_from_start && regular && jobs > 1) {
+    struct stat now{};
+    Entry entry;
+    std::string error;
+    std::unique_ptr<Input> in;
+    if (fstat(fd, &now) == 0 && read_entry(fd, static_cast<uint64_t>(now.st_size), entry) == HeaderState::ok &&
+        !entry.gzip && entry.buffers > 0 && (in = Input::open(file, error))) {
+      LimitedInput whole(std::move(in), entry.offset);
+      if (builder.feed_whole(whole, jobs)) {
+        live.add(entry.header.data(), entry.header.size());
+        live.feed(builder);
+        if (!live.skip_to(entry.offset, entry.buffers) ||
+            ::lseek(fd, static_cast<off_t>(entry.offset), SEEK_SET) != static_cast<off_t>(entry.offset)) {
+          std::fprintf(stderr, "mlpd top: %s: cannot go on at offset %llu\n", file.c_str(),
+                       static_cast<unsigned long long>(entry.offset));
+          return 1;
+        }
+        raw = entry.offset;
+      }
+    }
+  }
   uint64_t named_events = 0;  // events decoded only for their names (not counted)
   uint64_t last_events = 0;
   auto t_last = t_start;

@@ -194,6 +194,21 @@ void IncrementalBuilder::feed(Input& part, uint64_t first_buffer, bool names_onl
   all_.truncated = all_.truncated || s.truncated;
 }
 
+bool feed_parallel(Builder& b, Input& in, unsigned jobs, DecodeSummary& s);
+
+bool IncrementalBuilder::feed_whole(Input& in, unsigned jobs) {
+  if (jobs < 2 || all_.buffers != 0 || all_.header_ok || options_.listener) return false;  // a first feed only
+  DecodeSummary s;
+  if (!feed_parallel(*builder_, in, jobs, s)) {  // a fresh model for the one-thread build
+    builder_.reset();
+    live_ = Profile();
+    builder_ = std::make_unique<Builder>(live_, options_);
+    return false;
+  }
+  all_ = s;
+  return true;
+}
+
 void IncrementalBuilder::snapshot(Profile& out) { builder_->snapshot_into(out, all_, *no_input_); }
 
 uint64_t IncrementalBuilder::problem_count() const { return live_.problem_count(); }

@@ -469,4 +469,14 @@ bool build_profile_parallel(const std::vector<Input*>& inputs, Profile& out, con
   return true;
 }
 
+// IncrementalBuilder::feed_whole (builder.cpp): `in` into `b` on every core, the parts merged, so that
+// later feeds go on by one thread from the state the one-thread build would have. False when the file
+// needs the one-thread build (`b` is then spoilt: the caller starts again).
+bool feed_parallel(Builder& b, Input& in, unsigned jobs, DecodeSummary& s) {
+  ParallelReplay r(b, jobs);
+  if (!r.read(in, s)) return false;
+  if (!r.one_thread()) r.merge();
+  return true;
+}
+
 }  // namespace mlpd::profile

@@ -13,6 +13,8 @@ import gzip
 import os
 import random
 import shutil
+import struct
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,6 +78,33 @@ def compare(name, cmd, path, out_ext=None):
     return first
 
 
+def compare_top(name, path):
+    """`mlpd top` on the whole file of a gone writer (its first read on every core): the final view
+    (less its heading line: time and rate), the exit code and stderr are those of --jobs 1."""
+    global compared
+    if isinstance(path, list):
+        return
+    with open(path, "rb") as f:
+        if f.read(2) == b"\x1f\x8b":  # gzip (zip): its pid cannot be patched in place; read by one thread
+            return
+    dead = os.path.join(WORK, "top.mlpd")
+    shutil.copyfile(path, dead)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with open(dead, "r+b") as f:  # the header's pid (bytes 32..35): one that is surely gone
+        f.seek(32)
+        f.write(struct.pack("<i", gone.pid))
+    seen = []
+    for jobs in JOBS:
+        p = run([MLPD, "top", "--jobs", jobs, "--top", "20", dead], timeout=300)
+        seen.append((p.returncode, p.stdout.split("== mlpd top: ")[-1].split("\n", 1)[-1], p.stderr))
+        check("program exited (final)" in p.stdout, f"{name}: top --jobs {jobs} did not end with the final view")
+    for jobs, other in zip(JOBS[1:], seen[1:]):
+        check(other == seen[0], f"{name}: mlpd top --jobs {jobs} vs --jobs 1: exit {other[0]} vs {seen[0][0]}, "
+              f"view {len(other[1])} vs {len(seen[0][1])} chars, stderr {other[2][:200]!r} vs {seen[0][2][:200]!r}")
+        compared += 1
+
+
 def compare_all(name, path, whats):
     r = compare(name, ["report", "--json", "--top", "1000000"], path)
     check(r[0] in (0, 1) and r[1].startswith("{"), f"{name}: report --json: exit {r[0]}: {r[2][:200]}")
@@ -87,6 +116,7 @@ def compare_all(name, path, whats):
     compare(name, ["export", "--what", whats[0]], path, ".html")
     compare(name, ["export", "--what", whats[0]], path, ".speedscope.json")
     compare(name, ["export"], path, ".trace.json")
+    compare_top(name, path)
 
 
 def main():

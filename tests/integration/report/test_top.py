@@ -65,13 +65,22 @@ def main():
         cut = os.path.join(workdir, "cut.mlpd")
         with open(cut, "wb") as f:
             f.write(data[: len(data) * 2 // 3])
-        p = t.run([t.MLPD, "top", cut], timeout=30)
+        p = t.run([t.MLPD, "top", "--jobs", "2", cut], timeout=30)
         t.check(p.returncode == 1 and "has exited and left the file incomplete" in p.stderr,
                 f"cut file: exit {p.returncode}, {p.stderr[-300:]!r}")
-        print("ok  a cut file of a gone writer ends with a message", flush=True)
+        # Its whole buffers read on every core first, the cut one after: what one thread shows.
+        p1 = t.run([t.MLPD, "top", "--jobs", "1", cut], timeout=30)
+        t.check(p1.returncode == 1 and final_view(p1.stdout) == final_view(p.stdout) and p1.stderr == p.stderr,
+                f"cut file: top --jobs 1 differs from --jobs 2: {p1.stderr[-200:]!r} / {p.stderr[-200:]!r}")
+        print("ok  a cut file of a gone writer ends with a message (--jobs 1 and 2 alike)", flush=True)
         big_file(workdir)
         live_server(workdir)
     t.finish("report_top")
+
+
+def final_view(out):
+    """The last view without its heading line (time and rate): the figures themselves."""
+    return out.split("== mlpd top: ")[-1].split("\n", 1)[-1]
 
 
 def dead_pid():
@@ -108,6 +117,15 @@ def big_file(workdir):
         m = re.search(r"held at most (\d+) bytes", p.stderr)
         t.check(m is not None and int(m.group(1)) < (4 << 20), f"{name}: held {m and m.group(1)} bytes")
         print(f"ok  {name} ({size >> 20} MiB uncompressed) under --max-memory 32M: {want}", flush=True)
+        if path == big:  # a whole plain file of a gone writer: read on every core first (issue 25)
+            views = {}
+            for jobs in ("1", "2", "4"):
+                q = t.run([t.MLPD, "top", "--jobs", jobs, "--max-memory", "32M", path], timeout=300)
+                t.check(q.returncode == 0, f"top --jobs {jobs}: exit {q.returncode}, {q.stderr[-300:]!r}")
+                views[jobs] = final_view(q.stdout)
+            t.check(views["1"] == views["2"] == views["4"] and views["1"] == final_view(p.stdout),
+                    f"{name}: top's final view differs between --jobs 1, 2 and 4")
+            print(f"ok  {name}: top's final view the same with --jobs 1, 2 and 4", flush=True)
 
 
 def live_server(workdir):

@@ -359,6 +359,11 @@ class IncrementalBuilder {
   // types of the other parts, before or after it); nothing in it is counted (mlpd top reads the
   // file's history that way while it counts only what is written after it started).
   void feed(Input& part, uint64_t first_buffer, bool names_only = false);
+  // The first feed on `jobs` threads (the parallel build, BuildOptions::jobs): `in`, the file from its
+  // start, whole buffers only (its end is not waited for), into the model as feed() would put it;
+  // later feeds go on by one thread. False, with nothing fed (the model as new), when it is not the
+  // first feed, jobs < 2, or the file needs the one-thread build (then feed it as before).
+  bool feed_whole(Input& in, unsigned jobs);
   // The model so far, as build_profile() would give it over the bytes fed (calls still open are
   // closed in the snapshot only).
   void snapshot(Profile& out);
