@@ -74,12 +74,23 @@ class HeapshotCollector final : public Visitor {
     IdMap<Count> counts;
   };
   void close(uint32_t slot);
+  void start_shot(uint64_t time);  // HEAP_START on the current buffer's thread
+  void end_shot(uint64_t time);    // HEAP_END on it
 
   Names names_;
   std::vector<HeapshotSummary> shots_;
   IdMap<uint32_t> open_by_thread_;  // thread → 1 + its slot in open_; 0 = none open
   std::vector<Open> open_;          // slots of open heapshots, reused through free_
   std::vector<uint32_t> free_;
+  // The current buffer's thread (every event of a buffer is its thread's) and 1 + its open slot (0 =
+  // none): looked up once per buffer, changed only by that thread's HEAP_START and HEAP_END.
+  uint64_t thread_ = 0;
+  uint32_t cur_ = 0;
+  // The last class counted in the open heapshot of the current thread (objects of a class often lie
+  // together in the heap walk); `last_count_` points into that heapshot's counts, and is dropped when
+  // another class is inserted there or the heapshot is closed.
+  uint64_t last_vtable_ = 0;
+  Count* last_count_ = nullptr;
   std::vector<Problem> problems_;
   bool have_start_ = false;
   uint64_t start_ = 0;
