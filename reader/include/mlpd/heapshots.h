@@ -73,6 +73,7 @@ class HeapshotCollector final : public Visitor {
     size_t shot = 0;
     IdMap<Count> counts;
   };
+  friend class HeapshotTally;  // decode_heapshots(): applies what its workers counted per buffer
   void close(uint32_t slot);
   void start_shot(uint64_t time);  // HEAP_START on the current buffer's thread
   void end_shot(uint64_t time);    // HEAP_END on it
@@ -97,6 +98,13 @@ class HeapshotCollector final : public Visitor {
   uint64_t stray_objects_ = 0;
   bool finished_ = false;
 };
+
+// decode(in, c, opt) on `jobs` threads (0: one per core): the buffers are read in order, each decoded on a
+// worker that counts its heap events (per stretch between its HEAP_START and HEAP_END events: objects by
+// vtable, bytes, roots), and what each buffer holds is applied to `c` in file order, with the events
+// Names describes decoded again there: heapshots, their indices, stray objects and problems are what
+// decode() gives, whatever `jobs`. One job, or a gzip input, decodes on one thread.
+DecodeSummary decode_heapshots(Input& in, HeapshotCollector& c, const DecodeOptions& opt, unsigned jobs);
 
 // One class's change between two heapshots (classes are matched by class pointer, or by vtable for
 // the unresolved ones).
