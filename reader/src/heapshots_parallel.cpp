@@ -31,6 +31,7 @@ class HeapshotTally {
     counts_.clear();
     names_.clear();
     BufferDecoder dec(b.info.header, b.bytes, b.info.offset + format::kBufferHeaderSize);
+    dec.keep_heap_refs(false);  // only counted
     Event e;
     uint64_t offset = 0;
     uint64_t n = 0;
