@@ -149,6 +149,7 @@ DecodeSummary decode_rest(detail::DecodeDriver& d, V& v, const DecodeOptions& op
     ei.buffer = &info;
     v.on_buffer(info);
     BufferDecoder dec(info.header, d.data(), info.offset + format::kBufferHeaderSize);
+    if constexpr (requires { V::kKeepsHeapRefs; }) dec.keep_heap_refs(V::kKeepsHeapRefs);
     // The budget is checked at every buffer (next_buffer) and every 4096 events of a buffer; the event
     // count is kept here, added to the summary once per buffer.
     uint64_t n = 0;

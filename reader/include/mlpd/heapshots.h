@@ -48,6 +48,8 @@ struct HeapshotSummary {
 // A Visitor: pass it to decode(), then call finish() once and read heapshots().
 class HeapshotCollector final : public Visitor {
  public:
+  // Objects are only counted: decode_as() reads heap_object references without keeping them.
+  static constexpr bool kKeepsHeapRefs = false;
   void on_buffer(const BufferInfo& b) override;
   void on_event(const Event& e, const EventInfo& info) override;
   void on_problem(const Problem& p) override { problems_.push_back(p); }
