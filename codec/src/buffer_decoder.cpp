@@ -124,7 +124,10 @@ bool BufferDecoder::count(uint64_t& out, size_t min_item_size) {
   const uint64_t at = position();
   if (!uleb(out)) return false;
   const char* bad = nullptr;
-  if (out > static_cast<uint64_t>(end_ - p_) / min_item_size) bad = "item count larger than the buffer";
+  // out > left / min_item_size, without a division while out is small (out * min_item_size cannot
+  // overflow then): the same test, at every list of every event.
+  const uint64_t left = static_cast<uint64_t>(end_ - p_);
+  if (out <= kMaxItems ? out * min_item_size > left : out > left / min_item_size) bad = "item count larger than the buffer";
   else if (out > kMaxItems) bad = "item count above the reader's limit of 1048576";
   if (!bad) return true;
   fail(bad);
@@ -380,6 +383,13 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
           if (!kind_is(EventKind::heap_object) || !obj(e.obj) || !ptr(e.ptr) || !uleb(e.size) ||
               !byte(e.generation) || !count(n, 2))
             return false;
+          if (!keep_heap_refs_) {  // read and validated, not kept: e.refs stays empty
+            for (uint64_t i = 0; i < n; ++i) {
+              uint64_t d = 0, o = 0;
+              if (!uleb(d) || !obj(o)) return false;
+            }
+            return true;
+          }
           lists_used_ = true;
           e.refs.resize(n);
           uint64_t offset = 0;

@@ -43,7 +43,7 @@ void usage(FILE* out) {
                "      --version          print the version and exit\n"
                "      --max-memory=SIZE  stop reading files with an error once the reader's heap\n"
                "                         grows beyond SIZE (K, M, G suffixes; 0: no limit; default 1G)\n"
-               "  -j, --jobs N           report, export, diff: build the profile on N threads\n"
+               "  -j, --jobs N           report, export, diff, heapshots: read on N threads\n"
                "                         (default: one per core; 1: one thread; the result is the same)\n"
                "\n'mlpd COMMAND --help' describes a command.\n"
                "\nProfiling: the agent, libmlpd.so, runs inside the Mono program:\n"

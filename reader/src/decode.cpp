@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -218,41 +219,11 @@ class CountingVisitor final : public Visitor {
   EventCounts& counts_;
 };
 
-// One buffer read ahead: its bytes, then what a worker found in them.
-struct CountJob {
-  std::unique_ptr<uint8_t[]> data;
-  size_t capacity = 0;
-  BufferInfo info;
-  EventCounts counts{};
-  uint64_t events = 0;
-  std::string message;  // the problem that ended the buffer's events, if any
-  uint64_t problem_offset = 0;
-  bool done = false;
-};
-
-void count_buffer(CountJob& j) {
-  j.counts.fill(0);
-  BufferDecoder dec(j.info.header, j.data.get(), j.info.offset + kBufferHeaderSize);
-  Event event;
-  uint64_t offset = 0;
-  uint64_t n = 0;
-  while (dec.next(event, j.message, offset)) {
-    ++j.counts[static_cast<size_t>(event.kind)];
-    ++n;
-  }
-  j.events = n;
-  j.problem_offset = dec.problem_offset();
-}
-
 }  // namespace
 
-DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
-                              unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  if (threads < 2 || in.compressed()) {
-    CountingVisitor cv(v, counts);
-    return decode_as(in, cv, opt);
-  }
+DecodeSummary decode_parallel(Input& in, Visitor& v, const DecodeOptions& opt, unsigned threads,
+                              const std::function<void(ParallelBuffer&)>& work,
+                              const std::function<void(const ParallelBuffer&)>& use, bool lend) {
   detail::DecodeDriver d(in, v, opt);
   if (!d.start()) return d.finish();
   d.set_deferring(true);  // reported after the buffers before them
@@ -261,26 +232,36 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
   // slot `delivered % K` once done. At most K buffers are held, and reading ahead stops at kAhead bytes:
   // the memory held is at most kAhead plus one buffer (<= max_buffer_length, as decode() holds), and a
   // slot that held a big buffer gives its memory back once delivered.
-  const size_t K = 4 * static_cast<size_t>(threads);
+  const size_t K = parallel_slots(threads);
   constexpr uint64_t kAhead = 8u << 20;
   constexpr size_t kKeep = 1u << 20;
   uint64_t ahead = 0;  // bytes of the buffers read and not yet delivered
-  std::vector<CountJob> jobs(K);
+  std::vector<ParallelBuffer> jobs(K);
+  for (size_t k = 0; k < K; ++k) jobs[k].slot = k;
   std::mutex m;
   std::condition_variable work_cv, done_cv;
   uint64_t read = 0, taken = 0, delivered = 0;
   bool quit = false;
+  const ParallelBuffer* wanted = nullptr;  // the job the reader sleeps on: only its worker wakes it
+  // With `lend`, a plain file is read through a mapping and each buffer lent where it lies (no copy);
+  // the pages of delivered buffers leave the process every kRelease bytes.
+  const bool mapped = lend && in.map();
+  constexpr uint64_t kRelease = 4u << 20;
+  uint64_t released = 0;
   auto worker = [&] {
     std::unique_lock<std::mutex> lock(m);
     for (;;) {
       work_cv.wait(lock, [&] { return quit || taken < read; });
       if (quit) return;
-      CountJob& j = jobs[taken++ % K];
+      ParallelBuffer& j = jobs[taken++ % K];
       lock.unlock();
-      count_buffer(j);
+      j.events = 0;
+      j.message.clear();
+      j.problem_offset = 0;
+      work(j);
       lock.lock();
       j.done = true;
-      done_cv.notify_one();
+      if (&j == wanted) done_cv.notify_one();
     }
   };
   std::vector<std::thread> pool;
@@ -290,14 +271,23 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
   bool stop = false;
   // Delivers the oldest job (waiting for it), in file order.
   auto deliver = [&] {
-    CountJob& j = jobs[delivered % K];
+    ParallelBuffer& j = jobs[delivered % K];
     {
       std::unique_lock<std::mutex> lock(m);
-      done_cv.wait(lock, [&] { return j.done; });
+      if (!j.done) {
+        // Sleeps until the job half a ring ahead is done, then until this one is (workers may finish
+        // out of order): the reader wakes once per few buffers, not at every one.
+        const uint64_t last = std::min(read, delivered + std::max<uint64_t>(1, K / 2)) - 1;
+        for (ParallelBuffer* w : {&jobs[last % K], &j}) {
+          wanted = w;
+          done_cv.wait(lock, [w] { return w->done; });
+        }
+        wanted = nullptr;
+      }
       j.done = false;
     }
     v.on_buffer(j.info);
-    for (size_t k = 0; k < counts.size(); ++k) counts[k] += j.counts[k];
+    use(j);
     d.add_events(j.events);
     const bool failed = !j.message.empty();
     if (failed) {
@@ -307,6 +297,10 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
     }
     v.on_buffer_end(j.info);
     ahead -= j.info.header.length;
+    if (mapped) {
+      const uint64_t end = j.info.offset + kBufferHeaderSize + j.info.header.length;
+      if (end - released >= kRelease) in.release(released = end);
+    }
     if (j.capacity > kKeep) {
       j.data.reset();
       j.capacity = 0;
@@ -319,10 +313,11 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
       deliver();
       continue;
     }
-    CountJob& j = jobs[read % K];
-    const bool more = d.next_buffer_into(j.data, j.capacity);
+    ParallelBuffer& j = jobs[read % K];
+    const bool more = d.next_buffer_into(j.data, j.capacity, false, mapped);
     if (!more || d.has_deferred()) break;
     j.info = d.info();
+    j.bytes = d.data();
     ahead += j.info.header.length;
     {
       std::lock_guard<std::mutex> lock(m);
@@ -344,6 +339,36 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
     d.unread_buffers(read - delivered, last.offset + kBufferHeaderSize + last.header.length);
   }
   return d.finish();
+}
+
+DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
+                              unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 2 || in.compressed()) {
+    CountingVisitor cv(v, counts);
+    return decode_as(in, cv, opt);
+  }
+  // What a worker found in the buffer of each slot: its events by kind.
+  std::vector<EventCounts> found(parallel_slots(threads));
+  auto work = [&found](ParallelBuffer& j) {
+    EventCounts& c = found[j.slot];
+    c.fill(0);
+    BufferDecoder dec(j.info.header, j.bytes, j.info.offset + kBufferHeaderSize);
+    Event event;
+    uint64_t offset = 0;
+    uint64_t n = 0;
+    while (dec.next(event, j.message, offset)) {
+      ++c[static_cast<size_t>(event.kind)];
+      ++n;
+    }
+    j.events = n;
+    j.problem_offset = dec.problem_offset();
+  };
+  auto use = [&found, &counts](const ParallelBuffer& j) {
+    const EventCounts& c = found[j.slot];
+    for (size_t k = 0; k < counts.size(); ++k) counts[k] += c[k];
+  };
+  return decode_parallel(in, v, opt, threads, work, use);
 }
 
 }  // namespace mlpd

@@ -15,6 +15,10 @@ void HeapshotCollector::on_buffer(const BufferInfo& b) {
     have_start_ = true;
     start_ = b.header.time_base;
   }
+  thread_ = b.header.thread_id;
+  const uint32_t* slot = open_by_thread_.find(thread_);
+  cur_ = slot ? *slot : 0;
+  last_count_ = nullptr;
 }
 
 void HeapshotCollector::close(uint32_t slot) {
@@ -30,64 +34,71 @@ void HeapshotCollector::close(uint32_t slot) {
   });
   o.counts = {};
   free_.push_back(slot);
+  last_count_ = nullptr;
 }
 
-void HeapshotCollector::on_event(const Event& e, const EventInfo& info) {
-  names_.observe(e);
-  const uint64_t thread = info.buffer ? info.buffer->header.thread_id : 0;
+void HeapshotCollector::start_shot(uint64_t time) {
+  // A second HEAP_START on the same thread replaces the open heapshot (which stays incomplete),
+  // as mprof-report's thread->current_heap_shot does.
+  uint32_t& slot = open_by_thread_[thread_];
+  if (slot != 0) close(slot - 1);
+  HeapshotSummary s;
+  s.index = shots_.size();
+  s.thread = thread_;
+  s.start_time = time;
+  s.time_ns = static_cast<int64_t>(time - start_);
+  if (free_.empty()) {
+    free_.push_back(static_cast<uint32_t>(open_.size()));
+    open_.emplace_back();
+  }
+  slot = free_.back() + 1;
+  free_.pop_back();
+  open_[slot - 1].shot = shots_.size();
+  shots_.push_back(std::move(s));
+  cur_ = slot;
+}
+
+void HeapshotCollector::end_shot(uint64_t time) {
+  if (cur_ == 0) return;
+  HeapshotSummary& s = shots_[open_[cur_ - 1].shot];
+  s.complete = true;
+  s.end_time = time;
+  close(cur_ - 1);
+  *open_by_thread_.find(thread_) = 0;
+  cur_ = 0;
+}
+
+void HeapshotCollector::on_event(const Event& e, const EventInfo&) {
   switch (e.kind) {
-    case EventKind::heap_start: {
-      // A second HEAP_START on the same thread replaces the open heapshot (which stays incomplete),
-      // as mprof-report's thread->current_heap_shot does.
-      uint32_t& slot = open_by_thread_[thread];
-      if (slot != 0) close(slot - 1);
-      HeapshotSummary s;
-      s.index = shots_.size();
-      s.thread = thread;
-      s.start_time = e.time;
-      s.time_ns = static_cast<int64_t>(e.time - start_);
-      if (free_.empty()) {
-        free_.push_back(static_cast<uint32_t>(open_.size()));
-        open_.emplace_back();
-      }
-      slot = free_.back() + 1;
-      free_.pop_back();
-      open_[slot - 1].shot = shots_.size();
-      shots_.push_back(std::move(s));
-      break;
-    }
     case EventKind::heap_object: {
       if (e.size == 0) break;  // a continuation chunk of an object already counted
-      const uint32_t* slot = open_by_thread_.find(thread);
-      if (!slot || *slot == 0) {
+      if (cur_ == 0) {
         ++stray_objects_;
         break;
       }
-      Open& o = open_[*slot - 1];
+      Open& o = open_[cur_ - 1];
       HeapshotSummary& s = shots_[o.shot];
       ++s.objects;
       s.bytes += e.size;
-      Count& c = o.counts[e.ptr];
-      ++c.objects;
-      c.bytes += e.size;
+      if (!last_count_ || last_vtable_ != e.ptr) {
+        last_count_ = &o.counts[e.ptr];
+        last_vtable_ = e.ptr;
+      }
+      ++last_count_->objects;
+      last_count_->bytes += e.size;
       break;
     }
-    case EventKind::heap_root: {
-      const uint32_t* slot = open_by_thread_.find(thread);
-      if (slot && *slot != 0) shots_[open_[*slot - 1].shot].roots += e.roots.size();
+    case EventKind::heap_root:
+      if (cur_ != 0) shots_[open_[cur_ - 1].shot].roots += e.roots.size();
       break;
-    }
-    case EventKind::heap_end: {
-      uint32_t* slot = open_by_thread_.find(thread);
-      if (!slot || *slot == 0) break;
-      HeapshotSummary& s = shots_[open_[*slot - 1].shot];
-      s.complete = true;
-      s.end_time = e.time;
-      close(*slot - 1);
-      *slot = 0;
+    case EventKind::heap_start:
+      start_shot(e.time);
       break;
-    }
+    case EventKind::heap_end:
+      end_shot(e.time);
+      break;
     default:
+      if (Names::observes(e.kind)) names_.observe(e);
       break;
   }
 }

@@ -44,6 +44,10 @@ class BufferDecoder {
     last_method_ = m.last_method;
     lists_used_ = true;  // the general path then resets every field of the Event
   }
+  // With false, heap_object events are decoded and validated as ever but their references are not
+  // stored (Event::refs stays empty): a reader that only counts objects (mlpd heapshots) saves filling
+  // and clearing the list at every object. The same bytes give the same problems either way.
+  void keep_heap_refs(bool on) { keep_heap_refs_ = on; }
   // A run of method enter/leave events decoded without an Event (the profile model's hot loop): from
   // here, while the next event is an enter or a leave that fast_method() would take, at most `max` of
   // them, on(enter, time, method) for each, in order. Returns how many; `last_start` is then the file
@@ -80,6 +84,7 @@ class BufferDecoder {
   int64_t obj_base_;
   int64_t last_method_;
   bool lists_used_ = true;  // the previous event may have filled a string or list of the Event
+  bool keep_heap_refs_ = true;
   uint64_t problem_offset_ = 0;
   const char* problem_ = nullptr;
   std::string detail_;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -98,6 +99,34 @@ using EventCounts = std::array<uint64_t, kEventKindCount>;
 DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
                               unsigned threads = 0);
 
+// One buffer of decode_parallel(), read ahead: its bytes, then how its decoding on a worker ended.
+struct ParallelBuffer {
+  std::unique_ptr<uint8_t[]> data;  // the bytes when read into the job
+  size_t capacity = 0;
+  BufferInfo info;
+  const uint8_t* bytes = nullptr;  // the buffer's info.header.length bytes: in `data`, or lent (below)
+  size_t slot = 0;  // its place in the ring, 0 .. parallel_slots(threads) - 1: where the caller keeps what
+                    // its work found in the buffer (the slot is not reused before use() has seen it)
+  // Set by work(): the events decoded, and the problem that ended them (empty if none) with its offset.
+  uint64_t events = 0;
+  std::string message;
+  uint64_t problem_offset = 0;
+  bool done = false;
+};
+inline size_t parallel_slots(unsigned threads) { return 4 * static_cast<size_t>(threads); }
+
+// The frame of decode_counting() for any per-buffer work: the buffers are read in order on the calling
+// thread (at most parallel_slots(threads) of them and 8 MiB ahead), `work(b)` decodes each on one of
+// `threads` (>= 2) worker threads, and `use(b)` takes what it found on the calling thread, in file
+// order, between the visitor's on_buffer and the buffer's problem (if any) and on_buffer_end. Problems
+// and warnings come at the point of the file where decode() reports them; the memory budget is checked
+// at every buffer read. The visitor gets no on_event. With `lend`, a plain regular file is read through
+// a memory mapping (Input::map) and the buffers' bytes are where they lie (the pages of buffers used
+// are given back every 4 MiB).
+DecodeSummary decode_parallel(Input& in, Visitor& v, const DecodeOptions& opt, unsigned threads,
+                              const std::function<void(ParallelBuffer&)>& work,
+                              const std::function<void(const ParallelBuffer&)>& use, bool lend = false);
+
 // A visitor that takes runs of enter/leave without an Event (BufferDecoder::method_run) while
 // takes_method_runs(): on_method(enter, time, method) does what on_event would do for each, and
 // method_run_done(n, first time, last time) what it would do per event that needs no more than those.
@@ -120,6 +149,7 @@ DecodeSummary decode_rest(detail::DecodeDriver& d, V& v, const DecodeOptions& op
     ei.buffer = &info;
     v.on_buffer(info);
     BufferDecoder dec(info.header, d.data(), info.offset + format::kBufferHeaderSize);
+    if constexpr (requires { V::kKeepsHeapRefs; }) dec.keep_heap_refs(V::kKeepsHeapRefs);
     // The budget is checked at every buffer (next_buffer) and every 4096 events of a buffer; the event
     // count is kept here, added to the summary once per buffer.
     uint64_t n = 0;

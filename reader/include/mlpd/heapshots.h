@@ -48,6 +48,8 @@ struct HeapshotSummary {
 // A Visitor: pass it to decode(), then call finish() once and read heapshots().
 class HeapshotCollector final : public Visitor {
  public:
+  // Objects are only counted: decode_as() reads heap_object references without keeping them.
+  static constexpr bool kKeepsHeapRefs = false;
   void on_buffer(const BufferInfo& b) override;
   void on_event(const Event& e, const EventInfo& info) override;
   void on_problem(const Problem& p) override { problems_.push_back(p); }
@@ -73,19 +75,38 @@ class HeapshotCollector final : public Visitor {
     size_t shot = 0;
     IdMap<Count> counts;
   };
+  friend class HeapshotTally;  // decode_heapshots(): applies what its workers counted per buffer
   void close(uint32_t slot);
+  void start_shot(uint64_t time);  // HEAP_START on the current buffer's thread
+  void end_shot(uint64_t time);    // HEAP_END on it
 
   Names names_;
   std::vector<HeapshotSummary> shots_;
   IdMap<uint32_t> open_by_thread_;  // thread → 1 + its slot in open_; 0 = none open
   std::vector<Open> open_;          // slots of open heapshots, reused through free_
   std::vector<uint32_t> free_;
+  // The current buffer's thread (every event of a buffer is its thread's) and 1 + its open slot (0 =
+  // none): looked up once per buffer, changed only by that thread's HEAP_START and HEAP_END.
+  uint64_t thread_ = 0;
+  uint32_t cur_ = 0;
+  // The last class counted in the open heapshot of the current thread (objects of a class often lie
+  // together in the heap walk); `last_count_` points into that heapshot's counts, and is dropped when
+  // another class is inserted there or the heapshot is closed.
+  uint64_t last_vtable_ = 0;
+  Count* last_count_ = nullptr;
   std::vector<Problem> problems_;
   bool have_start_ = false;
   uint64_t start_ = 0;
   uint64_t stray_objects_ = 0;
   bool finished_ = false;
 };
+
+// decode(in, c, opt) on `jobs` threads (0: one per core): the buffers are read in order, each decoded on a
+// worker that counts its heap events (per stretch between its HEAP_START and HEAP_END events: objects by
+// vtable, bytes, roots), and what each buffer holds is applied to `c` in file order, with the events
+// Names describes decoded again there: heapshots, their indices, stray objects and problems are what
+// decode() gives, whatever `jobs`. One job, or a gzip input, decodes on one thread.
+DecodeSummary decode_heapshots(Input& in, HeapshotCollector& c, const DecodeOptions& opt, unsigned jobs);
 
 // One class's change between two heapshots (classes are matched by class pointer, or by vtable for
 // the unresolved ones).

@@ -36,6 +36,29 @@ class Names {
   // domain_name, context_load, thread_start/end/name, vtable_load, sample_usym, counter_descriptors.
   // Other kinds are ignored. Later descriptions of the same pointer replace earlier ones.
   void observe(const Event& e);
+  // Whether observe() records anything for an event of this kind (a caller that sees millions of other
+  // events, or decodes them again only for the names, tests this first). Keep in step with observe().
+  static bool observes(EventKind k) {
+    switch (k) {
+      case EventKind::method_jit:
+      case EventKind::class_load:
+      case EventKind::vtable_load:
+      case EventKind::image_load:
+      case EventKind::image_unload:
+      case EventKind::assembly_load:
+      case EventKind::assembly_unload:
+      case EventKind::domain_name:
+      case EventKind::context_load:
+      case EventKind::thread_start:
+      case EventKind::thread_end:
+      case EventKind::thread_name:
+      case EventKind::sample_usym:
+      case EventKind::counter_descriptors:
+        return true;
+      default:
+        return false;
+    }
+  }
 
   // Each lookup returns nullptr when the pointer has not been described (yet).
   const Method* method(uint64_t method) const;
