@@ -109,11 +109,11 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
 void ParallelReplay::apply_span(ThreadIndex t, const detail::TimeSpan& s) {
   ThreadInfo& ti = b_.p_.threads_[t];
   if (s.zero)  // touch(0) sets the first time to 0; the next non-zero time replaces it
-    ti.first_time = s.min_after_zero == UINT64_MAX ? 0 : s.min_after_zero;
-  else if (s.min_all != UINT64_MAX && (ti.first_time == 0 || s.min_all < ti.first_time))
+    ti.first_time = s.nonzero_after_zero ? s.min_after_zero : 0;
+  else if (s.nonzero && (ti.first_time == 0 || s.min_all < ti.first_time))
     ti.first_time = s.min_all;
   if (s.max > ti.last_time) ti.last_time = s.max;
-  if (s.min_all != UINT64_MAX && (b_.p_.first_time_ == 0 || s.min_all < b_.p_.first_time_))
+  if (s.nonzero && (b_.p_.first_time_ == 0 || s.min_all < b_.p_.first_time_))
     b_.p_.first_time_ = s.min_all;
   if (s.max > b_.p_.last_time_) b_.p_.last_time_ = s.max;
 }

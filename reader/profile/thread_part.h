@@ -45,19 +45,24 @@ struct PartRecord {
 // and last times, composed: touch keeps the least time after the last zero one).
 struct TimeSpan {
   size_t before = 0;                     // applies before records[before] (records.size(): at the end)
-  uint64_t min_all = UINT64_MAX;         // least non-zero time
-  uint64_t min_after_zero = UINT64_MAX;  // least non-zero time after the last zero time
+  uint64_t min_all = UINT64_MAX;         // least non-zero time (with nonzero)
+  uint64_t min_after_zero = UINT64_MAX;  // least non-zero time after the last zero time (with nonzero_after_zero)
   uint64_t max = 0;
   bool zero = false;                     // a time was zero
   bool any = false;
+  // Whether min_all / min_after_zero hold a time: UINT64_MAX is a time too (a damaged file's wrapped
+  // delta), so it cannot also mean "none".
+  bool nonzero = false, nonzero_after_zero = false;
   void add(uint64_t t) {
     any = true;
     if (t > max) max = t;
     if (t == 0) {
       zero = true;
       min_after_zero = UINT64_MAX;
+      nonzero_after_zero = false;
       return;
     }
+    nonzero = nonzero_after_zero = true;
     if (t < min_all) min_all = t;
     if (t < min_after_zero) min_after_zero = t;
   }

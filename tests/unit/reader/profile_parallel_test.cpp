@@ -232,3 +232,28 @@ TEST_CASE("parallel profile build: allocations mostly, the rest read by one thre
     check_same(build_file(run), o);
   }
 }
+
+// A time of 2^64-1 (a damaged file's delta wraps there) on an event a worker folds (an allocation) is a
+// time like any other: the thread's first and last times are the one-thread build's (the fuzzer found
+// the worker's least time taking 2^64-1 for "none").
+TEST_CASE("parallel profile build: an allocation at time 2^64-1", "[profile][parallel]") {
+  for (const uint64_t before : {uint64_t{0}, uint64_t{5}}) {
+    INFO("a time before it: " << before);
+    ThreadBuffer b;
+    b.thread_id = 0x7100;
+    b.time_base = 0;
+    if (before) {
+      Event s = ev(EventKind::alloc, before);
+      s.ptr = 0x5000;
+      s.obj = 0x10000;
+      s.size = 24;
+      b.events.push_back(s);
+    }
+    Event a = ev(EventKind::alloc, UINT64_MAX);
+    a.ptr = 0x5000;
+    a.obj = 0x10020;
+    a.size = 32;
+    b.events.push_back(a);
+    check_same(build_file({b}));
+  }
+}
