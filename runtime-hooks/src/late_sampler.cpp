@@ -36,7 +36,10 @@ uint64_t g_period_ns = 10'000'000;
 
 void on_signal(int, siginfo_t*, void* context) {
   const int saved = errno;
-  const bool managed = mono_optional.mono_thread_info_current_unchecked ? mono_optional.mono_thread_info_current_unchecked() != nullptr : mono.mono_domain_get() != nullptr;
+  // A domain too: without one (a thread starting or ending) Mono's walk prints "domain required for
+  // stack walk" into the program's output.
+  const bool managed = (!mono_optional.mono_thread_info_current_unchecked || mono_optional.mono_thread_info_current_unchecked() != nullptr) &&
+                       mono.mono_domain_get() != nullptr;
   sample_from_signal(context, managed);
   errno = saved;
 }
