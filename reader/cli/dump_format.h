@@ -34,27 +34,8 @@ namespace mlpd::cli {
 // lookup that is not safe to share between threads). A worker formatting a buffer ahead of the
 // reader stops before the first of these; the driver formats the rest in file order.
 inline bool needs_file_order(EventKind k) {
-  switch (k) {
-    case EventKind::method_jit:
-    case EventKind::class_load:
-    case EventKind::vtable_load:
-    case EventKind::image_load:
-    case EventKind::image_unload:
-    case EventKind::assembly_load:
-    case EventKind::assembly_unload:
-    case EventKind::domain_name:
-    case EventKind::context_load:
-    case EventKind::thread_start:
-    case EventKind::thread_end:
-    case EventKind::thread_name:
-    case EventKind::sample_usym:
-    case EventKind::counter_descriptors:
-    case EventKind::counter_samples:
-    case EventKind::sample_hit:
-      return true;
-    default:
-      return false;
-  }
+  // What names things (Names::observes), and the events named by what came before them.
+  return Names::observes(k) || k == EventKind::counter_samples || k == EventKind::sample_hit;
 }
 
 // How one buffer's events are to be formatted (BufferFormatter::events).
