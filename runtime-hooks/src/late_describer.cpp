@@ -22,6 +22,7 @@ struct Shared {
   std::mutex mutex;
   std::condition_variable cv;
   std::vector<uint64_t> asked, code;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // the answer: code ranges described
   uint64_t asked_seq = 0, done_seq = 0;
   bool stop = false;
   bool serving = false;
@@ -34,20 +35,29 @@ Shared& shared() {
 }
 
 // With its code range when `code` is in it (the JIT info table knows), so that the samples' IPs
-// resolve to it as to a method JIT'd after the attach.
-void describe(MonoMethod* m, uint64_t code) {
+// resolve to it as to a method JIT'd after the attach. `m` null: the method whose code holds `code`,
+// if any (a native leaf in JIT'd code compiled before the attach: a wrapper, a method the walk
+// skipped). The range described goes to `ranges`; (code, 0) when no method's code holds `code`.
+void describe(MonoMethod* m, uint64_t code, std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   if (code) {
-    if (MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code));
-        ji && mono.mono_jit_info_get_method(ji) == m) {
-      described::describe_method(m, reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji)),
-                                 static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)));
+    MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code));
+    MonoMethod* owner = ji ? mono.mono_jit_info_get_method(ji) : nullptr;
+    if (owner && (!m || owner == m)) {
+      const auto start = reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji));
+      const auto size = static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji));
+      described::describe_method(owner, start, size);
+      ranges.emplace_back(start, size);
+      return;
+    }
+    if (!m) {
+      ranges.emplace_back(code, 0);
       return;
     }
   }
-  described::ensure_method(m);
+  if (m) described::ensure_method(m);
 }
 
-void hand_over(const uint64_t* methods, const uint64_t* code, size_t count) {
+void hand_over(const uint64_t* methods, const uint64_t* code, size_t count, std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.serving || s.stop) return;
@@ -59,7 +69,10 @@ void hand_over(const uint64_t* methods, const uint64_t* code, size_t count) {
   s.code.assign(code, code + count);
   const uint64_t seq = ++s.asked_seq;
   s.cv.notify_all();
-  s.cv.wait_for(lock, kWait, [&] { return s.done_seq >= seq || s.stop; });
+  if (s.cv.wait_for(lock, kWait, [&] { return s.done_seq >= seq || s.stop; }) && s.done_seq >= seq) {
+    ranges.swap(s.ranges);
+    s.ranges.clear();
+  }
 }
 
 }  // namespace
@@ -85,8 +98,10 @@ void serve_descriptions(int wait_ms) {
   code.swap(s.code);
   const uint64_t seq = s.asked_seq;
   lock.unlock();  // never hold ours while calling into Mono
-  for (size_t i = 0; i < todo.size(); ++i) describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (size_t i = 0; i < todo.size(); ++i) describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0, ranges);
   lock.lock();
+  s.ranges.swap(ranges);
   s.done_seq = seq;
   s.cv.notify_all();
 }

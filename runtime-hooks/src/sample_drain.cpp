@@ -4,8 +4,14 @@
 // (native_unwind.h) and named (native_names.h), methods compiled before a late attach are described,
 // and each record becomes one hit: its native IPs, then those of its managed frames that were
 // described, ended by the [truncated] marker where the stack was cut short.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -15,6 +21,7 @@
 #include "mlpd/rt/clock.h"
 #include "native_names.h"
 #include "native_unwind.h"
+#include "os_threads.h"
 #include "sample_pool.h"
 
 namespace mlpd::hooks {
@@ -29,7 +36,56 @@ struct DrainState {
   NativeNames names;
   uint32_t max_native = kMaxSampleFrames;
   uint64_t truncated_in = 0;  // the serial of the MetaLog that has the [truncated] marker's method_jit
+  std::unordered_set<uint64_t> named;  // attached: the sampled threads whose name was looked for
+  // Attached: JIT'd code compiled before the attach that the describer found (start -> end), and the
+  // native IPs outside every module that no method's code holds (trampolines): asked about once.
+  std::map<uint64_t, uint64_t> jit_ranges;
+  std::unordered_set<uint64_t> no_method;
 };
+
+constexpr size_t kMaxJitAsk = 512;        // native IPs asked about per drain
+constexpr size_t kMaxJitKnown = 1 << 16;  // ranges and IPs remembered (then forgotten: asked again)
+
+bool in_jit_range(const DrainState& d, uint64_t ip) {
+  auto it = d.jit_ranges.upper_bound(ip);
+  if (it == d.jit_ranges.begin()) return false;
+  --it;
+  return ip < it->second;
+}
+
+// The OS name of thread `os_tid` of this process (/proc/self/task/TID/comm), empty if it is gone.
+std::string os_thread_name(int32_t os_tid) {
+  if (os_tid <= 0) return {};
+  const std::string path = "/proc/self/task/" + std::to_string(os_tid) + "/comm";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[64];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return {};
+  std::string name(buf, static_cast<size_t>(n));
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+  return name;
+}
+
+// Attached late (issue 33.3): the threads that started before the attach had their thread_started
+// and thread_name callbacks before the agent was there, so their samples would be `thread 0x7f...`.
+// Each sampled thread the runtime has not named since (thread_ids::has_name) is named once, before
+// its first hit, with its OS name: Mono gives a thread's managed name to the OS thread (truncated to
+// 15 bytes by the kernel), and the OS name of one it did not name (the main thread: the program's).
+void name_thread(DrainState& d, const Record& r) {
+  if (d.named.count(r.tid)) return;
+  if (d.named.size() >= 65536) d.named.clear();  // bounded: a name given again is harmless
+  d.named.insert(r.tid);
+  if (thread_ids::has_name(r.tid)) return;
+  const std::string name = os_thread_name(r.os_tid);
+  if (name.empty()) return;
+  Event e;
+  e.kind = EventKind::thread_name;
+  e.ptr = r.tid;
+  e.name = name;
+  g_sample_meta->add(e, rt::now_ns);
+}
 DrainState* g_drain = nullptr;
 
 // The [truncated] marker (format::kTruncatedMethod), described once before its first use.
@@ -99,19 +155,44 @@ void drain_samples(bool final) {
     });
     unknown.erase(std::unique(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
                   unknown.end());
-    if (!unknown.empty()) {
+    // Native IPs in no module: JIT'd code (Mono's code memory is anonymous). Those compiled after
+    // the attach are described at jit_done; the others (wrappers such as the managed allocator, a
+    // leaf the walk did not give) by the describer, through the runtime's JIT info table.
+    std::vector<uint64_t> ips;
+    for (const Pending& p : d.batch) {
+      for (size_t i = 0; i < p.ips.size() && ips.size() < kMaxJitAsk; ++i) {
+        const uint64_t probe = i == 0 ? p.ips[i] : p.ips[i] - 1;
+        if (probe && !d.snapshot.find(probe) && !in_jit_range(d, probe) && !d.no_method.count(probe)) ips.push_back(probe);
+      }
+    }
+    std::sort(ips.begin(), ips.end());
+    ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
+    if (!unknown.empty() || !ips.empty()) {
       std::vector<uint64_t> methods, code;
       for (const auto& [m, c] : unknown) {
         methods.push_back(m);
         code.push_back(c);
       }
-      describe(methods.data(), code.data(), methods.size());
+      for (uint64_t ip : ips) {
+        methods.push_back(0);
+        code.push_back(ip);
+      }
+      std::vector<std::pair<uint64_t, uint64_t>> ranges;
+      describe(methods.data(), code.data(), methods.size(), ranges);
+      if (d.jit_ranges.size() >= kMaxJitKnown) d.jit_ranges.clear();
+      if (d.no_method.size() >= kMaxJitKnown) d.no_method.clear();
+      for (const auto& [start, size] : ranges) {
+        if (size) d.jit_ranges[start] = start + size;
+        else d.no_method.insert(start);
+      }
     }
   }
   Event hit;
   uint64_t frames_left_out = 0, truncated = 0;
+  const bool late = g_describe_methods.load(std::memory_order_acquire) != nullptr;
   for (Pending& p : d.batch) {
     const Record* r = p.record;
+    if (late) name_thread(d, *r);
     for (size_t i = 0; i < p.ips.size(); ++i) d.names.describe(d.snapshot, p.ips[i], i == 0);
     hit.reset(EventKind::sample_hit);
     hit.time = r->time;

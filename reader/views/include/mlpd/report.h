@@ -64,6 +64,13 @@ struct CpuSection {
   std::string asked_hz;       // "" when the file does not say
   double delivered_hz = 0;    // 0 when the file does not say
   bool wall_clock = false;
+  // The runtime's unnamed code (issue 33.5): one per stripped module with self hits in that group, and
+  // the package whose separate debug symbols would name it ("" when the table has none).
+  struct MissingSymbols {
+    std::string module, package;
+    uint64_t self = 0;
+  };
+  std::vector<MissingSymbols> missing_symbols;  // most self hits first
 };
 
 struct CallsSection {

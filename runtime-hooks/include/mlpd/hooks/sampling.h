@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mlpd/rt/meta_log.h"
 
@@ -81,8 +83,13 @@ void sample_from_timer(const void* context, bool managed, uint64_t periods);
 // not described yet to `fn`, which describes them on a thread attached to the runtime before it
 // returns (bounded: what it could not describe is left out of the samples as before). `code[i]` is an
 // address in methods[i]'s compiled code when the walk gave one (else 0): its range is described too,
-// so that the samples' IPs name it. nullptr: off.
-using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, size_t count);
+// so that the samples' IPs name it. methods[i] == 0: code[i] is a native IP outside every module (JIT'd
+// code compiled before the attach: a wrapper or a method the walk did not give, issue 33.3), whose
+// method is described with its range if the runtime's JIT info table knows one. `ranges` receives the
+// code ranges (start, size) described, and (code[i], 0) for an IP no method covers (a trampoline).
+// nullptr: off.
+using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, size_t count,
+                                 std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 void set_describe_methods(DescribeMethods fn);
 
 // Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
