@@ -423,7 +423,8 @@ def runtime_debug_file():
 def workers_run(tag, env=None, window=6):
     """attach_workers (4 busy threads named req-N, started before the attach), attached for `window`
     seconds with sample,counter. Returns (file, CPU-s used in the window by /proc, bracket width)."""
-    p = start(window + 5, env=env, prog="attach_workers")
+    p = start(window + 7, env=env, prog="attach_workers")
+    time.sleep(2)  # CPU used before the attach: the window's counters must leave it out
     c0 = proc_cpu_s(p.pid)
     a = attach(p.pid, f"sample,counter,output=workers_{tag}.mlpd")
     c1 = proc_cpu_s(p.pid)
