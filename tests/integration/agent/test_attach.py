@@ -412,11 +412,24 @@ def runtime_debug_file():
     """The runtime's separate debug file, as the agent finds it (build id, or .gnu_debuglink under
     /usr/lib/debug); None when not installed."""
     exe = os.path.realpath(shutil.which(t.MONO) or t.MONO)
-    r = t.run(["readelf", "-n", exe], timeout=30)
+    root = ""
+    with open(exe, "rb") as f:
+        head = f.read(4096)
+    if not head.startswith(b"\x7fELF"):  # NAME.mono612: a script running the root's mono (scripts/in-root.sh)
+        m = re.search(rb"in-root\.sh' '([^']+)' (\S+)", head)
+        if not m:
+            return None
+        root, inside = m.group(1).decode(), m.group(2).decode()
+        link = os.path.join(root, inside.lstrip("/"))
+        while os.path.islink(link):
+            target = os.readlink(link)
+            link = os.path.join(root, target.lstrip("/")) if target.startswith("/") else os.path.join(os.path.dirname(link), target)
+        exe = "/" + os.path.relpath(link, root)
+    r = t.run(["readelf", "-n", root + exe], timeout=30)
     m = re.search(r"Build ID: ([0-9a-f]+)", r.stdout)
     for c in ([f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"] if m else []) + ["/usr/lib/debug" + exe]:
-        if os.path.exists(c):
-            return c
+        if os.path.exists(root + c):
+            return root + c
     return None
 
 
