@@ -250,24 +250,37 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     children[child_begin[dom_.idom[k] + 1]++] = {k, class_of_vtable_[g_.vtable[dom_.order[k]]]};
   child_begin.pop_back();  // k's children: children[child_begin[k] .. child_begin[k + 1])
   // A top-level node (only the virtual root dominates it) that a root holds directly is named by that
-  // root unless a reference from another top-level node's subtree reaches it too: then it is held
-  // through several roots.
-  std::vector<bool> shared(m, false);
+  // root (holder[k]) unless a reference from the subtree of a top-level node that another root holds
+  // reaches it too: then it is held through several roots (kNone). A stale word on a thread's stack
+  // pointing into a list that the same stack holds is one root, not several.
+  std::vector<uint32_t> holder_of(m, kNone);
   {
     std::vector<uint32_t> top(m, 0);
     if (budget && budget->exceeded()) {
       out_of_memory();
       return;
     }
-    for (uint32_t k = 1; k < m; ++k) top[k] = dom_.idom[k] == 0 ? k : top[dom_.idom[k]];
+    for (uint32_t k = 1; k < m; ++k) {
+      if (dom_.idom[k] == 0) {
+        top[k] = k;
+        holder_of[k] = root_of(dom_.order[k]);
+      } else {
+        top[k] = top[dom_.idom[k]];
+      }
+    }
+    std::vector<bool> shared(m, false);
     for (uint32_t v = 0; v < n; ++v) {
       const uint32_t kv = dom_.number[v];
       if (kv == kNoNode) continue;
       for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
         const uint32_t kw = dom_.number[g_.edges[e]];
-        if (kw != kNoNode && kw != 0 && dom_.idom[kw] == 0 && top[kv] != kw) shared[kw] = true;
+        if (kw != kNoNode && kw != 0 && dom_.idom[kw] == 0 && top[kv] != kw &&
+            (holder_of[top[kv]] != holder_of[kw] || holder_of[kw] == kNone))
+          shared[kw] = true;
       }
     }
+    for (uint32_t k = 1; k < m; ++k)
+      if (shared[k]) holder_of[k] = kNone;
   }
   std::vector<uint32_t> active(classes.size(), 0);
   std::unordered_map<uint64_t, uint32_t> fold_ids;  // (parent + 1) << 32 | class, or root label for tops
@@ -298,7 +311,7 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     const bool top = f.k == 0;
     uint32_t holder = f.root;
     if (top) {
-      holder = shared[k] ? kNone : root_of(dom_.order[k]);
+      holder = holder_of[k];
       if (holder == kNone) holder = several;
     }
     if (active[c]++ == 0) {

@@ -481,3 +481,42 @@ TEST_CASE("heap graph: last_only resolves only the last heapshot", "[retention]"
     CHECK(c.heapshot_count() == 3);
   }
 }
+
+TEST_CASE("heap graph: a root range registered after the heapshot labels it once the file is read", "[retention]") {
+  // A thread's buffer (with its stack's registration) written after the heapshot, as the agent
+  // writes a request thread's buffer when it fills or the thread ends.
+  FileBuilder f = with_classes();
+  f.range(0x8000, 0, 6, 0, "GC Handles (SGen, Normal)");  // Mono's zero-size handle table range
+  f.bare(EventKind::heap_start);
+  f.roots({{0x9008, 0xa000}, {0x5010, 0xb000}});
+  f.object(0xa000, 0x100, 24);
+  f.object(0xb000, 0x200, 32);
+  f.bare(EventKind::heap_end);
+  f.range(0x5000, 4096, 1, 0x2003, "Thread Stack");
+  std::vector<HeapGraph> graphs;
+  std::vector<uint64_t> loose_then;
+  HeapGraphCollector* self = nullptr;
+  HeapGraphCollector::Options o;
+  o.done = [&](HeapGraph&& g) {
+    self->label(g, &loose_then);  // labelled as it closes: the stack is not known yet
+    graphs.push_back(std::move(g));
+  };
+  HeapGraphCollector c(std::move(o));
+  self = &c;
+  const std::vector<uint8_t> file = f.finish();
+  std::unique_ptr<Input> in = Input::from_memory(file.data(), file.size());
+  decode(*in, c);
+  c.finish();
+  REQUIRE(graphs.size() == 1);
+  CHECK(loose_then == std::vector<uint64_t>{0x5010});
+  auto kind_of = [](const HeapGraph& g, uint32_t object) {
+    for (const HeapGraph::Root& r : g.roots)
+      if (r.object == object) return g.labels[r.label].kind;
+    return kRootUnknown;
+  };
+  CHECK(kind_of(graphs[0], 1) == 6);  // counted with the GC handles, for want of its range
+  std::vector<uint64_t> loose_now;
+  c.label(graphs[0], &loose_now);
+  CHECK(loose_now.empty());
+  CHECK(kind_of(graphs[0], 1) == 1);  // the thread's stack
+}
