@@ -159,12 +159,22 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
       }
     }
     std::vector<uint32_t>().swap(queue);
-    if (!lasting_.empty()) {
+    // The first object with a reference to drop (objects only transient roots reach are usually few).
+    uint32_t first = n;
+    for (uint32_t v = 0; v < n && first == n && !lasting_.empty(); ++v) {
+      if (lasting_[v]) continue;
+      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e)
+        if (lasting_[g_.edges[e]]) {
+          first = v;
+          break;
+        }
+    }
+    if (first < n) {
       // Drop the references from transiently held objects to lasting ones, in place (paths() walks
       // the lasting roots' objects first, so it never needed them).
       const bool offsets = !g_.edge_offset.empty();
-      uint32_t w = 0, begin = g_.edge_begin[0];
-      for (uint32_t v = 0; v < n; ++v) {
+      uint32_t w = g_.edge_begin[first], begin = g_.edge_begin[first];
+      for (uint32_t v = first; v < n; ++v) {
         const uint32_t end = g_.edge_begin[v + 1];
         g_.edge_begin[v] = w;
         for (uint32_t e = begin; e < end; ++e) {
@@ -178,6 +188,8 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
         begin = end;
       }
       g_.edge_begin[n] = w;
+    }
+    if (!lasting_.empty()) {
       std::erase_if(root_targets, [this](uint32_t o) {
         if (!lasting_[o]) return false;
         auto it = std::lower_bound(g_.roots.begin(), g_.roots.end(), o,
@@ -204,6 +216,44 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   // to the peak below (about 20 MB on 5.6M objects).
   malloc_trim(0);
 #endif
+
+  // A top-level node (only the virtual root dominates it) that a root holds directly is named by that
+  // root unless a reference from the subtree of a top-level node that another root holds reaches it
+  // too: then it is held through several roots (kNone). A stale word on a thread's stack pointing
+  // into a list that the same stack holds is one root, not several. Computed here, before the
+  // retained sizes' arrays exist, so that `top` adds nothing to the peak; tops keeps (k, holder) of
+  // the top-level nodes only, in k order.
+  std::vector<std::pair<uint32_t, uint32_t>> tops;
+  {
+    std::vector<uint32_t> top(m, 0);
+    std::vector<bool> is_top(n, false);  // by object: a bit, so that the pass over the references
+                                         // looks up the dominator numbers of few targets only
+    if (budget && budget->exceeded()) {
+      out_of_memory();
+      return;
+    }
+    for (uint32_t k = 1; k < m; ++k) {
+      if (dom_.idom[k] == 0) {
+        top[k] = static_cast<uint32_t>(tops.size());
+        tops.emplace_back(k, root_of(dom_.order[k]));
+        is_top[dom_.order[k]] = true;
+      } else {
+        top[k] = top[dom_.idom[k]];
+      }
+    }
+    std::vector<bool> shared(tops.size(), false);
+    for (uint32_t v = 0; v < n; ++v) {
+      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
+        if (!is_top[g_.edges[e]]) continue;
+        const uint32_t kv = dom_.number[v];
+        if (kv == kNoNode) break;
+        const uint32_t t = top[dom_.number[g_.edges[e]]];
+        if (top[kv] != t && (tops[top[kv]].second != tops[t].second || tops[t].second == kNone)) shared[t] = true;
+      }
+    }
+    for (size_t t = 0; t < tops.size(); ++t)
+      if (shared[t]) tops[t].second = kNone;
+  }
 
   // Retained sizes and dominated object counts (for the folded tree only), by preorder number:
   // children before parents.
@@ -249,39 +299,6 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   for (uint32_t k = 1; k < m; ++k)
     children[child_begin[dom_.idom[k] + 1]++] = {k, class_of_vtable_[g_.vtable[dom_.order[k]]]};
   child_begin.pop_back();  // k's children: children[child_begin[k] .. child_begin[k + 1])
-  // A top-level node (only the virtual root dominates it) that a root holds directly is named by that
-  // root (holder[k]) unless a reference from the subtree of a top-level node that another root holds
-  // reaches it too: then it is held through several roots (kNone). A stale word on a thread's stack
-  // pointing into a list that the same stack holds is one root, not several.
-  std::vector<uint32_t> holder_of(m, kNone);
-  {
-    std::vector<uint32_t> top(m, 0);
-    if (budget && budget->exceeded()) {
-      out_of_memory();
-      return;
-    }
-    for (uint32_t k = 1; k < m; ++k) {
-      if (dom_.idom[k] == 0) {
-        top[k] = k;
-        holder_of[k] = root_of(dom_.order[k]);
-      } else {
-        top[k] = top[dom_.idom[k]];
-      }
-    }
-    std::vector<bool> shared(m, false);
-    for (uint32_t v = 0; v < n; ++v) {
-      const uint32_t kv = dom_.number[v];
-      if (kv == kNoNode) continue;
-      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
-        const uint32_t kw = dom_.number[g_.edges[e]];
-        if (kw != kNoNode && kw != 0 && dom_.idom[kw] == 0 && top[kv] != kw &&
-            (holder_of[top[kv]] != holder_of[kw] || holder_of[kw] == kNone))
-          shared[kw] = true;
-      }
-    }
-    for (uint32_t k = 1; k < m; ++k)
-      if (shared[k]) holder_of[k] = kNone;
-  }
   std::vector<uint32_t> active(classes.size(), 0);
   std::unordered_map<uint64_t, uint32_t> fold_ids;  // (parent + 1) << 32 | class, or root label for tops
   std::unordered_map<uint64_t, uint32_t> top_ids;
@@ -311,7 +328,7 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     const bool top = f.k == 0;
     uint32_t holder = f.root;
     if (top) {
-      holder = holder_of[k];
+      holder = std::lower_bound(tops.begin(), tops.end(), std::pair<uint32_t, uint32_t>{k, 0})->second;
       if (holder == kNone) holder = several;
     }
     if (active[c]++ == 0) {
