@@ -83,6 +83,12 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
   ro.budget = budget;
   std::optional<HeapGraph> last;
   HeapGraphCollector* self = nullptr;
+  struct Loose {
+    size_t result;
+    uint64_t start_time;
+    std::vector<uint64_t> slots;  // its root slots in no range when it was labelled
+  };
+  std::vector<Loose> relabel;
   HeapGraphCollector::Options o;
   o.offsets = offsets;
   o.budget = budget;
@@ -95,7 +101,11 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
   } else {
     o.want = want;
     o.done = [&](HeapGraph&& g) {
-      self->label(g);
+      // Root slots in no range known yet: the range may come later in the file (a thread's buffer,
+      // with its stack's registration, is written when it fills or the thread ends).
+      std::vector<uint64_t> loose;
+      self->label(g, &loose);
+      if (!loose.empty()) relabel.push_back({fr.results.size(), g.start_time, std::move(loose)});
       RetentionAnalysis a(std::move(g), self->names(), ro);
       fr.results.push_back(a.result());
     };
@@ -109,6 +119,38 @@ FileResult read_heapshots(const char* command, const std::string& path, bool sin
       std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
   fr.problems = !collector.problems().empty();
   fr.heapshots = collector.heapshot_count();
+  // Heapshots labelled before a root range registered later in the file was read: built again in a
+  // second pass, labelled with every range of the file (as a single heapshot is), so that one stack
+  // or static field is named alike in every heapshot (--suspects, --diff). Not for standard input.
+  std::erase_if(relabel, [&](const Loose& x) {
+    HeapGraph probe;  // the slots alone, labelled with the whole file's ranges
+    probe.start_time = x.start_time;
+    for (const uint64_t slot : x.slots) probe.roots.push_back({0, 0, slot});
+    std::vector<uint64_t> still;
+    collector.label(probe, &still);
+    return still.size() == x.slots.size();
+  });
+  if (!relabel.empty() && path != "-") {
+    std::unique_ptr<Input> again = Input::open(path, open_error);
+    if (again) {
+      std::map<size_t, size_t> position;  // heapshot index -> its result
+      for (const Loose& x : relabel) position.emplace(fr.results[x.result].index, x.result);
+      HeapGraphCollector::Options o2;
+      o2.offsets = offsets;
+      o2.budget = budget;
+      o2.want = [&position](size_t i) { return position.count(i) != 0; };
+      o2.done = [&](HeapGraph&& g) {
+        const auto it = position.find(g.index);
+        if (it == position.end()) return;
+        collector.label(g);
+        RetentionAnalysis a(std::move(g), collector.names(), ro);
+        fr.results[it->second] = a.result();
+      };
+      HeapGraphCollector second(std::move(o2));
+      decode(*again, second, read_options());
+      second.finish();
+    }
+  }
   if (single && last) {
     collector.label(*last);
     fr.kept = std::make_unique<RetentionAnalysis>(std::move(*last), collector.names(), ro);

@@ -419,7 +419,7 @@ void HeapGraphCollector::finish() {
   while (!open_.empty()) close(open_.front()->thread);
 }
 
-void HeapGraphCollector::label(HeapGraph& g) const {
+void HeapGraphCollector::label(HeapGraph& g, std::vector<uint64_t>* loose) const {
   // Ranges by start; max_end[i] is the largest end among the first i+1, so the scan backwards from
   // the last range starting at or below a slot stops as soon as no earlier range can hold it.
   std::vector<uint32_t> by_start(ranges_.size());
@@ -468,6 +468,7 @@ void HeapGraphCollector::label(HeapGraph& g) const {
         best_alive = alive;
       }
     }
+    if (!best && loose) loose->push_back(r.slot);
     if (!best) best = handles;
     if (!best) {
       r.label = label_id(kRootUnknown, "");

@@ -32,6 +32,12 @@ int root_rank(uint8_t kind) {
   }
 }
 
+// Roots that come and go with the code running on a thread: a thread's stack (its slots and, scanned
+// conservatively, stale words) and the runtime's handle stack. A reference from one of them to an
+// object that a lasting root (a static field, a GC handle, a thread static, ...) also reaches is a
+// transient copy of that root's reference (docs/reports.md, "Lasting and transient roots").
+bool transient_root(uint8_t kind) { return kind == 1 || kind == 14; }
+
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr size_t kPathEnds = 32;  // a longer path keeps its first and last 32 steps
 
@@ -40,9 +46,12 @@ constexpr size_t kPathEnds = 32;  // a longer path keeps its first and last 32 s
 uint32_t RetentionAnalysis::root_of(uint32_t object) const {
   auto it = std::lower_bound(g_.roots.begin(), g_.roots.end(), object,
                              [](const HeapGraph::Root& r, uint32_t o) { return r.object < o; });
+  // An object a lasting root reaches is named by its lasting roots only.
+  const bool lasting = !lasting_.empty() && lasting_[object];
   uint32_t best = kNone;
   int best_rank = 1 << 30;
   for (; it != g_.roots.end() && it->object == object; ++it) {
+    if (lasting && transient_root(g_.labels[it->label].kind)) continue;
     const int rank = root_rank(g_.labels[it->label].kind);
     if (rank < best_rank) {
       best_rank = rank;
@@ -120,6 +129,80 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     if (i == 0 || g_.roots[i].object != g_.roots[i - 1].object) root_targets.push_back(g_.roots[i].object);
   r_.root_objects = root_targets.size();
 
+  // Lasting and transient roots: the objects a lasting root reaches (lasting_) are held by those roots
+  // alone. A transient root's slot that holds one of them is left out of the virtual root's
+  // successors, and so are the references to them from objects only transient roots reach (a
+  // request's local array of items that a static list holds too): a static leak is held by its static
+  // field whichever request thread happens to be touching it when the heapshot is taken.
+  {
+    std::vector<uint32_t> queue;
+    for (const HeapGraph::Root& root : g_.roots)
+      if (!transient_root(g_.labels[root.label].kind)) {
+        if (lasting_.empty()) lasting_.assign(n, false);
+        if (!lasting_[root.object]) {
+          lasting_[root.object] = true;
+          queue.push_back(root.object);
+        }
+      }
+    if (budget && budget->exceeded()) {
+      out_of_memory();
+      return;
+    }
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const uint32_t v = queue[q];
+      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
+        const uint32_t w = g_.edges[e];
+        if (!lasting_[w]) {
+          lasting_[w] = true;
+          queue.push_back(w);
+        }
+      }
+    }
+    std::vector<uint32_t>().swap(queue);
+    // The first object with a reference to drop (objects only transient roots reach are usually few).
+    uint32_t first = n;
+    for (uint32_t v = 0; v < n && first == n && !lasting_.empty(); ++v) {
+      if (lasting_[v]) continue;
+      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e)
+        if (lasting_[g_.edges[e]]) {
+          first = v;
+          break;
+        }
+    }
+    if (first < n) {
+      // Drop the references from transiently held objects to lasting ones, in place (paths() walks
+      // the lasting roots' objects first, so it never needed them).
+      const bool offsets = !g_.edge_offset.empty();
+      uint32_t w = g_.edge_begin[first], begin = g_.edge_begin[first];
+      for (uint32_t v = first; v < n; ++v) {
+        const uint32_t end = g_.edge_begin[v + 1];
+        g_.edge_begin[v] = w;
+        for (uint32_t e = begin; e < end; ++e) {
+          if (!lasting_[v] && lasting_[g_.edges[e]]) {
+            ++r_.transient_refs;
+            continue;
+          }
+          if (offsets) g_.edge_offset[w] = g_.edge_offset[e];
+          g_.edges[w++] = g_.edges[e];
+        }
+        begin = end;
+      }
+      g_.edge_begin[n] = w;
+    }
+    if (!lasting_.empty()) {
+      std::erase_if(root_targets, [this](uint32_t o) {
+        if (!lasting_[o]) return false;
+        auto it = std::lower_bound(g_.roots.begin(), g_.roots.end(), o,
+                                   [](const HeapGraph::Root& r, uint32_t x) { return r.object < x; });
+        for (; it != g_.roots.end() && it->object == o; ++it)
+          if (!transient_root(g_.labels[it->label].kind)) return false;
+        return true;
+      });
+      for (const HeapGraph::Root& root : g_.roots)
+        if (lasting_[root.object] && transient_root(g_.labels[root.label].kind)) ++r_.transient_roots;
+    }
+  }
+
   dom_ = compute_dominators(n, g_.edge_begin.data(), g_.edges.data(), n, root_targets.data(),
                             static_cast<uint32_t>(root_targets.size()), budget);
   if (dom_.out_of_memory) {
@@ -133,6 +216,44 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
   // to the peak below (about 20 MB on 5.6M objects).
   malloc_trim(0);
 #endif
+
+  // A top-level node (only the virtual root dominates it) that a root holds directly is named by that
+  // root unless a reference from the subtree of a top-level node that another root holds reaches it
+  // too: then it is held through several roots (kNone). A stale word on a thread's stack pointing
+  // into a list that the same stack holds is one root, not several. Computed here, before the
+  // retained sizes' arrays exist, so that `top` adds nothing to the peak; tops keeps (k, holder) of
+  // the top-level nodes only, in k order.
+  std::vector<std::pair<uint32_t, uint32_t>> tops;
+  {
+    std::vector<uint32_t> top(m, 0);
+    std::vector<bool> is_top(n, false);  // by object: a bit, so that the pass over the references
+                                         // looks up the dominator numbers of few targets only
+    if (budget && budget->exceeded()) {
+      out_of_memory();
+      return;
+    }
+    for (uint32_t k = 1; k < m; ++k) {
+      if (dom_.idom[k] == 0) {
+        top[k] = static_cast<uint32_t>(tops.size());
+        tops.emplace_back(k, root_of(dom_.order[k]));
+        is_top[dom_.order[k]] = true;
+      } else {
+        top[k] = top[dom_.idom[k]];
+      }
+    }
+    std::vector<bool> shared(tops.size(), false);
+    for (uint32_t v = 0; v < n; ++v) {
+      for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
+        if (!is_top[g_.edges[e]]) continue;
+        const uint32_t kv = dom_.number[v];
+        if (kv == kNoNode) break;
+        const uint32_t t = top[dom_.number[g_.edges[e]]];
+        if (top[kv] != t && (tops[top[kv]].second != tops[t].second || tops[t].second == kNone)) shared[t] = true;
+      }
+    }
+    for (size_t t = 0; t < tops.size(); ++t)
+      if (shared[t]) tops[t].second = kNone;
+  }
 
   // Retained sizes and dominated object counts (for the folded tree only), by preorder number:
   // children before parents.
@@ -207,7 +328,7 @@ RetentionAnalysis::RetentionAnalysis(HeapGraph graph, const Names& names, const 
     const bool top = f.k == 0;
     uint32_t holder = f.root;
     if (top) {
-      holder = root_of(dom_.order[k]);
+      holder = std::lower_bound(tops.begin(), tops.end(), std::pair<uint32_t, uint32_t>{k, 0})->second;
       if (holder == kNone) holder = several;
     }
     if (active[c]++ == 0) {
@@ -332,25 +453,42 @@ std::vector<RootPath> RetentionAnalysis::paths(const std::string& name, size_t m
   });
   if (wanted.size() > max) wanted.resize(max);
 
-  // Breadth first from the roots' objects, the most telling roots first.
+  // Breadth first from the lasting roots' objects, the most telling roots first; then from the
+  // transient roots' objects, for what no lasting root reaches.
   std::vector<uint32_t> parent(n, kNone), queue;
   std::vector<std::pair<int, uint32_t>> starts;
   for (size_t i = 0; i < g_.roots.size(); ++i) {
     if (i && g_.roots[i].object == g_.roots[i - 1].object) continue;
     // Ranked by the kind of the object's most telling root (the roots are sorted by object).
     int best = 1 << 30;
-    for (size_t j = i; j < g_.roots.size() && g_.roots[j].object == g_.roots[i].object; ++j)
-      best = std::min(best, root_rank(g_.labels[g_.roots[j].label].kind));
-    starts.emplace_back(best, g_.roots[i].object);
+    bool lasting = false;
+    for (size_t j = i; j < g_.roots.size() && g_.roots[j].object == g_.roots[i].object; ++j) {
+      const uint8_t kind = g_.labels[g_.roots[j].label].kind;
+      best = std::min(best, root_rank(kind));
+      lasting = lasting || !transient_root(kind);
+    }
+    if (!lasting && !lasting_.empty() && lasting_[g_.roots[i].object]) continue;  // a transient copy
+    starts.emplace_back(lasting ? best : best + (1 << 20), g_.roots[i].object);
   }
   std::stable_sort(starts.begin(), starts.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   queue.reserve(n);
-  for (const auto& [rank, o] : starts) {
-    parent[o] = n;
-    queue.push_back(o);
-  }
-  for (size_t q = 0; q < queue.size(); ++q) {
+  size_t next_start = 0;
+  auto start = [&](bool transient) {
+    for (; next_start < starts.size() && (starts[next_start].first >= (1 << 20)) == transient; ++next_start) {
+      const uint32_t o = starts[next_start].second;
+      if (parent[o] != kNone) continue;
+      parent[o] = n;
+      queue.push_back(o);
+    }
+  };
+  start(false);
+  for (size_t q = 0;; ++q) {
+    if (q == queue.size()) {
+      if (next_start == starts.size()) break;
+      start(true);
+      if (q == queue.size()) break;
+    }
     const uint32_t v = queue[q];
     for (uint32_t e = g_.edge_begin[v]; e < g_.edge_begin[v + 1]; ++e) {
       const uint32_t w = g_.edges[e];

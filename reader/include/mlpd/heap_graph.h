@@ -111,8 +111,9 @@ class HeapGraphCollector final : public Visitor {
 
   // Closes the heapshots still open (handing them to `done`). Call once after decoding.
   void finish();
-  // Labels the roots of `g` with the registered root ranges.
-  void label(HeapGraph& g) const;
+  // Labels the roots of `g` with the registered root ranges; `loose` (if given) receives the slots
+  // that no range holds (labelled unknown, or counted with Mono's GC handles).
+  void label(HeapGraph& g, std::vector<uint64_t>* loose = nullptr) const;
 
   const Names& names() const { return names_; }
   const std::vector<Problem>& problems() const { return problems_; }

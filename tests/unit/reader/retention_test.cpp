@@ -138,7 +138,8 @@ TEST_CASE("retention: exact retained sizes, MAT's class figure, roots, paths, un
   f.bare(EventKind::heap_start);
   f.roots({{0x9008, 0xa000}, {0x7100, 0xb000}, {1, 0xc000}});
   // A static Holder -> Node -> Node -> Leaf (a chain: the inner Node is below a Node), and a Leaf
-  // shared by the Holder's Node and a stack-held Node: nobody but the virtual root dominates it.
+  // shared by the Holder's Node and a stack-held Node: the stack Node's reference is a transient copy
+  // of a lasting one (docs/reports.md, "Lasting and transient roots"), so the Holder's Node holds it.
   f.object(0xa000, 0x100, 24, {{16, 0xa100}});
   f.object(0xa100, 0x200, 32, {{16, 0xa200}, {24, 0xd000}});
   f.object(0xa200, 0x200, 32, {{16, 0xa300}});
@@ -158,16 +159,18 @@ TEST_CASE("retention: exact retained sizes, MAT's class figure, roots, paths, un
   CHECK(r.unreached_objects == 1);
   CHECK(r.unreached_bytes == 40);
   CHECK(r.root_objects == 3);
-  // Holder retains itself, both chain Nodes and the chain's Leaf, not the shared Leaf.
+  CHECK(r.transient_refs == 1);
+  CHECK(r.transient_roots == 0);
+  // Holder retains itself, both chain Nodes, the chain's Leaf and the shared Leaf.
   REQUIRE(r.classes.size() == 3);
-  CHECK(find_class(r, "Holder")->retained == 24 + 32 + 32 + 40);
-  // Node: the chain's first Node (retains the inner one) and the stack-held Node, each once.
+  CHECK(find_class(r, "Holder")->retained == 24 + 32 + 32 + 40 + 40);
+  // Node: the chain's first Node (retains the inner one and both Leafs) and the stack-held Node.
   const RetainedClass* node = find_class(r, "Node");
   REQUIRE(node);
   CHECK(node->objects == 3);
   CHECK(node->shallow == 96);
-  CHECK(node->retained == (32 + 32 + 40) + 32);
-  CHECK(r.classes[0].name == "Node");  // 136 bytes, before Leaf's 120 and Holder's 128
+  CHECK(node->retained == (32 + 32 + 40 + 40) + 32);
+  CHECK(r.classes[0].name == "Node");  // 176 bytes, before Holder's 168 and Leaf's 120
   CHECK(r.classes[1].name == "Holder");
   // Leaf: reached instances at the top of their class: all three reached Leafs (the unreached one out).
   const RetainedClass* leaf = find_class(r, "Leaf");
@@ -180,7 +183,7 @@ TEST_CASE("retention: exact retained sizes, MAT's class figure, roots, paths, un
   CHECK(r.roots[r.folded[0].root].kind == "static");
   CHECK(r.roots[r.folded[0].root].name == "Static Fields: Holder");
   CHECK(r.classes[r.folded[0].klass].name == "Holder");
-  CHECK(r.folded[0].retained == 128);
+  CHECK(r.folded[0].retained == 168);
   // Paths.
   uint64_t instances = 0;
   std::vector<RootPath> p = a.shots[0]->paths("Leaf", 5, instances);
@@ -195,14 +198,168 @@ TEST_CASE("retention: exact retained sizes, MAT's class figure, roots, paths, un
     } else if (x.root.kind == "finalizer_queue") {
       finalizer = x.steps.size() == 1 && x.root.name == "Finalizer Queue";
     } else {
-      // The shared Leaf: reached in two steps from the stack Node, in three from the Holder.
-      shared = x.steps.size() == 2 && x.root.kind == "stack" && x.steps[1].offset == 16 &&
-               x.root.name.rfind("Thread Stack: thread 0x1000", 0) == 0;
+      // The shared Leaf: reached in two steps from the stack Node, in three from the Holder, whose
+      // path is the one shown (a lasting root's).
+      shared = x.steps.size() == 3 && x.root.kind == "static" && x.steps[1].offset == 16 &&
+               x.steps[2].offset == 24 && x.root.name == "Static Fields: Holder";
     }
   }
   CHECK(chain);
   CHECK(finalizer);
   CHECK(shared);
+}
+
+namespace {
+
+// The shape of issue 33's server: a static List whose backing array a request thread holds in a
+// local (a stack root of its own) while another request is in a foreach over the list (its stack
+// holds the List and an enumerator-like object that holds the List), and a third request's own object
+// holds one of the list's items. Classes: List (0x100), Array (0x200), Item (0x300), Request (0x400).
+FileBuilder request_shape(uint8_t list_root) {
+  FileBuilder f;
+  f.klass(0x100, 0x1100, "List");
+  f.klass(0x200, 0x1200, "Array");
+  f.klass(0x300, 0x1300, "Item");
+  f.klass(0x400, 0x1400, "Request");
+  f.range(0x9000, 64, list_root, 0x100, list_root == 3 ? "Static Fields" : "GC Handle Bucket");
+  f.range(0x7000, 4096, 1, 0x2001, "Thread Stack");  // req-1
+  f.range(0x6000, 4096, 1, 0x2002, "Thread Stack");  // req-2
+  f.range(0x5000, 4096, 1, 0x2003, "Thread Stack");  // req-3
+  f.bare(EventKind::heap_start);
+  f.roots({{0x9008, 0xa000},                      // the static field: the List
+           {0x7010, 0xa100},                      // req-1: the backing array, in a local
+           {0x6010, 0xa000}, {0x6018, 0xb000},    // req-2: the List and its enumerator
+           {0x5010, 0xc000}});                    // req-3: its Request
+  f.object(0xa000, 0x100, 40, {{16, 0xa100}});
+  f.object(0xa100, 0x200, 32 + 8 * 4, {{32, 0xa200}, {40, 0xa300}, {48, 0xa400}, {56, 0xa500}});
+  for (uint64_t i = 0; i < 4; ++i) f.object(0xa200 + i * 0x100, 0x300, 100);
+  f.object(0xb000, 0x400, 24, {{16, 0xa000}});                  // the enumerator: the List
+  f.object(0xc000, 0x400, 24, {{16, 0xa300}, {24, 0xc100}});    // req-3's Request: an Item, its own
+  f.object(0xc100, 0x300, 100);
+  f.bare(EventKind::heap_end);
+  return f;
+}
+
+const FoldedNode* top_subtree(const Retention& r, const std::string& klass) {
+  for (const FoldedNode& x : r.folded)
+    if (x.parent == UINT32_MAX && r.classes[x.klass].name == klass) return &x;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("retention: a static leak that request threads touch is held by the static field", "[retention]") {
+  for (const uint8_t kind : {uint8_t{3}, uint8_t{6}}) {  // a static field, a GC handle: both lasting
+    const std::string root = kind == 3 ? "static" : "gc_handle";
+    const std::string name = kind == 3 ? "Static Fields: List" : "GC Handle Bucket";
+    FileBuilder f = request_shape(kind);
+    const Analysed a = analyse(f.finish());
+    REQUIRE(a.shots.size() == 1);
+    const Retention& r = a.shots[0]->result();
+    REQUIRE(r.error.empty());
+    CHECK(r.root_objects == 4);
+    CHECK(r.transient_roots == 2);  // req-1's array and req-2's List: copies of the lasting root's
+    CHECK(r.transient_refs == 2);   // the enumerator's List, req-3's Item
+    // The List retains the array and every item (not req-3's own Item).
+    const RetainedClass* list = find_class(r, "List");
+    REQUIRE(list);
+    CHECK(list->retained == 40 + 64 + 4 * 100);
+    CHECK(r.classes[0].name == "List");
+    CHECK(r.roots[list->held_by].kind == root);
+    const RetainedClass* array = find_class(r, "Array");
+    REQUIRE(array);
+    CHECK(array->retained == 64 + 400);
+    CHECK(r.roots[array->held_by].kind == root);  // the root of the subtree it is in
+    // One top-level subtree for the list, held by the lasting root; the array is below it.
+    const FoldedNode* top = top_subtree(r, "List");
+    REQUIRE(top);
+    CHECK(r.roots[top->root].kind == root);
+    CHECK(r.roots[top->root].name == name);
+    CHECK(top->retained == 504);
+    CHECK(top_subtree(r, "Array") == nullptr);
+    CHECK(&r.folded[0] == top);
+    // The requests' own objects stay theirs: req-3's Request retains itself and its own Item only.
+    const FoldedNode* request = nullptr;
+    for (const FoldedNode& x : r.folded)
+      if (x.parent == UINT32_MAX && r.classes[x.klass].name == "Request" && r.roots[x.root].name.find("0x2003") != std::string::npos)
+        request = &x;
+    REQUIRE(request);
+    CHECK(r.roots[request->root].kind == "stack");
+    CHECK(request->retained == 124);
+    // The path to the array is the lasting root's, not req-1's stack slot.
+    uint64_t instances = 0;
+    std::vector<RootPath> p = a.shots[0]->paths("Array", 5, instances);
+    REQUIRE(p.size() == 1);
+    CHECK(p[0].root.kind == root);
+    CHECK(p[0].root.name == name);
+    REQUIRE(p[0].steps.size() == 2);
+    CHECK(p[0].steps[0].klass == "List");
+    CHECK(p[0].steps[1].klass == "Array");
+    CHECK(p[0].steps[1].offset == 16);
+    CHECK(p[0].retained == 464);
+    // And the Item req-3 holds is reached from the lasting root too.
+    p = a.shots[0]->paths("Item", 5, instances);
+    CHECK(instances == 5);
+    int lasting = 0, own = 0;
+    for (const RootPath& x : p) {
+      if (x.root.kind == root && x.steps.size() == 3) ++lasting;
+      if (x.root.kind == "stack" && x.steps.size() == 2 && x.steps[0].klass == "Request") ++own;
+    }
+    CHECK(lasting == 4);
+    CHECK(own == 1);
+  }
+}
+
+TEST_CASE("retention: an object held directly by a root and reached through another is held by several",
+          "[retention]") {
+  // Without a lasting root: two request threads, one holding the List, the other its array.
+  {
+    FileBuilder f;
+    f.klass(0x100, 0x1100, "List");
+    f.klass(0x200, 0x1200, "Array");
+    f.range(0x7000, 4096, 1, 0x2001, "Thread Stack");
+    f.range(0x6000, 4096, 1, 0x2002, "Thread Stack");
+    f.bare(EventKind::heap_start);
+    f.roots({{0x7010, 0xa000}, {0x6010, 0xa100}});
+    f.object(0xa000, 0x100, 40, {{16, 0xa100}});
+    f.object(0xa100, 0x200, 64);
+    f.bare(EventKind::heap_end);
+    const Analysed a = analyse(f.finish());
+    REQUIRE(a.shots.size() == 1);
+    const Retention& r = a.shots[0]->result();
+    CHECK(r.transient_roots == 0);
+    const FoldedNode* array = top_subtree(r, "Array");
+    REQUIRE(array);
+    CHECK(r.roots[array->root].kind == "several");
+    CHECK(find_class(r, "List")->retained == 40);
+    CHECK(r.roots[top_subtree(r, "List")->root].kind == "stack");
+  }
+  // Two lasting roots: a static field holds the array, a GC handle holds the List that holds it.
+  {
+    FileBuilder f;
+    f.klass(0x100, 0x1100, "List");
+    f.klass(0x200, 0x1200, "Array");
+    f.range(0x9000, 64, 3, 0x300, "Static Fields");
+    f.range(0x8000, 64, 6, 0, "GC Handle Bucket");
+    f.bare(EventKind::heap_start);
+    f.roots({{0x9008, 0xa100}, {0x8008, 0xa000}});
+    f.object(0xa000, 0x100, 40, {{16, 0xa100}});
+    f.object(0xa100, 0x200, 64);
+    f.bare(EventKind::heap_end);
+    const Analysed a = analyse(f.finish());
+    REQUIRE(a.shots.size() == 1);
+    const Retention& r = a.shots[0]->result();
+    const FoldedNode* array = top_subtree(r, "Array");
+    REQUIRE(array);
+    CHECK(r.roots[array->root].kind == "several");
+    CHECK(r.roots[find_class(r, "Array")->held_by].kind == "several");
+    // Its path: the shortest from a lasting root, the static field's.
+    uint64_t instances = 0;
+    const std::vector<RootPath> p = a.shots[0]->paths("Array", 1, instances);
+    REQUIRE(p.size() == 1);
+    CHECK(p[0].root.kind == "static");
+    CHECK(p[0].steps.size() == 1);
+  }
 }
 
 TEST_CASE("retention: hostile heapshots are analysed, what cannot be resolved is counted", "[retention]") {
@@ -323,4 +480,43 @@ TEST_CASE("heap graph: last_only resolves only the last heapshot", "[retention]"
     CHECK(graphs[0].dangling_refs == 1);
     CHECK(c.heapshot_count() == 3);
   }
+}
+
+TEST_CASE("heap graph: a root range registered after the heapshot labels it once the file is read", "[retention]") {
+  // A thread's buffer (with its stack's registration) written after the heapshot, as the agent
+  // writes a request thread's buffer when it fills or the thread ends.
+  FileBuilder f = with_classes();
+  f.range(0x8000, 0, 6, 0, "GC Handles (SGen, Normal)");  // Mono's zero-size handle table range
+  f.bare(EventKind::heap_start);
+  f.roots({{0x9008, 0xa000}, {0x5010, 0xb000}});
+  f.object(0xa000, 0x100, 24);
+  f.object(0xb000, 0x200, 32);
+  f.bare(EventKind::heap_end);
+  f.range(0x5000, 4096, 1, 0x2003, "Thread Stack");
+  std::vector<HeapGraph> graphs;
+  std::vector<uint64_t> loose_then;
+  HeapGraphCollector* self = nullptr;
+  HeapGraphCollector::Options o;
+  o.done = [&](HeapGraph&& g) {
+    self->label(g, &loose_then);  // labelled as it closes: the stack is not known yet
+    graphs.push_back(std::move(g));
+  };
+  HeapGraphCollector c(std::move(o));
+  self = &c;
+  const std::vector<uint8_t> file = f.finish();
+  std::unique_ptr<Input> in = Input::from_memory(file.data(), file.size());
+  decode(*in, c);
+  c.finish();
+  REQUIRE(graphs.size() == 1);
+  CHECK(loose_then == std::vector<uint64_t>{0x5010});
+  auto kind_of = [](const HeapGraph& g, uint32_t object) {
+    for (const HeapGraph::Root& r : g.roots)
+      if (r.object == object) return g.labels[r.label].kind;
+    return kRootUnknown;
+  };
+  CHECK(kind_of(graphs[0], 1) == 6);  // counted with the GC handles, for want of its range
+  std::vector<uint64_t> loose_now;
+  c.label(graphs[0], &loose_now);
+  CHECK(loose_now.empty());
+  CHECK(kind_of(graphs[0], 1) == 1);  // the thread's stack
 }

@@ -58,6 +58,10 @@ struct Retention {
   uint64_t unreached_objects = 0, unreached_bytes = 0;
   uint64_t root_objects = 0;  // distinct objects held by a GC root
   uint64_t dangling_refs = 0, dangling_roots = 0, duplicate_objects = 0;
+  // Transient copies left out (docs/reports.md, "Lasting and transient roots"): transient roots (a
+  // thread's stack, the handle stack; one per object and root range) holding an object that a lasting
+  // root reaches, and references to such objects from objects only transient roots reach.
+  uint64_t transient_roots = 0, transient_refs = 0;
   std::vector<RetainedClass> classes;  // retained descending, then shallow, then name
   std::vector<RootName> roots;         // labels used by the folded tree and the paths
   std::vector<FoldedNode> folded;      // parents before children; retained descending among siblings
@@ -100,6 +104,7 @@ class RetentionAnalysis {
   std::vector<uint64_t> retained_;  // by preorder number
   std::vector<uint32_t> root_label_;  // by HeapGraph label: index into r_.roots
   std::vector<uint32_t> class_rank_;  // by class index in the build order -> index into r_.classes
+  std::vector<bool> lasting_;  // by object: reached from a lasting root (empty: no lasting root)
 };
 
 // The top-level folded subtrees as "KIND NAME/Class/Class..." keys with their retained bytes, for
