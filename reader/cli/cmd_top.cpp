@@ -73,7 +73,8 @@ const char kHelp[] =
     "A partly written buffer at the end is waited for while the writer (the pid in FILE's header)\n"
     "lives; once it has exited, the final figures are printed and top ends.\n"
     "--stats prints at the end (on stderr) the bytes read, the bytes decoded and the most bytes held\n"
-    "back for a partly written buffer.\n"
+    "back for a partly written buffer, and at each view of a plain file how far into it the view reads.\n"
+    "The header (program, rate delivered) is the file's, read from its start whatever the counting.\n"
     "Exit status: 0 when the file was complete, 1 when the writer left it cut, it has other problems or\n"
     "cannot be read, 2 bad usage.\n";
 
@@ -391,11 +392,16 @@ int cmd_top(int argc, char** argv) {
                 notes.c_str());
     if (p.header_ok()) {
       std::string error;
+      ro.counters_partial = hist_pos < hist_end;  // the counters' sums lack part of the file's start
       views::write_report(p, ro, stdout, error);
     } else {
       std::printf("(waiting for the file header)\n");
     }
     std::fflush(stdout);
+    if (stats && !live.compressed())  // what this view has read: the file's bytes [0, N) (whole buffers)
+      std::fprintf(stderr, "mlpd top: view at +%.1f s: the file up to byte %llu%s\n",
+                   std::chrono::duration<double>(now - t_start).count(), static_cast<unsigned long long>(live.fed()),
+                   hist_pos < hist_end ? " (its start still being read for names)" : "");
     if (done) {
       if (stats)
         std::fprintf(stderr, "mlpd top: read %llu bytes, decoded %llu bytes, held at most %llu bytes\n",

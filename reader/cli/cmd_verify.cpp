@@ -23,7 +23,9 @@ const char kHelp[] =
     "header fields, buffer ids and lengths, event types and subtypes, enum values, LEB128 encodings,\n"
     "strings and reads past a buffer's end. Prints one line per problem:\n"
     "  FILE: offset N (buffer K): what is wrong\n"
-    "and one summary line per valid file. Exit status: 0 when every file is valid, 1 otherwise.\n"
+    "and one summary line per valid file ('N threads writing events': the threads with buffers of their\n"
+    "own; `mlpd report` counts these and also the threads only other threads' events name).\n"
+    "Exit status: 0 when every file is valid, 1 otherwise.\n"
     "A gzip file cut inside its last member (a `zip` run killed while writing: the agent ends a\n"
     "member every flush round), or whose complete gzip data ends inside its last buffer (a kill inside\n"
     "a flush round of more than 32 MiB), is valid up to the cut: one 'warning:' line names the offsets,\n"
@@ -32,8 +34,8 @@ const char kHelp[] =
     "  --strict  also require every method, class, vtable and image that an event references to be\n"
     "            described by an earlier event of the file (what Mono's mprof-report needs)\n"
     "  --json    print one JSON object per file instead:\n"
-    "            {\"file\", \"ok\", \"buffers\", \"threads\", \"counts\": {KIND: N}, \"errors\": [...],\n"
-    "             \"warnings\": [...]}\n";
+    "            {\"file\", \"ok\", \"buffers\", \"threads\", \"threads_writing\" (both: the\n"
+    "             threads writing events), \"counts\": {KIND: N}, \"errors\": [...], \"warnings\": [...]}\n";
 
 class VerifyVisitor final : public Visitor {
  public:
@@ -84,7 +86,8 @@ bool verify_file(const std::string& path, bool strict, bool json) {
   if (json) {
     std::string out = "{\"file\":" + json_string(path) + ",\"ok\":" + (ok ? "true" : "false") +
                       ",\"buffers\":" + std::to_string(visitor.stats.buffers) +
-                      ",\"threads\":" + std::to_string(visitor.stats.threads.size()) + ",\"counts\":{";
+                      ",\"threads\":" + std::to_string(visitor.stats.threads.size()) +
+                      ",\"threads_writing\":" + std::to_string(visitor.stats.threads.size()) + ",\"counts\":{";
     bool first = true;
     for (size_t k = 0; k < kEventKindCount; ++k) {
       if (!visitor.stats.counts[k]) continue;
@@ -118,7 +121,7 @@ bool verify_file(const std::string& path, bool strict, bool json) {
       std::printf("%s: warning: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
     }
     if (ok) {
-      std::printf("%s: ok: %llu buffers, %llu events, %zu threads, %llu bytes%s%s\n", path.c_str(),
+      std::printf("%s: ok: %llu buffers, %llu events, %zu threads writing events, %llu bytes%s%s\n", path.c_str(),
                   static_cast<unsigned long long>(summary.buffers),
                   static_cast<unsigned long long>(summary.events), visitor.stats.threads.size(),
                   static_cast<unsigned long long>(summary.bytes), strict ? " (strict)" : "",

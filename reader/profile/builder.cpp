@@ -42,6 +42,7 @@ void Builder::on_buffer(const BufferInfo& b) {
   if (!window_resolved_) resolve_window(b.header.time_base);
   flush_buffer_times();
   cur_thread_ = thread_index(b.header.thread_id);
+  p_.threads_[cur_thread_].wrote = true;
   if (o_.progress && (++buffers_ & 15) == 0) o_.progress(b.offset, events_);
 }
 

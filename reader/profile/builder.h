@@ -306,7 +306,8 @@ class Builder final : public Visitor {
   void gc_event(const Event& e, ThreadIndex t);
   void thread_start(const Event& e);
   void thread_end(const Event& e);
-  void counter_samples(const Event& e, ThreadIndex t);
+  void counter_samples(const Event& e, ThreadIndex t, bool names_only);
+  void program_image(const Event& e);
   static bool signed_type(uint64_t t);
 
   // The parts of finish(), in its order.

@@ -13,8 +13,13 @@ namespace mlpd::profile {
 
 void Builder::other_event(const Event& e, ThreadIndex t) {
   names_.observe(e);
-  if (names_only_) [[unlikely]]
+  if (names_only_) [[unlikely]] {
+    // What a part read for its names still tells about the whole file (mlpd top's history, issue
+    // 33.4): the program, and the counters whose samples are deltas (their value is the sum of all).
+    if (e.kind == EventKind::image_load) program_image(e);
+    if (e.kind == EventKind::counter_samples) counter_samples(e, t, true);
     return;
+  }
   if (e.time) {
     if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
     if (e.time > p_.last_time_) p_.last_time_ = e.time;
@@ -72,16 +77,13 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
       break;
     }
     case EventKind::jit_helper: ++p_.jit_helpers_; break;
-    case EventKind::counter_samples: counter_samples(e, t); break;
+    case EventKind::counter_samples: counter_samples(e, t, false); break;
     case EventKind::sync_point:
       if (ours_ && e.code == format::SYNC_POINT_PERIODIC && pause_marks_.size() < (1u << 20)) pause_marks_.push_back(e.time);
       break;
     case EventKind::thread_start: thread_start(e); break;
     case EventKind::thread_end: thread_end(e); break;
-    case EventKind::image_load:
-      if (p_.program_.empty() && e.name.size() > 4 && e.name.compare(e.name.size() - 4, 4, ".exe") == 0)
-        p_.program_ = e.name;
-      break;
+    case EventKind::image_load: program_image(e); break;
     case EventKind::thread_name: p_.threads_[thread_index(e.ptr)].name = e.name; break;
     default: break;
   }
@@ -171,7 +173,16 @@ void Builder::thread_end(const Event& e) {
   emit(TimelineKind::thread_end, th, e.time);
 }
 
-void Builder::counter_samples(const Event& e, ThreadIndex t) {
+void Builder::program_image(const Event& e) {
+  if (p_.program_.empty() && e.name.size() > 4 && e.name.compare(e.name.size() - 4, 4, ".exe") == 0)
+    p_.program_ = e.name;
+}
+
+// `names_only`: a part read only for its names (mlpd top's history, read alongside the live part):
+// deltas are summed (a sum does not depend on the order the parts come in); a value that is not a
+// delta is taken only while the counted part has given none (the history is older); not counted as
+// samples, not given to the listener.
+void Builder::counter_samples(const Event& e, ThreadIndex t, bool names_only) {
   for (const CounterValue& v : e.counter_values) {
     auto [it, inserted] = counter_index_.try_emplace(v.index, 0);
     if (inserted) {
@@ -180,8 +191,11 @@ void Builder::counter_samples(const Event& e, ThreadIndex t) {
       p_.counters_.back().index = v.index;
     }
     CounterInfo& c = p_.counters_[it->second];
-    ++c.samples;
     const CounterDesc* d = names_.counter(v.index);
+    const bool delta = v.type != format::COUNTER_STRING && v.type != format::COUNTER_DOUBLE && d &&
+                       d->section != format::COUNTER_SECTION_PERFCOUNTERS;
+    if (names_only && !delta && c.samples) continue;
+    if (!names_only) ++c.samples;
     if (v.type == format::COUNTER_STRING) {
       c.is_string = true;
       c.last_string = v.is_null ? std::string() : v.str;
@@ -202,7 +216,7 @@ void Builder::counter_samples(const Event& e, ThreadIndex t) {
         c.last = signed_type(v.type) ? static_cast<double>(static_cast<int64_t>(total))
                                      : static_cast<double>(total);
     }
-    if (o_.listener) {
+    if (o_.listener && !names_only) {
       TimelineEvent ev;
       ev.kind = TimelineKind::counter;
       ev.thread = t;

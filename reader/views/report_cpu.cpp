@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "mlpd/conventions.h"
 #include "mlpd/report.h"
@@ -72,8 +73,7 @@ std::string short_member(std::string_view full) {
   if (const size_t paren = name.find('('); paren != std::string_view::npos && paren > 0 && name.rfind("??", 0) != 0)
     name = name.substr(0, paren);
   while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-  if (name.size() > 48) return std::string(name.substr(0, 45)) + "...";
-  return std::string(name);
+  return elide_name(name, 48);
 }
 
 // The sampling rate the agent says it got, when the file records it (issue 22.2): a counter whose name
@@ -122,7 +122,53 @@ std::string_view unnamed_module(std::string_view name) {
   return plus == std::string_view::npos ? std::string_view{} : name.substr(0, plus);
 }
 
+bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '`' ||
+         c == '$' || c == '@' || c == '#' || static_cast<unsigned char>(c) >= 0x80;
+}
+
 }  // namespace
+
+std::string elide_name(std::string_view in, size_t max) {
+  std::string name;
+  name.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {  // C++ ABI tags: "f[abi:cxx11]" -> "f"
+    if (in.compare(i, 5, "[abi:") == 0) {
+      const size_t close = in.find(']', i);
+      if (close != std::string_view::npos) {
+        i = close + 1;
+        continue;
+      }
+    }
+    name += in[i++];
+  }
+  if (name.size() <= max) return name;
+  // Where a cut may fall: between a token and what is not one, and around spaces (a run of
+  // separators such as "::" stays whole).
+  auto cls = [&](size_t at) { return token_char(name[at]) ? 0 : name[at] == ' ' ? 1 : 2; };
+  std::vector<size_t> cuts;  // boundaries inside the name, ascending
+  for (size_t at = 1; at < name.size(); ++at)
+    if (cls(at - 1) != cls(at) || cls(at) == 1) cuts.push_back(at);
+  constexpr std::string_view kDots = "...";
+  const size_t room = max > kDots.size() ? max - kDots.size() : 0;
+  if (cuts.empty()) return name;
+  // The end: the last token always, then earlier whole pieces while they fit in two thirds of the
+  // room; the start: whole pieces up to the end of a token in what is left; then the end again in
+  // what the start left over.
+  size_t tail_i = cuts.size() - 1;  // index in cuts of the tail's start: the last token's at least
+  while (tail_i > 0 && cls(cuts[tail_i]) != 0) --tail_i;
+  auto grow_tail = [&](size_t limit, size_t head) {
+    while (tail_i > 0 && cuts[tail_i - 1] > head && name.size() - cuts[tail_i - 1] <= limit) --tail_i;
+  };
+  grow_tail(room * 2 / 3, 0);
+  const size_t tail = cuts[tail_i];
+  size_t head = 0;
+  for (size_t c : cuts)  // ending with a token: "a.b..." would read as a name with dots in it
+    if (c < tail && c + (name.size() - tail) <= room && cls(c - 1) == 0) head = c;
+  grow_tail(room - head, head);
+  if (head >= cuts[tail_i]) return name;
+  return name.substr(0, head) + std::string(kDots) + name.substr(cuts[tail_i]);
+}
 
 std::optional<CpuSection> cpu_section(const Profile& p, const std::vector<bool>& mask,
                                       const std::vector<MethodLine>& rows, uint64_t hits, size_t n) {

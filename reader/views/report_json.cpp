@@ -33,8 +33,10 @@ void header(std::string& out, const HeaderSection& h) {
   out += "{\"header\":{\"file\":" + js(h.file) + ",\"program\":" + js(h.program) + ",\"pid\":" + std::to_string(h.pid) +
          ",\"options\":" + js(h.options) + ",\"arch\":" + js(h.arch) + ",\"os\":" + js(h.os) +
          ",\"start\":" + js(iso_time(h.startup_ms)) + ",\"duration_ns\":" + u64(h.duration_ns) +
-         ",\"events\":" + u64(h.events) + ",\"threads\":" + u64(h.threads) + ",\"problems\":" + u64(h.problems);
+         ",\"events\":" + u64(h.events) + ",\"threads\":" + u64(h.threads) +
+         ",\"threads_writing\":" + u64(h.threads_writing) + ",\"problems\":" + u64(h.problems);
   if (h.has_thread) out += ",\"thread\":" + js(h.thread_note);
+  if (h.default_events) out += ",\"default_events\":" + u64(h.default_events);
   out += "}";
 }
 
@@ -85,7 +87,7 @@ void calls(std::string& out, const CallsSection& c) {
   list(out, "methods", c.by_calls, method);
   list(out, "hot_path", c.hot_path, [&](const CallsSection::Step& s) {
     out += "{\"name\":" + js(s.name) + ",\"calls\":" + u64(s.cs.calls) + ",\"self_ns\":" + u64(s.cs.self_ns) +
-           ",\"total_ns\":" + u64(s.cs.total_ns) + "}";
+           ",\"total_ns\":" + u64(s.cs.total_ns) + ",\"busy_ns\":" + u64(s.busy_ns) + "}";
   });
   out += "}";
 }

@@ -5,8 +5,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "mlpd/conventions.h"
+#include "mlpd/option_syntax.h"
 #include "mlpd/report.h"
 #include "report_util.h"
 
@@ -22,26 +24,108 @@ uint64_t percentile(const std::vector<uint64_t>& sorted, double q) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
-// The heaviest call path: from the heaviest outermost call, the heaviest child by inclusive time.
+}  // namespace
+
+// A managed method that waits: its inclusive time is time the thread spent blocked, not on the CPU
+// (issue 33.5: a server's hot path was Main -> Thread.Sleep). "Namespace.Class:Method (args)".
+bool waiting_method(std::string_view name) {
+  if (name.rfind("(wrapper ", 0) == 0) {  // "(wrapper managed-to-native) System.Threading.Thread:SleepInternal (int)"
+    const size_t close = name.find(") ");
+    if (close == std::string_view::npos) return false;
+    name = name.substr(close + 2);
+  }
+  const size_t paren = name.find('(');
+  std::string_view head = name.substr(0, paren);
+  while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
+  const size_t colon = head.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view cls = head.substr(0, colon);
+  const std::string_view method = head.substr(colon + 1);
+  if (const size_t tick = cls.find('`'); tick != std::string_view::npos) cls = cls.substr(0, tick);
+  struct Wait {
+    std::string_view cls, methods[8];
+  };
+  static constexpr Wait kWaits[] = {
+      {"System.Threading.Thread", {"Sleep", "SleepInternal", "Join", "JoinInternal", "Join_internal"}},
+      {"System.Threading.Monitor", {"Wait", "ObjWait", "Monitor_wait"}},
+      {"System.Threading.WaitHandle",
+       {"WaitOne", "WaitAll", "WaitAny", "WaitOneNative", "WaitMultiple", "Wait_internal", "WaitOne_internal",
+        "WaitOneCore"}},
+      {"System.Threading.ManualResetEventSlim", {"Wait"}},
+      {"System.Threading.SemaphoreSlim", {"Wait", "WaitUntilCountOrTimeout"}},
+      {"System.Threading.CountdownEvent", {"Wait"}},
+      {"System.Threading.Barrier", {"SignalAndWait"}},
+      {"System.Threading.Tasks.Task", {"Wait", "WaitAll", "WaitAny", "InternalWait", "SpinThenBlockingWait"}},
+      {"System.Net.Sockets.Socket", {"Accept", "Accept_internal", "Receive", "Receive_internal", "Poll",
+                                     "Poll_internal", "Select", "Select_internal"}},
+      {"System.Net.HttpListener", {"GetContext", "EndGetContext"}},
+      {"System.Console", {"ReadLine", "ReadKey", "Read"}},
+  };
+  for (const Wait& w : kWaits)
+    if (w.cls == cls)
+      for (std::string_view m : w.methods)
+        if (!m.empty() && m == method) return true;
+  return false;
+}
+
+namespace {
+
+// A sampling run that records Mono's default events too (issue 33.3): the options ask for samples
+// without `nodefaults` first and without naming `exception`, and the exception throws and clauses
+// (the defaults' events) outnumber the samples. Each such event is smaller than a sample, but a
+// server that catches what it throws runs clauses by the million: 7 GB an hour, 50-65x a
+// `nodefaults,sample` file.
+bool defaults_dominate(const Profile& p) {
+  std::string_view text = p.header().args;
+  if (!option_syntax::agent_args(text, text) && text.substr(0, 4) == "log:") text = text.substr(4);  // Mono's
+  bool first_nodefaults = false, sampling = false, exception = false;
+  (void)option_syntax::split_items(text, [&](const option_syntax::Item& it, bool first) {
+    if (first && it.name == "nodefaults") first_nodefaults = true;
+    if (it.name == "sample" || it.name == "sample-real" || it.name == "sampling" || it.name == "sampling-real")
+      sampling = true;
+    if (it.name == "exception") exception = true;
+    return true;
+  });
+  const uint64_t defaults = p.throws() + p.clauses();
+  return sampling && !first_nodefaults && !exception && defaults > p.sample_hits();
+}
+
+// The hot path (issue 33.5): from the outermost call with the most busy time, the callee with the
+// most busy time at each level, where a call's busy time is its inclusive time less the inclusive
+// time of the waiting methods (waiting_method) it called. A path ends where no callee is busy. A
+// file whose calls are all waits (no busy time at all) is ranked by inclusive time.
 std::vector<CallsSection::Step> hot_path(const Profile& p, const std::vector<bool>& mask, size_t max_len) {
   const auto& nodes = p.nodes();
+  std::vector<uint8_t> frame_waits(p.frames().size(), 2);  // 2: not looked at yet
+  std::vector<uint64_t> waited(nodes.size(), 0);
+  for (NodeId n = nodes.size() > 0 ? static_cast<NodeId>(nodes.size() - 1) : 0; n >= 1; --n) {
+    const Node& nd = nodes[n];
+    if (nd.frame == kNoFrame || nd.frame >= frame_waits.size()) continue;
+    if (frame_waits[nd.frame] == 2) frame_waits[nd.frame] = waiting_method(p.frames()[nd.frame].name);
+    if (frame_waits[nd.frame]) waited[n] = p.calls(n).total_ns;
+    if (nd.parent < n) waited[nd.parent] += waited[n];
+  }
+  auto busy = [&](NodeId n) { return p.calls(n).total_ns - std::min(p.calls(n).total_ns, waited[n]); };
+  bool by_busy = false;
+  for (NodeId n = 1; n < nodes.size() && !by_busy; ++n)
+    by_busy = nodes[n].depth == 1 && nodes[n].frame != kNoFrame && mask[nodes[n].thread] && busy(n) > 0;
+  auto key = [&](NodeId n) { return by_busy ? busy(n) : p.calls(n).total_ns; };
   std::vector<NodeId> best(nodes.size(), 0);
   NodeId root_best = 0;
-  uint64_t root_best_ns = 0;
   for (NodeId n = 1; n < nodes.size(); ++n) {
     if (nodes[n].frame == kNoFrame || !mask[nodes[n].thread]) continue;
-    const uint64_t ns = p.calls(n).total_ns;
-    if (ns == 0 && p.calls(n).calls == 0) continue;
+    const uint64_t k = key(n);
+    if (k == 0 && (by_busy || p.calls(n).calls == 0)) continue;
     const NodeId parent = nodes[n].parent;
     if (nodes[n].depth == 1) {
-      if (!root_best || ns > root_best_ns) root_best = n, root_best_ns = ns;
-    } else if (!best[parent] || ns > p.calls(best[parent]).total_ns) {
+      if (!root_best || k > key(root_best)) root_best = n;
+    } else if (!best[parent] || k > key(best[parent])) {
       best[parent] = n;
     }
   }
   std::vector<CallsSection::Step> out;
   for (NodeId n = root_best; n && out.size() < max_len; n = best[n])
-    out.push_back({p.frames()[nodes[n].frame].name, p.calls(n)});
+    out.push_back({p.frames()[nodes[n].frame].name, p.calls(n), busy(n)});
   return out;
 }
 
@@ -210,11 +294,27 @@ bool build_report(const Profile& p, const ReportOptions& o, Report& r, std::stri
   const FileHeader& h = p.header();
   const uint64_t dur = p.last_time() > p.first_time() ? p.last_time() - p.first_time() : 0;
   r.header = HeaderSection{o.input_name, p.program(), h.pid, h.args, h.arch, h.os, h.startup_ms, dur,
-                           p.summary().events, p.threads().size(), p.problem_count(), o.has_thread, thread_note};
+                           p.summary().events, p.threads().size(), p.problem_count()};
+  r.header.has_thread = o.has_thread;
+  r.header.thread_note = thread_note;
+  {  // distinct ids, as verify counts them (an id the system gave again to a new thread is one)
+    std::unordered_set<uint64_t> writing;
+    for (const ThreadInfo& ti : p.threads())
+      if (ti.wrote) writing.insert(ti.id);
+    r.header.threads_writing = writing.size();
+  }
+  if (defaults_dominate(p)) {
+    r.header.default_events = p.throws() + p.clauses();
+    r.header.default_samples = p.sample_hits();
+  }
   r.recorded = recorded_section(p);
 
   const uint64_t hits = all ? p.sample_hits() : masked_total(p, mask, What::cpu);
   r.cpu = cpu_section(p, mask, rows, hits, n);
+  if (r.cpu && o.counters_partial) {
+    r.cpu->rate_pending = r.cpu->delivered_hz > 0;
+    r.cpu->delivered_hz = 0;
+  }
 
   uint64_t calls_masked = 0;
   for (const MethodLine& m : rows) calls_masked += m.s.calls;
@@ -273,6 +373,7 @@ bool build_report(const Profile& p, const ReportOptions& o, Report& r, std::stri
     r.counters = std::move(c);
   }
   r.cpu_threads = cpu_threads_section(p);
+  if (o.counters_partial) r.counters.reset(), r.cpu_threads.reset();
   if (!p.heapshots().empty()) {
     HeapshotsSection hs;
     for (const HeapshotInfo& s : p.heapshots())

@@ -25,9 +25,13 @@ class Text {
     line("program:  " + (h.program.empty() ? std::string("(unknown)") : h.program) + "   pid " +
          std::to_string(h.pid) + "   " + h.arch + "/" + h.os);
     line("started:  " + iso_time(h.startup_ms) + "   duration " + duration(h.duration_ns) + "   " + u64(h.events) +
-         " events, " + u64(h.threads) + " threads");
+         " events, " + u64(h.threads) + " threads (" + u64(h.threads_writing) + " writing events)");
     line("options:  " + (h.options.empty() ? std::string("(none recorded)") : h.options));
     if (h.has_thread) line("thread:   " + h.thread_note);
+    if (h.default_events)
+      line("note:     'sample' without 'nodefaults' first also recorded Mono's default events: " + u64(h.default_events) +
+           " exception throws and clauses beside " + u64(h.default_samples) +
+           " samples; 'nodefaults,sample' records the samples alone");
     if (h.problems)
       line("problems: " + u64(h.problems) + " (see standard error); the report shows what could be read");
   }
@@ -45,6 +49,7 @@ class Text {
     std::string rate;
     if (!c.asked_hz.empty()) rate += ", " + std::string(c.wall_clock ? "sample-real=" : "sample=") + c.asked_hz + " Hz asked";
     if (c.delivered_hz > 0) rate += fmt(", delivered rate %.0f Hz", c.delivered_hz);
+    if (c.rate_pending) rate += ", delivered rate: the file's start is still being read";
     line("== CPU samples: " + u64(hits) + " hits" + rate + " ==");
     line("   self%     self  total%    total  kind     method (by self; waits, the runtime's unnamed code and");
     line("                                             the profiler's own frames each on one [group] line)");
@@ -83,7 +88,7 @@ class Text {
     line("  most called:");
     for (const MethodLine& r : c.by_calls) line(fmt("  %12" PRIu64 "  ", r.s.calls) + r.name);
     if (!c.hot_path.empty()) {
-      line("  hot path (heaviest callee at each level):");
+      line("  hot path (busiest callee at each level; busy: inclusive less waits such as Thread.Sleep):");
       for (size_t i = 0; i < c.hot_path.size(); ++i)
         line(fmt("  %10s %10s  ", duration(c.hot_path[i].cs.total_ns).c_str(), duration(c.hot_path[i].cs.self_ns).c_str()) +
              std::string(std::min<size_t>(i, 30) * 2, ' ') + c.hot_path[i].name);

@@ -7,7 +7,10 @@ that is gone ends with a clear message.
 Streaming (issue 22.7): a large generated file (mlpd_synth, larger than the memory budget) is read
 under a small --max-memory with the same figures as the report, exit 0 and no false "incomplete";
 a live server (service.exe under sample,alloc,flush=200, a file of many MB by then) watched from where
-its file is: its data within two intervals, counting only what came after top started."""
+its file is: its data within two intervals, counting only what came after top started.
+
+Header (issue 33.4): a service watched from where its file is: at every view, the program and the rate
+delivered are what `mlpd report` says of the file as far as that view read it (--stats names the byte)."""
 import gzip
 import os
 import re
@@ -73,6 +76,7 @@ def main():
         t.check(p1.returncode == 1 and final_view(p1.stdout) == final_view(p.stdout) and p1.stderr == p.stderr,
                 f"cut file: top --jobs 1 differs from --jobs 2: {p1.stderr[-200:]!r} / {p.stderr[-200:]!r}")
         print("ok  a cut file of a gone writer ends with a message (--jobs 1 and 2 alike)", flush=True)
+        header_every_view(workdir)
         big_file(workdir)
         live_server(workdir)
     t.finish("report_top")
@@ -126,6 +130,68 @@ def big_file(workdir):
             t.check(views["1"] == views["2"] == views["4"] and views["1"] == final_view(p.stdout),
                     f"{name}: top's final view differs between --jobs 1, 2 and 4")
             print(f"ok  {name}: top's final view the same with --jobs 1, 2 and 4", flush=True)
+
+
+def header_every_view(workdir):
+    """Issue 33.4: top's header (program, rate delivered) is the file's at every view, never a stale or
+    partial value: each view equals `mlpd report` on the file as far as that view read it (--stats
+    gives the byte), though top counts only what came after it started (its history is read for
+    names, and for the counters' sums)."""
+    out = os.path.join(workdir, "header.mlpd")
+    env = dict(os.environ, LD_PRELOAD=AGENT, MLPD_OPTIONS=f"sample,flush=200,output={out}")
+    prog = subprocess.Popen([t.MONO, t.program("service"), "5"], stdout=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 30
+    started = time.monotonic()
+    while time.monotonic() < deadline and prog.poll() is None and (
+            not os.path.exists(out) or os.path.getsize(out) < (256 << 10) or time.monotonic() - started < 1.5):
+        time.sleep(0.05)
+    snap_path = os.path.join(workdir, "header-top.txt")
+    with open(snap_path, "w") as snaps:
+        top = subprocess.Popen([t.MLPD, "top", "--stats", "--interval", "0.5", out], stdout=snaps,
+                               stderr=subprocess.PIPE)
+        prog.communicate(timeout=120)
+        try:
+            _, err = top.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            top.kill()
+            _, err = top.communicate()
+            t.check(False, "header: top did not end after the program exited")
+    err = err.decode()
+    t.check(top.returncode == 0, f"header: top exit {top.returncode}: {err[-400:]}")
+    views = open(snap_path).read().split("== mlpd top: ")[1:]
+    reads = [(int(m.group(1)), m.group(2) is not None) for m in
+             re.finditer(r"^mlpd top: view at \+[\d.]+ s: the file up to byte (\d+)( \(its start still being read)?",
+                         err, re.M)]
+    t.check(len(views) == len(reads) and len(views) >= 3, f"header: {len(views)} views, {len(reads)} --stats lines")
+    data = open(out, "rb").read()
+    prefix = os.path.join(workdir, "header-prefix.mlpd")
+
+    def header_of(text):
+        program = next((l for l in text.splitlines() if l.startswith("program:")), None)
+        cpu = next((l for l in text.splitlines() if l.startswith("== CPU samples")), "")
+        rate = re.search(r"delivered rate[^,=]*", cpu)
+        return program, rate.group(0).strip() if rate else None
+
+    compared = with_rate = 0
+    for view, (upto, partial) in zip(views, reads):
+        program, rate = header_of(view)
+        if partial:  # the counters' sums lack part of the file: no rate shown, and said so
+            t.check(rate in (None, "delivered rate: the file's start is still being read"),
+                    f"header: a view reading the file's start shows {rate!r}")
+            continue
+        with open(prefix, "wb") as f:
+            f.write(data[:upto])
+        rep = t.run([t.MLPD, "report", prefix]).stdout
+        want_program, want_rate = header_of(rep)
+        t.check(program == want_program and "(unknown)" not in (program or ""),
+                f"header: top's {program!r}, the report's {want_program!r} at byte {upto}")
+        if "== CPU samples" in view:  # top's counted part has samples: its heading gives the rate
+            t.check(rate == want_rate, f"header: top's {rate!r}, the report's {want_rate!r} at byte {upto}")
+            with_rate += rate is not None
+        compared += 1
+    t.check(compared >= 3 and with_rate >= 2, f"header: {compared} views compared, {with_rate} with a rate")
+    print(f"ok  header: {compared} views equal to the report on the file as far as each read ({with_rate} "
+          f"with the rate delivered)", flush=True)
 
 
 def live_server(workdir):

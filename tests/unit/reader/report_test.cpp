@@ -2,6 +2,7 @@
 // frames each on one group line; the rate asked for and the rate delivered in the heading.
 #include "mlpd_catch.h"
 
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -313,7 +314,7 @@ TEST_CASE("report sections: calls", "[report]") {
   CHECK(has(text, "== Calls: 2 ==\n"));
   CHECK(has(text, "      900 ns     600 ns            1  N:Main ()\n"));
   CHECK(has(text, "      300 ns     300 ns    N:Work ()\n"));  // the hot path, indented one level
-  CHECK(has(views::report::render_json(r), ",\"hot_path\":[{\"name\":\"N:Main ()\",\"calls\":1,\"self_ns\":600,\"total_ns\":900},"));
+  CHECK(has(views::report::render_json(r), ",\"hot_path\":[{\"name\":\"N:Main ()\",\"calls\":1,\"self_ns\":600,\"total_ns\":900,\"busy_ns\":900},"));
 }
 
 TEST_CASE("report sections: allocations", "[report]") {
@@ -491,4 +492,167 @@ TEST_CASE("report sections: write_report is build_report then one renderer", "[r
     const auto r = section_report(p);
     CHECK(written == (json ? views::report::render_json(r) : views::report::render_text(r)));
   }
+}
+
+// ---- Issue 33: names never cut mid-token, threads counted as verify counts them, the hot path by busy
+// time, a sampling file whose events are mostly Mono's defaults ----
+
+TEST_CASE("elide_name: group and abbreviated lines never cut a name inside a token", "[report]") {
+  using views::report::elide_name;
+  CHECK(elide_name("N:Short", 48) == "N:Short");
+  // The line that cut "describe_method[abi:c...": the ABI tag goes, the name stays whole.
+  CHECK(elide_name("mlpd::cli::(anonymous)::describe_method[abi:cxx11]", 48) == "mlpd::cli::(anonymous)::describe_method");
+  const std::string longer = "mlpd::views::report::detail::render_everything_now::describe_method[abi:cxx11]";
+  const std::string e = elide_name(longer, 48);
+  CHECK(e.size() <= 48);
+  CHECK(e.find("...") != std::string::npos);
+  CHECK(e.size() >= 15);
+  CHECK(e.substr(e.size() - 15) == "describe_method");  // the end is kept
+  // Every piece around the dots is a whole token sequence of the name: its start and its end.
+  const size_t dots = e.find("...");
+  CHECK(longer.rfind(e.substr(0, dots), 0) == 0);
+  const std::string tail = e.substr(dots + 3), plain = "mlpd::views::report::detail::render_everything_now::describe_method";
+  CHECK(plain.substr(plain.size() - tail.size()) == tail);
+  auto token = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  CHECK((dots == 0 || !token(e[dots - 1]) || !token(plain[dots])));  // the head ends at a boundary
+  const size_t from = plain.size() - tail.size();
+  CHECK((from == 0 || !token(plain[from - 1]) || !token(plain[from])));  // the tail starts at one
+  // A last token longer than the room is kept whole (the line is longer rather than cut).
+  const std::string huge = "ns::" + std::string(60, 'x');
+  CHECK(elide_name(huge, 48) == "..." + std::string(60, 'x'));
+  // Managed names: "Namespace.Class:Method" cut at '.', ':' boundaries only.
+  const std::string managed = "System.Collections.Generic.Dictionary`2/Enumerator:MoveNextWithSomething";
+  const std::string m = elide_name(managed, 40);
+  CHECK(m.size() <= 40);
+  CHECK(m.find("MoveNextWithSomething") != std::string::npos);
+  const size_t mdots = m.find("...");
+  REQUIRE(mdots != std::string::npos);
+  const std::string mhead = m.substr(0, mdots), mtail = m.substr(mdots + 3);
+  CHECK(managed.rfind(mhead, 0) == 0);
+  CHECK((mhead.empty() || !token(mhead.back()) || !token(managed[mhead.size()])));
+  CHECK(managed.substr(managed.size() - mtail.size()) == mtail);
+  CHECK((!token(mtail.front()) || !token(managed[managed.size() - mtail.size() - 1])));
+}
+
+namespace {
+
+profile::Profile profile_of(const FileHeader& h, const std::vector<test::ThreadBuffer>& bufs) {
+  const std::vector<uint8_t> file = build_file(h, bufs);
+  auto in = Input::from_memory(file.data(), file.size());
+  profile::Profile p;
+  profile::build_profile(*in, p);
+  return p;
+}
+
+Event named(EventKind k, uint64_t t, uint64_t m, const char* name) {
+  Event e = ev(k, t);
+  e.method = m, e.ptr = m * 16, e.size = 0x10, e.name = name;
+  return e;
+}
+
+Event call_ev(EventKind k, uint64_t m, uint64_t t) {
+  Event e = ev(k, t);
+  e.method = m;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("report header: threads, and those writing events (what verify counts)", "[report]") {
+  // Thread 0x77 writes a buffer; its events name 0x88 (a sample hit's thread) and 0x99 (a name).
+  std::vector<Event> v;
+  v.push_back(named(EventKind::method_jit, 1000, 0x100, "N:Main ()"));
+  Event hit = ev(EventKind::sample_hit, 1100);
+  hit.ptr = 0x88;
+  hit.frames = {0x1000};
+  v.push_back(hit);
+  Event name = ev(EventKind::thread_name, 1200);
+  name.ptr = 0x99, name.name = "worker";
+  v.push_back(name);
+  std::vector<Event> w;
+  w.push_back(call_ev(EventKind::method_enter, 0x100, 1300));
+  w.push_back(call_ev(EventKind::method_leave, 0x100, 1400));
+  const auto p = profile_of(default_header(), {{0x77, 1000, v}, {0x99, 1000, w}});
+  const auto r = section_report(p);
+  CHECK(r.header.threads == 3);
+  CHECK(r.header.threads_writing == 2);
+  CHECK(has(views::report::render_text(r), " events, 3 threads (2 writing events)\n"));
+  CHECK(has(views::report::render_json(r), ",\"threads\":3,\"threads_writing\":2,"));
+}
+
+TEST_CASE("calls hot path: the busy thread, not the one that sleeps", "[report]") {
+  // Thread 0x77: Main sleeps 10 000 ns in Thread.Sleep. Thread 0x88: Worker -> Handle, busy 3 000 ns.
+  std::vector<Event> a, b;
+  a.push_back(named(EventKind::method_jit, 1000, 0x100, "Server:Main (string[])"));
+  a.push_back(named(EventKind::method_jit, 1000, 0x200, "System.Threading.Thread:Sleep (int)"));
+  a.push_back(named(EventKind::method_jit, 1000, 0x300, "Server:Worker ()"));
+  a.push_back(named(EventKind::method_jit, 1000, 0x400, "Server:Handle (Request)"));
+  a.push_back(call_ev(EventKind::method_enter, 0x100, 1000));
+  a.push_back(call_ev(EventKind::method_enter, 0x200, 1100));
+  a.push_back(call_ev(EventKind::method_leave, 0x200, 11100));
+  a.push_back(call_ev(EventKind::method_leave, 0x100, 11200));
+  b.push_back(call_ev(EventKind::method_enter, 0x300, 2000));
+  b.push_back(call_ev(EventKind::method_enter, 0x400, 2100));
+  b.push_back(call_ev(EventKind::method_leave, 0x400, 5100));
+  b.push_back(call_ev(EventKind::method_enter, 0x200, 5200));  // the worker naps a little too
+  b.push_back(call_ev(EventKind::method_leave, 0x200, 5700));
+  b.push_back(call_ev(EventKind::method_leave, 0x300, 5800));
+  const auto p = profile_of(default_header(), {{0x77, 1000, a}, {0x88, 2000, b}});
+  const auto r = section_report(p);
+  REQUIRE(r.calls);
+  REQUIRE(r.calls->hot_path.size() == 2);
+  CHECK(r.calls->hot_path[0].name == "Server:Worker ()");
+  CHECK(r.calls->hot_path[0].cs.total_ns == 3800);
+  CHECK(r.calls->hot_path[0].busy_ns == 3300);
+  CHECK(r.calls->hot_path[1].name == "Server:Handle (Request)");
+  CHECK(r.calls->hot_path[1].busy_ns == 3000);
+  CHECK(views::report::waiting_method("System.Threading.Thread:Sleep (int)"));
+  CHECK(views::report::waiting_method("System.Threading.Tasks.Task`1:Wait ()"));
+  CHECK(views::report::waiting_method("(wrapper managed-to-native) System.Threading.Thread:SleepInternal (int)"));
+  CHECK_FALSE(views::report::waiting_method("(wrapper runtime-invoke) <Module>:runtime_invoke_int_object (object)"));
+  CHECK(views::report::waiting_method("System.Net.HttpListener:GetContext ()"));
+  CHECK_FALSE(views::report::waiting_method("Server:Sleep ()"));
+  CHECK_FALSE(views::report::waiting_method("System.Threading.Thread:Start ()"));
+  // Only waits: ranked by inclusive time as before (Main, then Sleep).
+  std::vector<Event> c;
+  c.push_back(named(EventKind::method_jit, 1000, 0x100, "Server:Main (string[])"));
+  c.push_back(named(EventKind::method_jit, 1000, 0x200, "System.Threading.Thread:Sleep (int)"));
+  c.push_back(call_ev(EventKind::method_enter, 0x200, 1100));
+  c.push_back(call_ev(EventKind::method_leave, 0x200, 2100));
+  const auto q = section_report(profile_of(default_header(), {{0x77, 1000, c}}));
+  REQUIRE(q.calls);
+  REQUIRE(q.calls->hot_path.size() == 1);
+  CHECK(q.calls->hot_path[0].name == "System.Threading.Thread:Sleep (int)");
+}
+
+TEST_CASE("a sampling file whose events are mostly Mono's defaults says so", "[report]") {
+  auto file = [](const char* args, int clauses, int hits) {
+    std::vector<Event> v;
+    v.push_back(named(EventKind::method_jit, 1000, 0x100, "N:Work ()"));
+    for (int i = 0; i < clauses; ++i) {
+      Event c = ev(EventKind::exception_clause, 1100 + static_cast<uint64_t>(i));
+      c.code = format::CLAUSE_CATCH, c.method = 0x100, c.obj = 0x2000;
+      v.push_back(c);
+    }
+    for (int i = 0; i < hits; ++i) {
+      Event h = ev(EventKind::sample_hit, 2000 + static_cast<uint64_t>(i));
+      h.ptr = 0x77;
+      h.frames = {0x1000};
+      v.push_back(h);
+    }
+    FileHeader h = default_header();
+    h.args = args;
+    return section_report(profile_of(h, {{0x77, 1000, v}}));
+  };
+  const auto noisy = file("mlpd:sample", 50, 3);
+  CHECK(noisy.header.default_events == 50);
+  const std::string text = views::report::render_text(noisy);
+  CHECK(has(text, "note:     'sample' without 'nodefaults' first also recorded Mono's default events: 50 exception "
+                  "throws and clauses beside 3 samples; 'nodefaults,sample' records the samples alone\n"));
+  CHECK(has(views::report::render_json(noisy), ",\"default_events\":50"));
+  CHECK(file("mlpd:nodefaults,sample", 50, 3).header.default_events == 0);     // asked for samples alone
+  CHECK(file("mlpd:sample,exception", 50, 3).header.default_events == 0);      // asked for exceptions too
+  CHECK(file("mlpd:sample", 3, 50).header.default_events == 0);                // samples dominate
+  CHECK(file("mlpd:alloc", 50, 0).header.default_events == 0);                 // no sampling asked
+  CHECK(!has(views::report::render_text(file("mlpd:sample", 3, 50)), "note:"));
 }

@@ -115,6 +115,8 @@ struct ThreadInfo {
   uint64_t last_time = 0;
   bool started = false;      // a thread_start event was seen (start_time valid)
   bool ended = false;        // a thread_end event was seen (end_time valid)
+  bool wrote = false;        // the file has buffers of its own (a thread known only from other
+                             // threads' events -- sampled, named, started -- has none)
   uint64_t start_time = 0;
   uint64_t end_time = 0;
 };

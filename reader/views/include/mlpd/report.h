@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlpd/profile.h"
@@ -31,7 +32,11 @@ struct HeaderSection {
   std::string options, arch, os;
   uint64_t startup_ms = 0;
   uint64_t duration_ns = 0;
-  uint64_t events = 0, threads = 0, problems = 0;
+  uint64_t events = 0, threads = 0, problems = 0;  // threads: every thread the file names
+  uint64_t threads_writing = 0;  // those with buffers of their own (what `mlpd verify` counts)
+  // A sampling run without `nodefaults` whose events are mostly Mono's defaults (exception throws and
+  // clauses) rather than samples (issue 33.3): those events, and the samples; 0 otherwise.
+  uint64_t default_events = 0, default_samples = 0;
   bool has_thread = false;
   std::string thread_note;  // the threads --thread selected
 };
@@ -63,6 +68,7 @@ struct CpuSection {
   std::vector<Group> groups;  // those with hits
   std::string asked_hz;       // "" when the file does not say
   double delivered_hz = 0;    // 0 when the file does not say
+  bool rate_pending = false;  // ReportOptions::counters_partial: the rate delivered is not known yet
   bool wall_clock = false;
   // The runtime's unnamed code (issue 33.5): one per stripped module with self hits in that group, and
   // the package whose separate debug symbols would name it ("" when the table has none).
@@ -77,6 +83,7 @@ struct CallsSection {
   struct Step {
     std::string name;
     profile::CallStat cs;
+    uint64_t busy_ns = 0;  // cs.total_ns less the time in waiting methods (waiting_method)
   };
   uint64_t total = 0, unmatched_leaves = 0, unclosed = 0;
   std::vector<MethodLine> by_total, by_self, by_calls;
@@ -186,5 +193,15 @@ std::string render_json(const Report& r);
 std::vector<MethodLine> rows_by_name(const profile::Profile& p, const std::vector<profile::MethodStat>& stats);
 std::optional<CpuSection> cpu_section(const profile::Profile& p, const std::vector<bool>& mask,
                                       const std::vector<MethodLine>& rows, uint64_t hits, size_t n);
+
+// `name` in at most `max` characters where it can be (issue 33.5): never cut inside a token (a run of
+// letters, digits, '_', '`', '$', '@', '#'): whole tokens are kept from the start and from the end,
+// and what is left out between them is one "...". The last token is always kept, so a name whose last
+// token alone is longer than `max` is longer than `max`. C++ ABI tags ("[abi:cxx11]") are dropped first.
+std::string elide_name(std::string_view name, size_t max);
+
+// A managed method whose time is a wait (Thread.Sleep, Monitor.Wait, WaitHandle.WaitOne, Task.Wait,
+// Socket.Accept, HttpListener.GetContext, Console.ReadLine, ...): the calls hot path leaves its time out.
+bool waiting_method(std::string_view name);
 
 }  // namespace mlpd::views::report

@@ -73,6 +73,10 @@ struct ReportOptions {
   bool has_thread = false;  // --thread: only this thread's samples/calls/allocations/...
   std::string thread;       // a thread name or id (decimal or 0x hex)
   std::string input_name;
+  // mlpd top while the file's start is still being read for its names (issue 33.4): the counters'
+  // values are sums of what has been read, not yet the file's; the rate delivered, the counters and
+  // the CPU time by thread are not shown (the CPU heading says so).
+  bool counters_partial = false;
 };
 // Returns false with `error` when the --thread selection matches no thread.
 bool write_report(const profile::Profile& p, const ReportOptions& o, std::FILE* out, std::string& error);
