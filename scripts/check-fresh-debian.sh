@@ -12,7 +12,8 @@ command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get inst
 rm -rf "$dir"
 mkdir -p "$dir"
 start=$(date +%s)
-debootstrap --variant=minbase --include=git,ca-certificates,sudo "$suite" "$dir" http://deb.debian.org/debian \
+# The Debian archive this machine's apt uses (a local mirror or proxy), as scripts/mono-root.sh.
+debootstrap --variant=minbase --include=git,ca-certificates,sudo "$suite" "$dir" "$("$here/scripts/debian-mirror.sh")" \
   > "$dir.debootstrap.log" 2>&1 || { echo "debootstrap failed: $dir.debootstrap.log"; exit 1; }
 echo "check-fresh: root made in $(( $(date +%s) - start )) s"
 git clone -q "$here" "$dir/src"

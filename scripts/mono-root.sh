@@ -52,7 +52,9 @@ if [ ! -e "$dir/.mlpd-root-ok" ]; then
   mkdir -p "$roots"
   log "making $dir (Debian $suite $arch; several minutes)"
   start=$(date +%s)
-  debootstrap --variant=minbase --arch="$arch" --include="$pkgs" "$suite" "$dir" http://deb.debian.org/debian \
+  mirror=$("$here/scripts/debian-mirror.sh")  # the machine's apt mirror (or proxy)
+  log "from $mirror"
+  debootstrap --variant=minbase --arch="$arch" --include="$pkgs" "$suite" "$dir" "$mirror" \
     > "$roots/$name.debootstrap.log" 2>&1 || { log "debootstrap failed: see $roots/$name.debootstrap.log"; tail -n 20 "$roots/$name.debootstrap.log" >&2; exit 1; }
   echo "$pkgs" > "$dir/.mlpd-root-ok"
   log "made in $(( $(date +%s) - start )) s: $(chroot "$dir" mono --version | head -n1)"

@@ -5,6 +5,7 @@
 #include "builder.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <cstdio>
 #include <string>
 #include <unordered_map>
@@ -31,10 +32,35 @@ std::string module_of(std::string_view name) {
   return plus == std::string_view::npos ? std::string() : std::string(inner.substr(0, plus));
 }
 
+// The runtimes' own native code, one row per runtime (issue 34): a native frame is the runtime's
+// (FrameKind::runtime) when its symbol starts with one of the row's prefixes, or its module ("module"
+// of "symbol (module+0xOFF)") contains one of the row's names or starts with one of its starts.
+struct RuntimeNatives {
+  std::string_view runtime;
+  std::initializer_list<std::string_view> symbol_prefixes;
+  std::initializer_list<std::string_view> module_contains;
+  std::initializer_list<std::string_view> module_starts;
+};
+const RuntimeNatives kRuntimeNatives[] = {
+    // Mono: libmono*, the mono executable, what lies under a mono folder (its AOT images).
+    {"mono", {"mono_", "sgen_", "mini_", "ves_"}, {"libmono", "/mono"}, {"mono"}},
+    // CoreCLR (.NET 8-10): its runtime and JIT; their symbols are C++ names without a common prefix.
+    {"coreclr", {}, {"libcoreclr.so", "libclrjit.so"}, {}},
+};
+
 bool runtime_native(std::string_view name, std::string_view module) {
-  return starts_with(name, "mono_") || starts_with(name, "sgen_") || starts_with(name, "mini_") ||
-         starts_with(name, "ves_") || module.find("libmono") != std::string_view::npos ||
-         starts_with(module, "mono") || module.find("/mono") != std::string_view::npos;
+  for (const RuntimeNatives& r : kRuntimeNatives) {
+    for (std::string_view p : r.symbol_prefixes) {
+      if (starts_with(name, p)) return true;
+    }
+    for (std::string_view c : r.module_contains) {
+      if (module.find(c) != std::string_view::npos) return true;
+    }
+    for (std::string_view p : r.module_starts) {
+      if (starts_with(module, p)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace

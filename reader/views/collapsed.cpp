@@ -4,6 +4,8 @@
 #include <charconv>
 #include <deque>
 #include <functional>
+#include <iterator>
+#include <string_view>
 #include <unordered_map>
 
 #include "mlpd/views.h"
@@ -202,10 +204,17 @@ std::string missing_what_error(const profile::Profile& p, profile::What w) {
   m += profile::what_name(w);
   m += " (record them with the '";
   m += profile::what_option(w);
-  m += "' profiler option, e.g. MLPD_OPTIONS=";
-  m += profile::what_option(w);
-  m += " or mono --profile=log:";
-  m += profile::what_option(w);
+  m += "' profiler option, e.g. ";
+  // How each way of profiling is given the option (issue 34: one row per runtime's own way).
+  static constexpr std::string_view kRecordWith[] = {
+      "MLPD_OPTIONS=",          // our agent, any runtime
+      "mono --profile=log:",    // Mono's own log profiler
+  };
+  for (size_t i = 0; i < std::size(kRecordWith); ++i) {
+    if (i) m += " or ";
+    m += kRecordWith[i];
+    m += profile::what_option(w);
+  }
   m += ")";
   return m;
 }

@@ -175,6 +175,43 @@ TEST_CASE("sample stacks: native frames leaf first, then managed frames innermos
   CHECK(stat_of(p, "native_leaf").samples_self == 1);
 }
 
+TEST_CASE("native frames of a runtime are the runtime's, by the per-runtime table", "[profile]") {
+  // issue 34: Mono's symbol prefixes and libraries, CoreCLR's libraries (libcoreclr.so, libclrjit.so);
+  // anything else is native code.
+  const std::vector<std::string> symbols = {
+      "mono_jit_runtime_invoke",                 // Mono: a symbol prefix
+      "?? (libmonosgen-2.0.so.1+0x10)",          // Mono: its library
+      "MethodDesc::DoPrestub (libcoreclr.so+0x100)",  // CoreCLR: its runtime
+      "?? (libclrjit.so+0x20)",                  // CoreCLR: its JIT
+      "memcpy (libc.so.6+0x30)",                 // neither
+  };
+  auto ev = names();
+  std::vector<uint64_t> ips;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    Event usym;
+    usym.kind = EventKind::sample_usym;
+    usym.ptr = 0x7000 + i * 0x100;
+    usym.size = 0x100;
+    usym.name = symbols[i];
+    ev.push_back(usym);
+    Event hit;
+    hit.kind = EventKind::sample_hit;
+    hit.time = 100 + i;
+    hit.ptr = 0x99;
+    hit.ips = {usym.ptr + 8};
+    hit.frames = {kA};
+    ev.push_back(hit);
+  }
+  const Profile p = build({{0x77, 0, ev}});
+  const auto stacks = views::collapse(p, What::cpu, true);
+  REQUIRE(stacks.size() == symbols.size());
+  for (const auto& s : stacks) {
+    const bool other = s.stack.find("memcpy") != std::string::npos;
+    INFO(s.stack);
+    CHECK(s.kinds == (other ? "tmn" : "tmr"));
+  }
+}
+
 TEST_CASE("allocation backtraces are outermost first; --what weights sum to the totals", "[profile]") {
   auto ev = names();
   for (int i = 0; i < 3; ++i) {
