@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "counters.h"
 #include "process_hooks.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
@@ -168,6 +169,16 @@ void Agent::finish() {
   }
   if (options_.verbose) {
     for (const std::string& line : helper_.summary_lines(options_.sample_mode != SampleMode::None)) say(line);
+    // Issue 33: AOT-compiled methods send no enter/leave events.
+    if (options_.calls) {
+      const std::vector<std::string> aot = aot_images();
+      if (!aot.empty()) {
+        std::string names;
+        for (const std::string& n : aot) names += (names.empty() ? "" : ", ") + n;
+        say("mlpd: calls: methods of " + std::to_string(aot.size()) + " AOT-compiled image" + (aot.size() == 1 ? "" : "s") +
+            " (" + names + ") ran without enter/leave events and are not counted; run mono with -O=-aot to see them");
+      }
+    }
   }
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <deque>
+#include <string>
+#include <vector>
 
 #include "cpu_counters.h"
 #include "mlpd/agent/counter_sampler.h"
@@ -10,6 +12,11 @@
 #include "mlpd/hooks/runtime_counters.h"
 
 namespace mlpd::agent {
+
+// The Mono AOT images loaded in this process (file names: "mscorlib.dll.so"): modules named
+// *.dll.so / *.exe.so that export mono_aot_file_info. Their methods run without jit_done and without
+// enter/leave events (issue 33). Any thread; scans the loader's list again only when it grew.
+std::vector<std::string> aot_images();
 
 class AgentCounters {
  public:
@@ -28,6 +35,7 @@ class AgentCounters {
   CounterSampler sampler_;
   CpuCounters cpu_;  // CPU time of the process and of each thread (cpu_counters.h)
   std::deque<hooks::RuntimeCounter> runtime_;  // a deque: the sampler keeps pointers to them
+  std::vector<std::string> aot_;               // the AOT images that have their counter
 };
 
 }  // namespace mlpd::agent

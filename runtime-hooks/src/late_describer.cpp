@@ -1,6 +1,7 @@
 // The describer of an attached agent (late_describer.h).
 #include "mlpd/hooks/late_describer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "described.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/sampling.h"
+#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -21,10 +23,11 @@ constexpr auto kWait = std::chrono::milliseconds(200);
 struct Shared {
   std::mutex mutex;
   std::condition_variable cv;
-  std::vector<uint64_t> asked, code;
+  std::vector<uint64_t> asked, code, resolved;
   uint64_t asked_seq = 0, done_seq = 0;
   bool stop = false;
   bool serving = false;
+  bool (*wake)() = nullptr;  // wakes the serving thread (preload: the finalizer); false: it cannot now
 };
 Shared* g_shared = nullptr;  // never freed: the drain and the serving thread may both hold it
 
@@ -34,45 +37,82 @@ Shared& shared() {
 }
 
 // With its code range when `code` is in it (the JIT info table knows), so that the samples' IPs
-// resolve to it as to a method JIT'd after the attach.
-void describe(MonoMethod* m, uint64_t code) {
+// resolve to it as to a method JIT'd after the attach. A frame the walk could not name (m 0: AOT code
+// met in an async context) is named by the JIT info of its code, as Mono's own walk names it outside a
+// signal handler (mono_jit_info_table_find loads an AOT method's JIT info there). Returns the method
+// described (0: none).
+uint64_t describe(MonoMethod* m, uint64_t code) {
   if (code) {
-    if (MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code));
-        ji && mono.mono_jit_info_get_method(ji) == m) {
-      described::describe_method(m, reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji)),
-                                 static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)));
-      return;
+    if (MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code))) {
+      MonoMethod* jm = mono.mono_jit_info_get_method(ji);
+      if (jm && (!m || jm == m)) {
+        described::describe_method(jm, reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji)),
+                                   static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)));
+        return reinterpret_cast<uint64_t>(jm);
+      }
     }
   }
+  if (!m) return 0;
   described::ensure_method(m);
+  return reinterpret_cast<uint64_t>(m);
 }
 
-void hand_over(const uint64_t* methods, const uint64_t* code, size_t count) {
+void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count) {
+  std::fill(resolved, resolved + count, kNotAnswered);
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.serving || s.stop) return;
   // The describer has not finished the previous request: it is held up (suspended while the world is
-  // stopped for a collection or a heap walk, which needs the helper to go on writing buffers). Not
-  // waited for again until it has: these samples go without the frames it would have named.
+  // stopped for a collection or a heap walk, which needs the helper to go on writing buffers; the
+  // finalizer running a long finalizer). Not waited for again until it has: these samples go without
+  // the frames it would have named.
   if (s.done_seq < s.asked_seq) return;
   s.asked.assign(methods, methods + count);
   s.code.assign(code, code + count);
+  s.resolved.clear();
   const uint64_t seq = ++s.asked_seq;
   s.cv.notify_all();
-  s.cv.wait_for(lock, kWait, [&] { return s.done_seq >= seq || s.stop; });
+  if (s.wake && !s.wake()) {
+    s.done_seq = seq;  // nobody can serve it now (the runtime is not initialised): not waited for
+    return;
+  }
+  if (!s.cv.wait_for(lock, kWait, [&] { return s.done_seq >= seq || s.stop; }) || s.done_seq < seq) return;
+  for (size_t i = 0; i < count && i < s.resolved.size(); ++i) resolved[i] = s.resolved[i];
 }
 
-}  // namespace
+// Preload: the runtime's finalizer thread serves (gc_finalized, describer_finalized()), woken as
+// heapshot requests wake it. A sem_post: safe from the helper, which is not attached to the runtime.
+bool wake_finalizer() {
+  if (!state::runtime_ready()) return false;
+  mono.mono_gc_finalize_notify();
+  return true;
+}
 
-void start_describer() {
+void start(bool (*wake)()) {
   Shared& s = shared();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.stop = false;
     s.serving = true;
+    s.wake = wake;
     s.done_seq = s.asked_seq;  // nothing left over from an earlier attach
   }
   set_describe_methods(hand_over);
+}
+
+}  // namespace
+
+void start_describer() { start(nullptr); }
+
+void start_preload_describer() { start(wake_finalizer); }
+
+void describer_finalized() {
+  Shared& s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.wake != wake_finalizer || s.asked_seq == s.done_seq) return;  // the common case: one lock
+  }
+  serve_descriptions(0);
 }
 
 void serve_descriptions(int wait_ms) {
@@ -80,13 +120,16 @@ void serve_descriptions(int wait_ms) {
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return s.stop || s.asked_seq > s.done_seq; }) || s.stop)
     return;
-  std::vector<uint64_t> todo, code;
+  std::vector<uint64_t> todo, code, resolved;
   todo.swap(s.asked);
   code.swap(s.code);
   const uint64_t seq = s.asked_seq;
   lock.unlock();  // never hold ours while calling into Mono
-  for (size_t i = 0; i < todo.size(); ++i) describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0);
+  resolved.reserve(todo.size());
+  for (size_t i = 0; i < todo.size(); ++i)
+    resolved.push_back(describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0));
   lock.lock();
+  if (seq == s.asked_seq) s.resolved.swap(resolved);
   s.done_seq = seq;
   s.cv.notify_all();
 }

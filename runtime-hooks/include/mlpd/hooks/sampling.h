@@ -48,8 +48,12 @@ struct SampleStats {
                                    // every frame above it (the chain stops there)
   uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
   uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
-  uint64_t truncated = 0;          // samples written cut at their root (more frames than kept, a
-                                   // native stack deeper than the copy, or frames left out)
+  uint64_t truncated = 0;          // samples written cut at their root because the stack is deeper
+                                   // than the frames kept (256 managed, 256 native): [truncated]
+  uint64_t cut_unnamed = 0;        // samples cut at a managed frame whose method nobody could name
+                                   // (frames_left_out has the frames): [stack cut]
+  uint64_t cut_copy = 0;           // samples whose native stack goes on beyond the 16 KiB copied
+                                   // (the native frames between it and the managed ones are missing)
   uint64_t clock_ns = 0;           // the sampled threads' clock between their signals (CPU time in
                                    // `sample`, wall time in `sample-real`): what the samples stand for
   uint64_t freq = 0;               // the rate asked for (Hz; 0: off)
@@ -77,13 +81,18 @@ void sample_from_signal(const void* context, bool managed);
 // `periods` periods of its CPU (1 + the timer's overrun), recorded without charge_cpu's test.
 void sample_from_timer(const void* context, bool managed, uint64_t periods);
 
-// Attached late: the drain (helper thread, which cannot call Mono) hands the sampled methods that are
-// not described yet to `fn`, which describes them on a thread attached to the runtime before it
-// returns (bounded: what it could not describe is left out of the samples as before). `code[i]` is an
-// address in methods[i]'s compiled code when the walk gave one (else 0): its range is described too,
-// so that the samples' IPs name it. nullptr: off.
-using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, size_t count);
+// The drain (helper thread, which cannot call Mono) hands the sampled frames whose method is not
+// described yet to `fn`, which describes them on a thread attached to the runtime before it returns
+// (bounded: what it could not describe cuts the samples as before, counted in cut_unnamed): methods
+// compiled before a late attach, and AOT-compiled methods (no jit_done), with or without a preload.
+// `methods[i]` is the frame's method, 0 when the walk could not name it (AOT code met in an async
+// context); `code[i]` the frame's code start when the walk gave one (else 0): its range is described
+// too, so that the samples' IPs name it, and a frame without a method is named from it (the runtime's
+// JIT info). `resolved[i]` receives the method now described for entry i (0: none). nullptr: off.
+using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count);
 void set_describe_methods(DescribeMethods fn);
+// resolved[i] when the describer did not answer (held up, or not running yet): ask again later.
+inline constexpr uint64_t kNotAnswered = ~uint64_t{0};
 
 // Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
 // Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);
