@@ -250,9 +250,9 @@ std::string summary() {
          (g_use_ours.load() ? "on" : "off") + "; " + std::to_string(g_bottom ? g_bottom->count.load() : 0) +
          "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
          std::to_string(g_lmf_total.load()) + " of ours started from the LMF; code ranges: " +
-         std::to_string(g_ranges_added.load()) + " added (" + std::to_string(g_aot_learned.load()) +
-         " of them AOT-compiled code, learned after Mono's walk), " + std::to_string(g_ranges_repeated.load()) +
-         " repeated jit_done ignored";
+         std::to_string(g_ranges_added.load()) + " added, " + std::to_string(g_ranges_repeated.load()) +
+         " repeated jit_done ignored, " + std::to_string(g_aot_learned.load()) +
+         " of AOT-compiled code learned after Mono's walk";
 }
 
 }  // namespace mlpd::hooks::walker
