@@ -5,6 +5,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   zlib1g-dev libdeflate-dev libunwind-dev catch2 libbenchmark-dev
   libc6-dbg  # libc's full symbol table: sampled waits named __futex_abstimed_wait_common, not a gap
+  mono-runtime-dbg  # the runtime's (mono-sgen's) full symbol table, by build id: its own frames named (GC, JIT), not "[runtime, unnamed]"
   libmono-2.0-dev
   mono-runtime mono-mcs mono-utils libmono-profiler
   # clang and its runtime (libFuzzer, sanitizers) through Debian's default-version packages: clang 14 on

@@ -10,8 +10,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:?usage: mono-root.sh trixie|arm64}"
 roots="${MLPD_ROOTS:-$here/build/roots}"
-# libc6-dbg: libc's full symbol table, so that sampled waits are named (as on the host, install-deps.sh).
-pkgs=mono-runtime,mono-mcs,mono-utils,libmono-profiler,libmono-system-net-http4.0-cil,libunwind8,libdeflate0,zlib1g,libstdc++6,libc6-dbg,python3,procps,ca-certificates
+# libc6-dbg: libc's full symbol table, so that sampled waits are named (as on the host, install-deps.sh);
+# mono-runtime-dbg: the runtime's own (mono-sgen's), so that its GC and JIT frames are named (issue 33.5).
+pkgs=mono-runtime,mono-mcs,mono-utils,libmono-profiler,libmono-system-net-http4.0-cil,libunwind8,libdeflate0,zlib1g,libstdc++6,libc6-dbg,mono-runtime-dbg,python3,procps,ca-certificates
 case "$name" in
   trixie) suite=trixie arch=amd64 ;;
   arm64)  suite=bookworm arch=arm64

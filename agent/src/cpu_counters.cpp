@@ -74,6 +74,25 @@ CpuCounters::CpuCounters() {
   self_fd_ = ::open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   const long hz = ::sysconf(_SC_CLK_TCK);
   if (hz > 0) ticks_per_second_ = static_cast<uint64_t>(hz);
+  // The baseline: the process's CPU time and that of every thread living now.
+  read_stat(-1, process_base_);
+  if (task_fd_ < 0) return;
+  const int dup_fd = ::dup(task_fd_);
+  if (dup_fd < 0) return;
+  DIR* dir = ::fdopendir(dup_fd);
+  if (!dir) {
+    ::close(dup_fd);
+    return;
+  }
+  while (const dirent* d = ::readdir(dir)) {
+    if (thread_base_.size() >= kMaxCpuThreads) break;
+    char* end = nullptr;
+    const long tid = std::strtol(d->d_name, &end, 10);
+    if (end == d->d_name || *end != '\0' || tid <= 0) continue;
+    CpuTimes now;
+    if (read_stat(static_cast<int>(tid), now)) thread_base_.push_back({{static_cast<int>(tid), now.start}, now});
+  }
+  ::closedir(dir);
 }
 
 CpuCounters::~CpuCounters() {
@@ -103,7 +122,8 @@ bool CpuCounters::read_stat(int tid, CpuTimes& out) const {
 bool CpuCounters::read_process(const void* self, uint64_t arg, uint64_t& bits) {
   auto* me = const_cast<CpuCounters*>(static_cast<const CpuCounters*>(self));
   if (arg == 0 && !me->read_stat(-1, me->process_)) return false;
-  bits = me->to_time_units(arg == 0 ? me->process_.user : me->process_.system);
+  bits = me->to_time_units(arg == 0 ? since(me->process_.user, me->process_base_.user)
+                                    : since(me->process_.system, me->process_base_.system));
   return true;
 }
 
@@ -118,7 +138,7 @@ bool CpuCounters::read_thread(const void* thread, uint64_t arg, uint64_t& bits) 
     }
     t->last = now;
   }
-  bits = t->owner->to_time_units(arg == 0 ? t->last.user : t->last.system);
+  bits = t->owner->to_time_units(arg == 0 ? since(t->last.user, t->base.user) : since(t->last.system, t->base.system));
   return true;
 }
 
@@ -179,6 +199,13 @@ void CpuCounters::discover(CounterSampler& s) {
     if (name.empty()) name = comm_of(task_fd_, static_cast<int>(tid));
     if (name.empty()) name = "?";
     Thread& t = threads_.emplace_back(Thread{this, static_cast<int>(tid), now.start});
+    for (auto it = thread_base_.begin(); it != thread_base_.end(); ++it) {
+      if (it->first.first == tid && it->first.second == now.start) {
+        t.base = it->second;
+        thread_base_.erase(it);
+        break;
+      }
+    }
     for (uint64_t arg = 0; arg < 2; ++arg) {
       CounterSampler::Source src;
       src.desc.section = format::COUNTER_SECTION_PROFILER;

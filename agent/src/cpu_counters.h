@@ -9,6 +9,10 @@
 // then, else its OS name (/proc/.../comm); TID is the OS thread id. A later rename does not rename the
 // counter (a counter's descriptor cannot change; the file's thread_name events give the new name).
 // A thread that ended is no longer sampled. At most kMaxCpuThreads threads get counters.
+// The window is the profiling session's: every value counts from the construction (the agent's start,
+// or `mlpd attach`), the process's and each thread's CPU time read then being the baseline (issue 33.3:
+// after an attach the counters gave the CPU used since the process started, 29.9 s for a 10 s window
+// in which 12.5 CPU-s were used). A thread started later counts from zero.
 // Helper thread only.
 #pragma once
 
@@ -54,7 +58,10 @@ class CpuCounters {
     uint64_t start;
     bool gone = false;
     CpuTimes last;  // read at the user counter, given at the system counter of the same sample
+    CpuTimes base;  // its CPU time at the construction (zero for a thread started later)
   };
+  // The times counted from the baseline (never below zero: a tick read twice may round differently).
+  static uint64_t since(uint64_t now, uint64_t base) { return now > base ? now - base : 0; }
   static bool read_process(const void* self, uint64_t arg, uint64_t& bits);
   static bool read_thread(const void* thread, uint64_t arg, uint64_t& bits);
   bool read_stat(int tid, CpuTimes& out) const;  // tid < 0: the process
@@ -64,6 +71,10 @@ class CpuCounters {
   int self_fd_ = -1;  // /proc/self
   uint64_t ticks_per_second_ = 100;
   CpuTimes process_;
+  CpuTimes process_base_;  // the process's CPU time at the construction
+  // (tid, start) -> CPU time at the construction, for the threads living then; an entry is taken out
+  // when its thread gets counters. At most kMaxCpuThreads.
+  std::vector<std::pair<std::pair<int, uint64_t>, CpuTimes>> thread_base_;
   std::deque<Thread> threads_;  // a deque: the sampler keeps pointers to them
   std::vector<std::pair<int, uint64_t>> pending_;  // (tid, start) seen once, not described yet
 };

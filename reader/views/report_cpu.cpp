@@ -100,6 +100,28 @@ std::string asked_rate(const std::string& args, bool& wall_clock) {
   return {};
 }
 
+// The packages that install a stripped runtime's separate debug symbols (by build id or
+// .gnu_debuglink, which the agent reads when they are installed), by the module's file name as the
+// unnamed frames give it ("?? (mono-sgen+0x...)"). A runtime that ships its own goes here too.
+struct DebugPackage {
+  std::string_view module, package;
+};
+constexpr DebugPackage kDebugPackages[] = {
+    {"mono-sgen", "mono-runtime-dbg (Debian, Ubuntu)"},
+    {"mono-boehm", "mono-runtime-dbg (Debian, Ubuntu)"},
+    {"libmonosgen-2.0.so.1", "libmonosgen-2.0-1-dbg (Debian, Ubuntu)"},
+    {"libmonoboehm-2.0.so.1", "libmonoboehm-2.0-1-dbg (Debian, Ubuntu)"},
+};
+
+// "?? (mono-sgen+0x1234)" -> "mono-sgen"; "" when the name is not of that form.
+std::string_view unnamed_module(std::string_view name) {
+  const std::string_view pre = conventions::kUnnamedNativePrefix;
+  if (name.rfind(pre, 0) != 0) return {};
+  name.remove_prefix(pre.size());
+  const size_t plus = name.rfind("+0x");
+  return plus == std::string_view::npos ? std::string_view{} : name.substr(0, plus);
+}
+
 }  // namespace
 
 std::optional<CpuSection> cpu_section(const Profile& p, const std::vector<bool>& mask,
@@ -195,6 +217,24 @@ std::optional<CpuSection> cpu_section(const Profile& p, const std::vector<bool>&
     for (const MethodLine* m : gr.members) g.members.emplace_back(m->name, m->s.samples_self);
     out.groups.push_back(std::move(g));
   }
+  for (const GroupRow& gr : groups) {
+    if (gr.g != kRuntimeUnnamed) continue;
+    for (const MethodLine* m : gr.members) {
+      const std::string_view mod = unnamed_module(m->name);
+      if (mod.empty()) continue;
+      auto it = std::find_if(out.missing_symbols.begin(), out.missing_symbols.end(),
+                             [&](const CpuSection::MissingSymbols& x) { return x.module == mod; });
+      if (it == out.missing_symbols.end()) {
+        CpuSection::MissingSymbols ms{std::string(mod), {}, 0};
+        for (const DebugPackage& d : kDebugPackages)
+          if (d.module == mod) ms.package = d.package;
+        it = out.missing_symbols.insert(out.missing_symbols.end(), std::move(ms));
+      }
+      it->self += m->s.samples_self;
+    }
+  }
+  std::sort(out.missing_symbols.begin(), out.missing_symbols.end(),
+            [](const auto& a, const auto& b) { return a.self != b.self ? a.self > b.self : a.module < b.module; });
   out.asked_hz = asked;
   out.delivered_hz = delivered_rate(p);
   out.wall_clock = wall_clock;

@@ -65,6 +65,9 @@ void cpu(std::string& out, const CpuSection& c) {
          [&](const auto& m) { out += "{\"name\":" + js(m.first) + ",\"self\":" + u64(m.second) + "}"; });
     out += "}";
   });
+  list(out, "missing_symbols", c.missing_symbols, [&](const CpuSection::MissingSymbols& m) {
+    out += "{\"module\":" + js(m.module) + ",\"package\":" + js(m.package) + ",\"self\":" + u64(m.self) + "}";
+  });
   if (!c.asked_hz.empty()) out += ",\"asked_hz\":" + c.asked_hz;
   if (c.delivered_hz > 0) out += fmt(",\"delivered_hz\":%.1f", c.delivered_hz);
   out += ",\"cut\":{\"truncated\":" + u64(c.truncated) + ",\"frame_not_named\":" + u64(c.cut_unnamed) +

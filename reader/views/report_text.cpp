@@ -55,6 +55,15 @@ class Text {
     std::string threads;
     for (const auto& [name, hits_t] : c.threads) threads += (threads.empty() ? "" : ", ") + name + " " + u64(hits_t);
     line("  by thread: " + threads);
+    // The runtime's own code without symbols (issue 33.5): what would name it, one line, for the
+    // module with the most such hits (at least 0.5% of them).
+    if (!c.missing_symbols.empty() && pct(c.missing_symbols[0].self, hits) >= 0.5) {
+      const auto& m = c.missing_symbols[0];
+      line(fmt("  [runtime, unnamed]: %.1f%% of the hits are in %s, which is stripped; its separate debug symbols name them",
+               pct(m.self, hits), m.module.c_str()) +
+           (m.package.empty() ? std::string(" (by build id or .gnu_debuglink, under /usr/lib/debug)")
+                              : ": install " + m.package));
+    }
     line("  by total (inclusive):");
     for (const auto& r : c.ranked_total) line(fmt("  %6.2f %8" PRIu64 "  ", pct(r.total, hits), r.total) + r.name);
     // Issue 33: every cut of a sample's stack, by its reason (the agent's counters).

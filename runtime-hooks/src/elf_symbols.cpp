@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+
+#include <zlib.h>
 
 namespace mlpd::hooks {
 
@@ -29,6 +32,8 @@ bool ElfSymbols::load_file(const std::string& path) {
   names_.clear();
   from_symtab_ = false;
   build_id_.clear();
+  debuglink_.clear();
+  debuglink_crc_ = 0;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st;
@@ -50,6 +55,8 @@ bool ElfSymbols::load_memory(const unsigned char* data, size_t len) {
   names_.clear();
   from_symtab_ = false;
   build_id_.clear();
+  debuglink_.clear();
+  debuglink_crc_ = 0;
   return parse(data, len);
 }
 
@@ -87,6 +94,28 @@ bool ElfSymbols::parse(const unsigned char* data, size_t len) {
         break;
       }
       at = desc_at + ((nh.n_descsz + 3) & ~3u);
+    }
+  }
+  // .gnu_debuglink: a file name (NUL-terminated, padded to 4 bytes), then the debug file's CRC-32.
+  if (eh.e_shstrndx < eh.e_shnum) {
+    const Elf64_Shdr names = section(eh.e_shstrndx);
+    if (names.sh_offset <= len && names.sh_size <= len - names.sh_offset) {
+      for (size_t i = 0; i < eh.e_shnum; ++i) {
+        const Elf64_Shdr sh = section(i);
+        if (sh.sh_name >= names.sh_size || sh.sh_type != SHT_PROGBITS || sh.sh_offset > len || sh.sh_size > len - sh.sh_offset)
+          continue;
+        const char* nm = reinterpret_cast<const char*>(data + names.sh_offset + sh.sh_name);
+        if (strnlen(nm, names.sh_size - sh.sh_name) != 14 || std::memcmp(nm, ".gnu_debuglink", 14) != 0) continue;
+        const char* text = reinterpret_cast<const char*>(data + sh.sh_offset);
+        const size_t l = strnlen(text, sh.sh_size);
+        const size_t crc_at = (l + 4) & ~size_t{3};
+        // A bare file name: no directory part, nothing that would lead the lookup elsewhere.
+        if (l == 0 || l >= sh.sh_size || crc_at + 4 > sh.sh_size || std::memchr(text, '/', l) || std::string_view(text, l) == "..")
+          break;
+        debuglink_.assign(text, l);
+        std::memcpy(&debuglink_crc_, data + sh.sh_offset + crc_at, 4);  // in the file's byte order: little-endian here
+        break;
+      }
     }
   }
   // .symtab (every function, static ones included) when present, else .dynsym (exported only).
@@ -163,6 +192,19 @@ const ElfSymbols::Symbol* ElfSymbols::find(uint64_t value, uint64_t& gap_start, 
     gap_start = std::max(gap_start, it->value + it->size);
   }
   return nullptr;
+}
+
+bool file_crc32(const std::string& path, uint32_t& crc) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  uLong c = ::crc32(0L, Z_NULL, 0);
+  std::vector<unsigned char> buf(1 << 16);  // not on the stack: the helper thread's is small
+  ssize_t n;
+  while ((n = ::read(fd, buf.data(), buf.size())) > 0) c = ::crc32(c, buf.data(), static_cast<uInt>(n));
+  ::close(fd);
+  if (n < 0) return false;
+  crc = static_cast<uint32_t>(c);
+  return true;
 }
 
 }  // namespace mlpd::hooks

@@ -37,6 +37,9 @@ class ElfSymbols {
   // The GNU build id (hex), empty if the image has none: it names the separate debug file
   // (/usr/lib/debug/.build-id/xx/yyyy.debug) whose .symtab a stripped library lacks.
   const std::string& build_id() const { return build_id_; }
+  // The .gnu_debuglink section: the separate debug file's name (empty if none) and its CRC-32.
+  const std::string& debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
   size_t size() const { return symbols_.size(); }
 
  private:
@@ -46,6 +49,11 @@ class ElfSymbols {
   std::string names_;
   bool from_symtab_ = false;
   std::string build_id_;
+  std::string debuglink_;
+  uint32_t debuglink_crc_ = 0;
 };
+
+// The CRC-32 of the file at `path` (the .gnu_debuglink checksum, zlib's polynomial); false if unreadable.
+bool file_crc32(const std::string& path, uint32_t& crc);
 
 }  // namespace mlpd::hooks

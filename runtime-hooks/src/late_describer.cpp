@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "described.h"
@@ -24,6 +25,7 @@ struct Shared {
   std::mutex mutex;
   std::condition_variable cv;
   std::vector<uint64_t> asked, code, resolved;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // the answer: code ranges described
   uint64_t asked_seq = 0, done_seq = 0;
   bool stop = false;
   bool serving = false;
@@ -37,19 +39,25 @@ Shared& shared() {
 }
 
 // With its code range when `code` is in it (the JIT info table knows), so that the samples' IPs
-// resolve to it as to a method JIT'd after the attach. A frame the walk could not name (m 0: AOT code
-// met in an async context) is named by the JIT info of its code, as Mono's own walk names it outside a
-// signal handler (mono_jit_info_table_find loads an AOT method's JIT info there). Returns the method
-// described (0: none).
-uint64_t describe(MonoMethod* m, uint64_t code) {
+// resolve to it as to a method JIT'd after the attach. `m` null: the method whose code holds `code`, if
+// any: a frame the walk gave without a method (AOT code met in an async context; the JIT info table
+// loads an AOT method's JIT info outside a signal handler), or a native leaf in JIT'd code compiled
+// before the attach (a wrapper, a method the walk skipped). The range described goes to `ranges`;
+// (code, 0) when no method's code holds `code`. Returns the method described (0: none).
+uint64_t describe(MonoMethod* m, uint64_t code, std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   if (code) {
-    if (MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code))) {
-      MonoMethod* jm = mono.mono_jit_info_get_method(ji);
-      if (jm && (!m || jm == m)) {
-        described::describe_method(jm, reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji)),
-                                   static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji)));
-        return reinterpret_cast<uint64_t>(jm);
-      }
+    MonoJitInfo* ji = mono.mono_jit_info_table_find(mono.mono_domain_get(), reinterpret_cast<char*>(code));
+    MonoMethod* owner = ji ? mono.mono_jit_info_get_method(ji) : nullptr;
+    if (owner && (!m || owner == m)) {
+      const auto start = reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji));
+      const auto size = static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji));
+      described::describe_method(owner, start, size);
+      ranges.emplace_back(start, size);
+      return reinterpret_cast<uint64_t>(owner);
+    }
+    if (!m) {
+      ranges.emplace_back(code, 0);
+      return 0;
     }
   }
   if (!m) return 0;
@@ -57,7 +65,8 @@ uint64_t describe(MonoMethod* m, uint64_t code) {
   return reinterpret_cast<uint64_t>(m);
 }
 
-void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count) {
+void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+               std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   std::fill(resolved, resolved + count, kNotAnswered);
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -70,6 +79,7 @@ void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved
   s.asked.assign(methods, methods + count);
   s.code.assign(code, code + count);
   s.resolved.clear();
+  s.ranges.clear();
   const uint64_t seq = ++s.asked_seq;
   s.cv.notify_all();
   if (s.wake && !s.wake()) {
@@ -78,6 +88,8 @@ void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved
   }
   if (!s.cv.wait_for(lock, kWait, [&] { return s.done_seq >= seq || s.stop; }) || s.done_seq < seq) return;
   for (size_t i = 0; i < count && i < s.resolved.size(); ++i) resolved[i] = s.resolved[i];
+  ranges.swap(s.ranges);
+  s.ranges.clear();
 }
 
 // Preload: the runtime's finalizer thread serves (gc_finalized, describer_finalized()), woken as
@@ -121,15 +133,19 @@ void serve_descriptions(int wait_ms) {
   if (!s.cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return s.stop || s.asked_seq > s.done_seq; }) || s.stop)
     return;
   std::vector<uint64_t> todo, code, resolved;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   todo.swap(s.asked);
   code.swap(s.code);
   const uint64_t seq = s.asked_seq;
   lock.unlock();  // never hold ours while calling into Mono
   resolved.reserve(todo.size());
   for (size_t i = 0; i < todo.size(); ++i)
-    resolved.push_back(describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0));
+    resolved.push_back(describe(reinterpret_cast<MonoMethod*>(todo[i]), i < code.size() ? code[i] : 0, ranges));
   lock.lock();
-  if (seq == s.asked_seq) s.resolved.swap(resolved);
+  if (seq == s.asked_seq) {
+    s.resolved.swap(resolved);
+    s.ranges.swap(ranges);
+  }
   s.done_seq = seq;
   s.cv.notify_all();
 }

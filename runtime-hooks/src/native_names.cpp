@@ -35,6 +35,41 @@ std::string shown_name(std::string_view raw, bool ours) {
 
 constexpr uint64_t kMprofReach = 4096;
 
+// Where separate debug files are installed: /usr/lib/debug, or MLPD_TEST_DEBUG_DIR (tests only: a
+// directory with no debug files stands for a machine without the debug packages).
+const std::string& debug_root() {
+  static const std::string root = [] {
+    const char* v = std::getenv("MLPD_TEST_DEBUG_DIR");
+    return std::string(v && *v ? v : "/usr/lib/debug");
+  }();
+  return root;
+}
+
+// The separate debug file of the stripped ELF file `path` (whose symbols are `stripped`), as gdb
+// finds it: by build id (ROOT/.build-id/xx/yyyy.debug), then by its .gnu_debuglink name beside the
+// file, in .debug/ beside it, and under ROOT with the file's directory. A candidate is taken only
+// when it is the same build (its build id equal, or, without build ids, its CRC-32 the one the link
+// gives) and has a .symtab. Helper thread only: the file is mapped while read, then only the
+// compact table (ElfSymbols) is kept.
+bool load_debug_file(const std::string& path, const ElfSymbols& stripped, ElfSymbols& out) {
+  const std::string& id = stripped.build_id();
+  auto usable = [&](const std::string& candidate, bool check_crc) {
+    if (!out.load_file(candidate) || !out.from_symtab() || out.size() == 0) return false;
+    if (!id.empty() && !out.build_id().empty()) return out.build_id() == id;
+    uint32_t crc = 0;
+    return check_crc && file_crc32(candidate, crc) && crc == stripped.debuglink_crc();
+  };
+  if (id.size() > 2 && usable(debug_root() + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug", false))
+    return true;
+  const std::string& link = stripped.debuglink();
+  if (link.empty() || path.empty() || path[0] != '/') return false;
+  const std::string dir = path.substr(0, path.rfind('/'));
+  for (const std::string& candidate : {dir + "/" + link, dir + "/.debug/" + link, debug_root() + dir + "/" + link}) {
+    if (candidate != path && usable(candidate, true)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ModuleSymbols* NativeNames::symbols_for(const Module& m) {
@@ -53,21 +88,22 @@ ModuleSymbols* NativeNames::symbols_for(const Module& m) {
     const std::string name = m.name;
     std::string path = name.empty() ? "/proc/self/exe" : name;
     ms->label = name.empty() ? "main program" : name.substr(name.rfind('/') + 1);
+    std::string real = name;  // the file's path, for its .gnu_debuglink (the main program's too)
     if (name.empty()) {
       char buf[4096];
       const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-      if (n > 0) ms->label = std::string(buf, static_cast<size_t>(n)).substr(std::string(buf, static_cast<size_t>(n)).rfind('/') + 1);
+      if (n > 0) {
+        real.assign(buf, static_cast<size_t>(n));
+        ms->label = real.substr(real.rfind('/') + 1);
+      }
     }
     ms->symbols.load_file(path);
-    // A stripped library (Debian's) keeps only .dynsym: its separate debug file, when installed,
-    // has the full .symtab (static functions such as __GI___poll) at the same addresses.
-    if (!ms->symbols.from_symtab() && ms->symbols.build_id().size() > 2) {
-      const std::string& id = ms->symbols.build_id();
+    // A stripped binary (Debian's runtime and libraries) keeps only .dynsym: its separate debug
+    // file, when installed, has the full .symtab (static functions such as __GI___poll, the runtime's
+    // own code) at the same addresses.
+    if (!ms->symbols.from_symtab()) {
       ElfSymbols debug;
-      if (debug.load_file("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug") &&
-          debug.from_symtab() && debug.size() > 0) {
-        ms->symbols = std::move(debug);
-      }
+      if (load_debug_file(real, ms->symbols, debug)) ms->symbols = std::move(debug);
     }
   }
   ModuleSymbols* out = ms.get();

@@ -6,6 +6,7 @@
 
 #include <mutex>
 #include <new>
+#include <unordered_set>
 
 #include "mlpd/hooks/control.h"
 #include "os_threads.h"
@@ -18,6 +19,11 @@ std::mutex& threads_mutex() {
   return *m;
 }
 std::vector<OsThread>* g_threads = nullptr;  // under threads_mutex(); allocated on first use
+// The threads the runtime named (thread_name), started before the agent or not; under
+// threads_mutex(). Bounded: past kMaxNamed it is cleared (a thread then may get its OS name too,
+// after its runtime name, in an attached session's samples: sample_drain.cpp).
+std::unordered_set<uint64_t>* g_named = nullptr;
+constexpr size_t kMaxNamed = 65536;
 }  // namespace
 
 namespace thread_ids {
@@ -39,10 +45,19 @@ void started(uint64_t tid) {
 
 void named(uint64_t tid, const char* name) {
   std::lock_guard<std::mutex> lock(threads_mutex());
+  if (g_named || (g_named = new (std::nothrow) std::unordered_set<uint64_t>)) {
+    if (g_named->size() >= kMaxNamed) g_named->clear();
+    g_named->insert(tid);
+  }
   if (!g_threads) return;
   for (OsThread& t : *g_threads) {
     if (t.tid == tid) t.name = name ? name : "";
   }
+}
+
+bool has_name(uint64_t tid) {
+  std::lock_guard<std::mutex> lock(threads_mutex());
+  return g_named && g_named->count(tid) != 0;
 }
 
 }  // namespace thread_ids

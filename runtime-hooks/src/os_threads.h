@@ -7,5 +7,7 @@ namespace mlpd::hooks::thread_ids {
 
 void started(uint64_t tid);                // on the started thread itself
 void named(uint64_t tid, const char* name);  // any thread
+// Whether the runtime named `tid` (a thread_name callback) since the agent was loaded.
+bool has_name(uint64_t tid);
 
 }  // namespace mlpd::hooks::thread_ids

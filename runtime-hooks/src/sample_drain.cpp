@@ -5,9 +5,15 @@
 // and each record becomes one hit: its native IPs, then those of its managed frames that were
 // described, ended by a marker where the stack was cut short ([truncated]: deeper than the frames
 // kept; [stack cut]: any other reason).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -17,7 +23,9 @@
 #include "mlpd/rt/clock.h"
 #include "native_names.h"
 #include "native_unwind.h"
+#include "os_threads.h"
 #include "sample_pool.h"
+#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -41,7 +49,56 @@ struct DrainState {
   // Frames the walk gave without a method (AOT code met in an async context), named by their code
   // start: the method the describer found (0: none).
   std::unordered_map<uint64_t, uint64_t> by_code;
+  std::unordered_set<uint64_t> named;  // attached: the sampled threads whose name was looked for
+  // Attached: JIT'd code compiled before the attach that the describer found (start -> end), and the
+  // native IPs outside every module that no method's code holds (trampolines): asked about once.
+  std::map<uint64_t, uint64_t> jit_ranges;
+  std::unordered_set<uint64_t> no_method;
 };
+
+constexpr size_t kMaxJitAsk = 512;        // native IPs asked about per drain
+constexpr size_t kMaxJitKnown = 1 << 16;  // ranges and IPs remembered (then forgotten: asked again)
+
+bool in_jit_range(const DrainState& d, uint64_t ip) {
+  auto it = d.jit_ranges.upper_bound(ip);
+  if (it == d.jit_ranges.begin()) return false;
+  --it;
+  return ip < it->second;
+}
+
+// The OS name of thread `os_tid` of this process (/proc/self/task/TID/comm), empty if it is gone.
+std::string os_thread_name(int32_t os_tid) {
+  if (os_tid <= 0) return {};
+  const std::string path = "/proc/self/task/" + std::to_string(os_tid) + "/comm";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[64];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return {};
+  std::string name(buf, static_cast<size_t>(n));
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+  return name;
+}
+
+// Attached late (issue 33.3): the threads that started before the attach had their thread_started
+// and thread_name callbacks before the agent was there, so their samples would be `thread 0x7f...`.
+// Each sampled thread the runtime has not named since (thread_ids::has_name) is named once, before
+// its first hit, with its OS name: Mono gives a thread's managed name to the OS thread (truncated to
+// 15 bytes by the kernel), and the OS name of one it did not name (the main thread: the program's).
+void name_thread(DrainState& d, const Record& r) {
+  if (d.named.count(r.tid)) return;
+  if (d.named.size() >= 65536) d.named.clear();  // bounded: a name given again is harmless
+  d.named.insert(r.tid);
+  if (thread_ids::has_name(r.tid)) return;
+  const std::string name = os_thread_name(r.os_tid);
+  if (name.empty()) return;
+  Event e;
+  e.kind = EventKind::thread_name;
+  e.ptr = r.tid;
+  e.name = name;
+  g_sample_meta->add(e, rt::now_ns);
+}
 DrainState* g_drain = nullptr;
 
 // A marker ([truncated], [stack cut]: format.h), described once before its first use in each MetaLog.
@@ -98,6 +155,8 @@ void drain_samples(bool final) {
   // ours) and AOT-compiled methods (no jit_done at all; method 0 when the walk met their code in an
   // async context). A thread attached to the runtime describes them now, before the samples that name
   // them (late_describer.h), and names the method-0 frames by their code start.
+  // Attached late (not the preload describer of AOT frames): pre-attach JIT code and thread names.
+  const bool late = state::g && state::g->cfg.late;
   if (DescribeMethods describe = g_describe_methods.load(std::memory_order_acquire)) {
     std::vector<std::pair<uint64_t, uint64_t>> unknown;  // (method or 0, code start or 0)
     for (const Pending& p : d.batch) {
@@ -114,22 +173,48 @@ void drain_samples(bool final) {
     unknown.erase(std::unique(unknown.begin(), unknown.end(),
                               [](const auto& a, const auto& b) { return a.first == b.first && (a.first || a.second == b.second); }),
                   unknown.end());
-    if (!unknown.empty()) {
-      std::vector<uint64_t> methods, code, resolved(unknown.size());
+    // Attached: native IPs in no module are JIT'd code (Mono's code memory is anonymous). Those
+    // compiled after the attach are described at jit_done; the others (wrappers such as the managed
+    // allocator, a leaf the walk did not give) by the describer, through the runtime's JIT info
+    // table. (Under LD_PRELOAD every JIT'd range had its jit_done: nothing to ask.)
+    std::vector<uint64_t> ips;
+    for (const Pending& p : d.batch) {
+      for (size_t i = 0; late && i < p.ips.size() && ips.size() < kMaxJitAsk; ++i) {
+        const uint64_t probe = i == 0 ? p.ips[i] : p.ips[i] - 1;
+        if (probe && !d.snapshot.find(probe) && !in_jit_range(d, probe) && !d.no_method.count(probe)) ips.push_back(probe);
+      }
+    }
+    std::sort(ips.begin(), ips.end());
+    ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
+    if (!unknown.empty() || !ips.empty()) {
+      std::vector<uint64_t> methods, code;
       for (const auto& [m, c] : unknown) {
         methods.push_back(m);
         code.push_back(c);
       }
-      describe(methods.data(), code.data(), resolved.data(), methods.size());
+      for (uint64_t ip : ips) {
+        methods.push_back(0);
+        code.push_back(ip);
+      }
+      std::vector<uint64_t> resolved(methods.size());
+      std::vector<std::pair<uint64_t, uint64_t>> ranges;
+      describe(methods.data(), code.data(), resolved.data(), methods.size(), ranges);
       // A code start the runtime could not name is not asked again (AOT code is never freed).
       for (size_t i = 0; i < unknown.size(); ++i)
         if (!methods[i] && resolved[i] != kNotAnswered) d.by_code.emplace(code[i], resolved[i]);
+      if (d.jit_ranges.size() >= kMaxJitKnown) d.jit_ranges.clear();
+      if (d.no_method.size() >= kMaxJitKnown) d.no_method.clear();
+      for (const auto& [start, size] : ranges) {
+        if (size) d.jit_ranges[start] = start + size;
+        else d.no_method.insert(start);
+      }
     }
   }
   Event hit;
   uint64_t frames_left_out = 0, truncated = 0, cut_unnamed = 0, cut_copy = 0;
   for (Pending& p : d.batch) {
     const Record* r = p.record;
+    if (late) name_thread(d, *r);
     // A managed leaf is named by its method's code range, even in AOT code (a loaded module whose
     // symbols would otherwise name it as native code).
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 && r->code[0] + static_cast<uint64_t>(r->leaf_offset) == r->ip;

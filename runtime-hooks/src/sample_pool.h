@@ -60,6 +60,8 @@ struct Record {
   uint32_t nframes;
   int32_t leaf_offset;         // native offset of the innermost managed frame (-1: none)
   uint32_t truncated;          // 1: the managed walk had more frames than Pool::maxframes
+  int32_t os_tid;              // gettid(): names a thread the runtime named before an attach
+  uint32_t unused;
   uint64_t leaf_code_start;    // code start of the innermost managed frame
   // MonoMethod* innermost first, 0 where the walk could not name one (AOT code). 8 bytes a frame:
   // 256 frames make a record 1.3 KiB larger than 32 frames of (method, domain, code start) did.

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
@@ -225,6 +226,7 @@ void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_
   state.store(kWriting, std::memory_order_relaxed);
   r->time = rt::now_ns();
   r->tid = static_cast<uint64_t>(pthread_self());
+  r->os_tid = static_cast<int32_t>(syscall(SYS_gettid));
   r->ip = reinterpret_cast<uint64_t>(ip);
   r->nframes = 0;
   r->truncated = 0;

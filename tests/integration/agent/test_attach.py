@@ -16,7 +16,13 @@ from outside and left as it was.
   (the CLI run as nobody), a process profiled already (LD_PRELOAD, and a second attach), refused
   options (alloc);
 - calls after attach: only methods compiled after it are instrumented (AttachLate.Step), with a notice;
-- attach/detach cycles: the resident size stays bounded (the detached sessions' pages given back).
+- attach/detach cycles: the resident size stays bounded (the detached sessions' pages given back);
+- workers (issue 33.3, 33.5): attach `sample,counter` to attach_workers.exe (threads req-0..req-3 busy,
+  started before the attach): every sampled thread named, the CPU-time section within 10% of the CPU
+  the process used in the window (/proc/PID/stat around attach and detach), at most 3% of the hits
+  ending in an unnamed native leaf, and (mono-runtime-dbg installed) at most 2% of the self hits in
+  `[runtime, unnamed]`; the same program with MLPD_TEST_DEBUG_DIR pointing at an empty directory (a
+  machine without the debug symbols): the report's line names the package.
 Prints the figures: time from `mlpd attach` to the first sample, the target's longest pause, and the
 CPU cost of sampling after attach against the same options with LD_PRELOAD (work done in a fixed time).
 """
@@ -368,6 +374,128 @@ def refusals():
         print("skipped: another user's process (needs root and setpriv)", flush=True)
 
 
+def proc_cpu_s(pid):
+    """The process's CPU time (user + system), seconds, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report_json(path):
+    import json
+    r = t.run([t.MLPD, "report", "--json", path], timeout=300)
+    t.check(r.returncode == 0, f"report --json {path}: {r.returncode} {r.stderr[:300]}")
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        t.check(False, f"report --json {path}: not JSON: {r.stdout[:300]}")
+        return {}
+
+
+def leaf_counts(path):
+    """(hits, hits whose leaf is an unnamed native address) from the collapsed export."""
+    r = t.run([t.MLPD, "export", "--format", "collapsed", path], timeout=300)
+    t.check(r.returncode == 0, f"export collapsed {path}: {r.returncode} {r.stderr[:300]}")
+    total = unnamed = 0
+    for line in r.stdout.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        total += int(count)
+        if stack.split(";")[-1].startswith("[unknown native 0x"):
+            unnamed += int(count)
+    return total, unnamed
+
+
+def runtime_debug_file():
+    """The runtime's separate debug file, as the agent finds it (build id, or .gnu_debuglink under
+    /usr/lib/debug); None when not installed."""
+    exe = os.path.realpath(shutil.which(t.MONO) or t.MONO)
+    root = ""
+    with open(exe, "rb") as f:
+        head = f.read(4096)
+    if not head.startswith(b"\x7fELF"):  # NAME.mono612: a script running the root's mono (scripts/in-root.sh)
+        m = re.search(rb"in-root\.sh' '([^']+)' (\S+)", head)
+        if not m:
+            return None
+        root, inside = m.group(1).decode(), m.group(2).decode()
+        link = os.path.join(root, inside.lstrip("/"))
+        while os.path.islink(link):
+            target = os.readlink(link)
+            link = os.path.join(root, target.lstrip("/")) if target.startswith("/") else os.path.join(os.path.dirname(link), target)
+        exe = "/" + os.path.relpath(link, root)
+    r = t.run(["readelf", "-n", root + exe], timeout=30)
+    m = re.search(r"Build ID: ([0-9a-f]+)", r.stdout)
+    for c in ([f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"] if m else []) + ["/usr/lib/debug" + exe]:
+        if os.path.exists(root + c):
+            return root + c
+    return None
+
+
+def workers_run(tag, env=None, window=6):
+    """attach_workers (4 busy threads named req-N, started before the attach), attached for `window`
+    seconds with sample,counter. Returns (file, CPU-s used in the window by /proc, bracket width)."""
+    p = start(window + 7, env=env, prog="attach_workers")
+    time.sleep(2)  # CPU used before the attach: the window's counters must leave it out
+    c0 = proc_cpu_s(p.pid)
+    a = attach(p.pid, f"sample,counter,output=workers_{tag}.mlpd")
+    c1 = proc_cpu_s(p.pid)
+    t.check(a.returncode == 0, f"workers {tag}: attach: exit {a.returncode}: {a.stdout} {a.stderr}")
+    time.sleep(window)
+    c2 = proc_cpu_s(p.pid)
+    d = detach(p.pid)
+    c3 = proc_cpu_s(p.pid)
+    t.check(d.returncode == 0, f"workers {tag}: detach: exit {d.returncode}: {d.stdout} {d.stderr}")
+    rc, out, err = finish_program(p)
+    t.check(rc == 0 and program_lines(out)[-1:] == ["done ok"], f"workers {tag}: exit {rc}, {program_lines(out)[-2:]} {err[-300:]!r}")
+    path = os.path.join(WORK, f"workers_{tag}.mlpd")
+    strict_ok(path, f"workers {tag}")
+    # The agent's window starts in [c0, c1] and ends in [c2, c3]: the middle of the two brackets.
+    return path, ((c2 - c1) + (c3 - c0)) / 2, (c3 - c0) - (c2 - c1)
+
+
+def runtime_unnamed_share(report):
+    cpu = report.get("samples", {})
+    hits = cpu.get("total", 0)
+    self_hits = sum(g.get("self", 0) for g in cpu.get("groups", []) if g.get("name") == "[runtime, unnamed]")
+    return (100.0 * self_hits / hits) if hits else 0.0, cpu
+
+
+def workers_scenario():
+    path, used, bracket = workers_run("dbg")
+    rep = report_json(path)
+    share, cpu = runtime_unnamed_share(rep)
+    threads = cpu.get("threads", [])
+    unnamed_threads = [th["name"] for th in threads if th["name"].startswith("thread 0x")]
+    t.check(threads and not unnamed_threads, f"workers: sampled threads without a name: {unnamed_threads} of {threads}")
+    names = [th["name"].split(" (")[0] for th in threads]
+    t.check(all(f"req-{i}" in names for i in range(4)), f"workers: req-0..req-3 not all among the sampled threads: {names}")
+    ct = rep.get("cpu_threads", {})
+    reported = ct.get("process_user_s", 0) + ct.get("process_system_s", 0)
+    t.check(used > 1 and abs(reported - used) <= 0.10 * used,
+            f"workers: CPU-time section {reported:.2f} s, /proc says {used:.2f} s (+-{bracket / 2:.2f}) in the window")
+    total, unnamed = leaf_counts(path)
+    leaf_pct = 100.0 * unnamed / total if total else 100.0
+    t.check(total > 100 and leaf_pct <= 3.0, f"workers: {unnamed} of {total} hits ({leaf_pct:.1f}%) end in an unnamed native leaf")
+    dbg = runtime_debug_file()
+    t.check(dbg is not None, "workers: the runtime's debug symbols are not installed (mono-runtime-dbg: scripts/install-deps.sh)")
+    if dbg:
+        t.check(share <= 2.0, f"workers: [runtime, unnamed] {share:.1f}% of the self hits with {dbg} installed: {cpu.get('groups')}")
+    # Without the debug files (an empty directory stands for them): the report says what would name them.
+    empty = os.path.join(WORK, "no-debug")
+    os.makedirs(empty, exist_ok=True)
+    path2, _, _ = workers_run("nodbg", env={"MLPD_TEST_DEBUG_DIR": empty}, window=4)
+    share2, cpu2 = runtime_unnamed_share(report_json(path2))
+    text = t.run([t.MLPD, "report", path2], timeout=300).stdout
+    hint = [l for l in text.splitlines() if "[runtime, unnamed]:" in l]
+    t.check(len(hint) == 1 and "mono-runtime-dbg" in hint[0], f"workers without debug files: the report's line: {hint} "
+            f"(missing_symbols {cpu2.get('missing_symbols')})")
+    print(f"figure: attach workers: CPU-time section {reported:.2f} s vs /proc {used:.2f} s; unnamed native leaves "
+          f"{leaf_pct:.2f}% of {total} hits; [runtime, unnamed] {share:.2f}% of self hits with the debug symbols, "
+          f"{share2:.2f}% without", flush=True)
+
+
 def overhead():
     """CPU time per unit of work (attach_service's nodes, 4 s runs): plain, sampled with LD_PRELOAD, sampled
     after attach (at 0.3 s). CPU time, not wall: the machine may be shared."""
@@ -395,9 +523,10 @@ def overhead():
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "calls", "cycles", "refusals", "overhead"]
+    scenarios = sys.argv[1:] or ["main", "reattach", "exit", "for", "repeat", "calls", "cycles", "refusals", "workers", "overhead"]
     table = {"main": main_scenario, "reattach": reattach_scenario, "exit": exit_promptly_scenario, "for": for_scenario,
-             "repeat": repeat_scenario, "calls": calls_scenario, "cycles": cycles_scenario, "refusals": refusals, "overhead": overhead}
+             "repeat": repeat_scenario, "calls": calls_scenario, "cycles": cycles_scenario, "refusals": refusals,
+             "workers": workers_scenario, "overhead": overhead}
     for s in scenarios:
         print(f"-- {s} ({t.RUNTIME})", flush=True)
         table[s]()

@@ -110,6 +110,27 @@ TEST_CASE("ELF symbols: a function of this program is found with its real start 
   CHECK(gap_start > 0);
 }
 
+TEST_CASE("ELF symbols: a stripped runtime's .gnu_debuglink names its debug file (issue 33.5)", "[hooks][sampling]") {
+  // Debian's mono-sgen is stripped and links /usr/lib/debug/usr/bin/mono-sgen (mono-runtime-dbg).
+  ElfSymbols exe;
+  if (!exe.load_file("/usr/bin/mono-sgen") || exe.from_symtab()) {
+    WARN("no stripped /usr/bin/mono-sgen here");
+    return;
+  }
+  CHECK(exe.debuglink() == "mono-sgen");
+  CHECK(exe.build_id().size() == 40);
+  ElfSymbols debug;
+  // Installed by scripts/install-deps.sh: its absence is a failure, not a reason to pass.
+  REQUIRE(debug.load_file("/usr/lib/debug/usr/bin/mono-sgen"));
+  CHECK(debug.from_symtab());
+  CHECK(debug.size() > exe.size() * 2);  // the runtime's own functions, not only its exports
+  CHECK(debug.build_id() == exe.build_id());
+  uint32_t crc = 0;
+  REQUIRE(file_crc32("/usr/lib/debug/usr/bin/mono-sgen", crc));
+  CHECK(crc == exe.debuglink_crc());
+  CHECK_FALSE(file_crc32("/nonexistent/file", crc));
+}
+
 TEST_CASE("ELF symbols: not an ELF file, or no file", "[hooks][sampling]") {
   ElfSymbols syms;
   CHECK_FALSE(syms.load_file("/proc/self/status"));

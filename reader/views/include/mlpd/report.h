@@ -68,6 +68,13 @@ struct CpuSection {
   // kept ([truncated]), a managed frame nobody could name ([stack cut]), a native stack beyond the
   // agent's stack copy. 0 when the file does not say.
   uint64_t truncated = 0, cut_unnamed = 0, cut_copy = 0;
+  // The runtime's unnamed code (issue 33.5): one per stripped module with self hits in that group, and
+  // the package whose separate debug symbols would name it ("" when the table has none).
+  struct MissingSymbols {
+    std::string module, package;
+    uint64_t self = 0;
+  };
+  std::vector<MissingSymbols> missing_symbols;  // most self hits first
 };
 
 struct CallsSection {
