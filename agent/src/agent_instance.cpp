@@ -166,6 +166,11 @@ void Agent::finish() {
   }
   if (options_.verbose) {
     for (const std::string& line : helper_.summary_lines(options_.sample_mode != SampleMode::None)) say(line);
+    // Issue 33: code the runtime ran without enter/leave events (Mono: AOT-compiled images).
+    if (options_.calls) {
+      const std::string notice = runtime_.calls_notice();
+      if (!notice.empty()) say(notice);
+    }
   }
 }
 

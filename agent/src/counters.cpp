@@ -28,7 +28,11 @@ AgentCounters::AgentCounters(runtime::Runtime& runtime, rt::ThreadRegistry& regi
       {"Samples without stack copy", &runtime::SampleStats::stack_copy_failed},
       {"Samples not unwound", &runtime::SampleStats::unwind_failed},
       {"Sample managed frames left out", &runtime::SampleStats::frames_left_out},
+      // Each cut of a sample's stack by its reason (issue 33; the report's CPU section reads these
+      // names: reader/views/report_cpu.cpp).
       {"Samples truncated", &runtime::SampleStats::truncated},
+      {"Samples cut (frame not named)", &runtime::SampleStats::cut_unnamed},
+      {"Samples cut (native stack beyond the copy)", &runtime::SampleStats::cut_copy},
   };
   for (size_t i = 0; i < std::size(kSampleCounters); ++i) {
     sampler_.add_profiler(

@@ -242,7 +242,8 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
         " managed frames left out; " + std::to_string(st.taken ? st.handler_ns / st.taken : 0) + " ns in the handler and " +
         std::to_string(st.taken ? st.drain_ns / st.taken : 0) + " ns on the helper per sample; rate " +
         std::to_string(st.freq) + " Hz asked, " + std::to_string(st.delivered_hz()) + " Hz delivered; " +
-        std::to_string(st.truncated) + " truncated; engine: " + st.engine +
+        std::to_string(st.truncated) + " truncated (deeper than kept), " + std::to_string(st.cut_unnamed) +
+        " cut at a frame not named, " + std::to_string(st.cut_copy) + " cut at the end of the stack copy; engine: " + st.engine +
         (st.threads_without_timer ? ", " + std::to_string(st.threads_without_timer) + " threads without a timer" : std::string()) +
         (no_timers.empty() ? std::string() : " (no CPU timers: " + no_timers + ")"));
     // Issue 33.5: compat mode's defaults (every exception thrown and every clause run) can outweigh

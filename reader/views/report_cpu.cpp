@@ -284,6 +284,16 @@ std::optional<CpuSection> cpu_section(const Profile& p, const std::vector<bool>&
   out.asked_hz = asked;
   out.delivered_hz = delivered_rate(p);
   out.wall_clock = wall_clock;
+  // The agent's counters of cut samples (agent/src/counters.cpp), by name.
+  auto ends = [](const std::string& name, std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const CounterInfo& c : p.counters()) {
+    if (c.is_string || c.last <= 0) continue;
+    if (ends(c.name, "Samples truncated")) out.truncated = static_cast<uint64_t>(c.last);
+    else if (ends(c.name, "Samples cut (frame not named)")) out.cut_unnamed = static_cast<uint64_t>(c.last);
+    else if (ends(c.name, "Samples cut (native stack beyond the copy)")) out.cut_copy = static_cast<uint64_t>(c.last);
+  }
   return out;
 }
 

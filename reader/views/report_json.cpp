@@ -72,6 +72,8 @@ void cpu(std::string& out, const CpuSection& c) {
   });
   if (!c.asked_hz.empty()) out += ",\"asked_hz\":" + c.asked_hz;
   if (c.delivered_hz > 0) out += fmt(",\"delivered_hz\":%.1f", c.delivered_hz);
+  out += ",\"cut\":{\"truncated\":" + u64(c.truncated) + ",\"frame_not_named\":" + u64(c.cut_unnamed) +
+         ",\"beyond_stack_copy\":" + u64(c.cut_copy) + "}";
   out += ",\"wall_clock\":" + std::string(c.wall_clock ? "true" : "false") + "}";
 }
 
@@ -89,6 +91,7 @@ void calls(std::string& out, const CallsSection& c) {
     out += "{\"name\":" + js(s.name) + ",\"calls\":" + u64(s.cs.calls) + ",\"self_ns\":" + u64(s.cs.self_ns) +
            ",\"total_ns\":" + u64(s.cs.total_ns) + ",\"busy_ns\":" + u64(s.busy_ns) + "}";
   });
+  list(out, "aot_images_not_seen", c.aot_images, [&](const std::string& n) { out += js(n); });
   out += "}";
 }
 

@@ -328,6 +328,10 @@ bool build_report(const Profile& p, const ReportOptions& o, Report& r, std::stri
     c.by_self = top(rows, n, [](const MethodStat& s) { return s.self_ns; });
     c.by_calls = top(rows, n, [](const MethodStat& s) { return s.calls; });
     c.hot_path = hot_path(p, mask, std::max<size_t>(n, 12));
+    constexpr std::string_view kAot = conventions::kAotImageCounterPrefix;  // the Mono runtime's counters
+    for (const CounterInfo& ci : p.counters())
+      if (const size_t at = ci.name.find(kAot); at != std::string::npos && !ci.is_string)
+        c.aot_images.push_back(ci.name.substr(at + kAot.size()));
     r.calls = std::move(c);
   }
 

@@ -71,12 +71,28 @@ class Text {
     }
     line("  by total (inclusive):");
     for (const auto& r : c.ranked_total) line(fmt("  %6.2f %8" PRIu64 "  ", pct(r.total, hits), r.total) + r.name);
+    // Issue 33: every cut of a sample's stack, by its reason (the agent's counters).
+    std::string cuts;
+    auto cut = [&](uint64_t k, const char* why) {
+      if (k) cuts += (cuts.empty() ? "" : "; ") + u64(k) + fmt(" (%.2f%%) ", pct(k, hits)) + why;
+    };
+    cut(c.truncated, "deeper than the 256 frames kept, rooted at [truncated]");
+    cut(c.cut_unnamed, "at a managed frame the agent could not name, rooted at [stack cut]");
+    cut(c.cut_copy, "whose native stack goes on beyond the 16 KiB copied, rooted at [stack cut]");
+    if (!cuts.empty()) line("  stacks cut short: " + cuts);
   }
 
   void calls(const CallsSection& c) {
     line("");
     line("== Calls: " + u64(c.total) + " ==" +
          (c.unclosed ? "  (" + u64(c.unclosed) + " still open at the end, closed there)" : ""));
+    if (!c.aot_images.empty()) {
+      std::string names;
+      for (size_t i = 0; i < c.aot_images.size() && i < 4; ++i) names += (i ? ", " : "") + c.aot_images[i];
+      if (c.aot_images.size() > 4) names += ", " + u64(c.aot_images.size() - 4) + " more";
+      line("  not seen: methods of AOT-compiled images (" + names +
+           ") run without enter/leave events; run mono with -O=-aot to count them");
+    }
     line("  inclusive       self        calls  method (by inclusive time; recursion counted once)");
     auto timed = [&](const MethodLine& r) {
       line(fmt("  %10s %10s %12" PRIu64 "  ", duration(r.s.total_ns).c_str(), duration(r.s.self_ns).c_str(), r.s.calls) +

@@ -4,6 +4,7 @@
 
 #include "callbacks.h"
 #include "heapshot_engine.h"
+#include "mlpd/hooks/late_describer.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::hooks::cb {
@@ -85,6 +86,7 @@ void on_gc_finalizing(MonoProfiler*) { finalization_event(TYPE_GC | TYPE_GC_FINA
 // finalization events on.
 void on_gc_finalized(MonoProfiler*) {
   heapshot::finalized();
+  describer_finalized();  // the sample drain's AOT frames (late_describer.h)
   finalization_event(TYPE_GC | TYPE_GC_FINALIZE_END);
 }
 void on_gc_finalizing_object(MonoProfiler*, MonoObject* o) {

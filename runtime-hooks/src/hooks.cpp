@@ -195,6 +195,10 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     runtime_counters_start();
     describe_loaded();
     start_describer();
+  } else {
+    // AOT-compiled methods send no jit_done: their sampled frames are described on the finalizer
+    // thread (late_describer.h).
+    start_preload_describer();
   }
   return true;
 }

@@ -8,6 +8,7 @@
 #include "heapshot_engine.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/icalls.h"
+#include "mlpd/hooks/late_describer.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mono/perf_callbacks.h"
 #include "mlpd/hooks/runtime_counters.h"
@@ -51,6 +52,9 @@ void on_shutdown_begin(MonoProfiler*) {
       g->env.meta->add(e, now_ns);
     }
   }
+  // The finalizer thread ends during the shutdown: the drain no longer waits for it to describe
+  // AOT frames (new ones from now on cut their samples, counted: "Samples cut (frame not named)").
+  if (!g->cfg.late) stop_describer();
   if (active()) heapshot::shutdown_begin();  // heapshot-on-shutdown: a collection on this thread
   if (g->env.on_shutdown_begin) g->env.on_shutdown_begin();
 }

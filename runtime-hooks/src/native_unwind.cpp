@@ -185,8 +185,13 @@ void unwind_one(const ChunkJob& d, Pending& p) {
   const Record* r = p.record;
   p.ips.clear();
   p.truncated = false;
+  p.past_copy = false;
   p.ips.push_back(r->ip);
   if (r->stack_len == 0 || !d.snapshot->find(r->ip)) return;  // no copy, or JIT code (no unwind info)
+  // Where the innermost managed frame is (its code start + offset: the interrupted IP or a return
+  // address), 0 when the walk found none.
+  const uint64_t first_managed = r->nframes > 0 && r->leaf_offset >= 0 ? r->code[0] + static_cast<uint64_t>(r->leaf_offset) : 0;
+  if (first_managed == r->ip) return;  // the leaf is managed (AOT) code: no native frame
   UnwindArg arg{r, d.snapshot};
   unw_cursor_t c;
   if (g_unw.init_remote(&c, g_as, &arg) < 0) {
@@ -199,7 +204,7 @@ void unwind_one(const ChunkJob& d, Pending& p) {
     if (rc <= 0) {
       if (rc < 0 && steps == 0) g_counters.unwind_failed.fetch_add(1, std::memory_order_relaxed);
       // Stopped in native code for want of the stack beyond the copy: the stack goes on.
-      if (rc < 0 && arg.past_copy) p.truncated = true;
+      if (rc < 0 && arg.past_copy) p.past_copy = true;
       break;
     }
     ++steps;
@@ -208,6 +213,9 @@ void unwind_one(const ChunkJob& d, Pending& p) {
     // Into JIT'd code: the managed frames take over. Its return address is not kept: mprof-report
     // counts every IP of a hit as a hit of its own, and would count the P/Invoke wrapper too.
     if (!d.snapshot->find(ip - 1)) break;
+    // Into AOT-compiled code (inside a loaded module, mscorlib.dll.so, with unwind info of its own):
+    // the innermost managed frame the walk found, which the managed frames name.
+    if (first_managed && ip == first_managed) break;
     if (p.ips.size() >= d.max_native) {  // one native frame more than kept
       p.truncated = true;
       break;

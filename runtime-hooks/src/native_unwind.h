@@ -77,14 +77,15 @@ struct Snapshot {
 struct Pending {
   Record* record;
   std::vector<uint64_t> ips;  // native instruction pointers, leaf first
-  bool truncated = false;     // the native unwinding stopped before the stack's end (depth, copy)
+  bool truncated = false;     // the native chain is deeper than the frames kept
+  bool past_copy = false;     // the native unwinding stopped at the end of the stack copy: it goes on
 };
 
 // Opens the unwinder (libunwind's remote interface) once, on the helper thread; false when there is
 // none (libunwind not installed, or a machine without native unwinding): leaf IPs only then.
 bool native_unwind_open();
 
-// Fills every record's native chain (`ips`, leaf first; `truncated`), and `snapshot` with the modules
+// Fills every record's native chain (`ips`, leaf first; `truncated`, `past_copy`), and `snapshot` with the modules
 // loaded at the last chunk (for naming the chain's addresses). With the unwinder, in chunks under the
 // loader's lock and g_fork_mutex; without, the leaf IP only. Allocates only before taking the locks.
 void native_chains(std::vector<Pending>& batch, Snapshot& snapshot, uint32_t max_native);

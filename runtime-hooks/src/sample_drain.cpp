@@ -3,7 +3,8 @@
 // Each drain takes the completed records, oldest first; their native chains are unwound
 // (native_unwind.h) and named (native_names.h), methods compiled before a late attach are described,
 // and each record becomes one hit: its native IPs, then those of its managed frames that were
-// described, ended by the [truncated] marker where the stack was cut short.
+// described, ended by a marker where the stack was cut short ([truncated]: deeper than the frames
+// kept; [stack cut]: any other reason).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "native_unwind.h"
 #include "os_threads.h"
 #include "sample_pool.h"
+#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -30,12 +33,22 @@ using namespace sampling_detail;
 
 namespace {
 
+// The marker of a sample stack cut for another reason than depth (a managed frame nobody could
+// name), as format::kTruncatedMethod is for depth: a method_jit event names it, code
+// [kCutMethod, +1) in page 0, never mapped. The profiler counters give each reason's count.
+constexpr uint64_t kCutMethod = 0x180;
+constexpr char kCutName[] = "[stack cut]";
+
 struct DrainState {
   Snapshot snapshot;  // the modules loaded at the last chunk unwound
   std::vector<Pending> batch;
   NativeNames names;
   uint32_t max_native = kMaxSampleFrames;
   uint64_t truncated_in = 0;  // the serial of the MetaLog that has the [truncated] marker's method_jit
+  uint64_t cut_in = 0;        // the same for the [stack cut] marker
+  // Frames the walk gave without a method (AOT code met in an async context), named by their code
+  // start: the method the describer found (0: none).
+  std::unordered_map<uint64_t, uint64_t> by_code;
   std::unordered_set<uint64_t> named;  // attached: the sampled threads whose name was looked for
   // Attached: JIT'd code compiled before the attach that the describer found (start -> end), and the
   // native IPs outside every module that no method's code holds (trampolines): asked about once.
@@ -88,19 +101,19 @@ void name_thread(DrainState& d, const Record& r) {
 }
 DrainState* g_drain = nullptr;
 
-// The [truncated] marker (format::kTruncatedMethod), described once before its first use.
-void describe_truncated(DrainState& d) {
+// A marker ([truncated], [stack cut]: format.h), described once before its first use in each MetaLog.
+void describe_marker(uint64_t& described_in, uint64_t method, const char* name) {
   // By serial, not address: a stream made after another was freed (a test's, a fork child's) can have
   // the same address and must still get the marker's description.
-  if (d.truncated_in == g_sample_meta->serial()) return;
+  if (described_in == g_sample_meta->serial()) return;
   Event e;
   e.kind = EventKind::method_jit;
-  e.method = format::kTruncatedMethod;
-  e.ptr = format::kTruncatedMethod;
+  e.method = method;
+  e.ptr = method;
   e.size = 1;
-  e.name = format::kTruncatedName;
+  e.name = name;
   g_sample_meta->add(e, rt::now_ns);
-  d.truncated_in = g_sample_meta->serial();
+  described_in = g_sample_meta->serial();
 }
 
 }  // namespace
@@ -138,29 +151,35 @@ void drain_samples(bool final) {
   std::sort(d.batch.begin(), d.batch.end(),
             [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
   native_chains(d.batch, d.snapshot, d.max_native);
-  // Attached late: methods compiled before the attach were never described (no jit_done of ours);
-  // a thread attached to the runtime describes them now, before the samples that name them.
+  // Frames whose method is not described: methods compiled before a late attach (no jit_done of
+  // ours) and AOT-compiled methods (no jit_done at all; method 0 when the walk met their code in an
+  // async context). A thread attached to the runtime describes them now, before the samples that name
+  // them (late_describer.h), and names the method-0 frames by their code start.
+  // Attached late (not the preload describer of AOT frames): pre-attach JIT code and thread names.
+  const bool late = state::g && state::g->cfg.late;
   if (DescribeMethods describe = g_describe_methods.load(std::memory_order_acquire)) {
-    // (method, an address in its code or 0): the innermost frame's code start is known from the walk.
-    std::vector<std::pair<uint64_t, uint64_t>> unknown;
+    std::vector<std::pair<uint64_t, uint64_t>> unknown;  // (method or 0, code start or 0)
     for (const Pending& p : d.batch) {
       for (uint32_t i = 0; i < p.record->nframes; ++i) {
-        const uint64_t m = p.record->methods[i];
-        if (m && !described::method_known(m))
-          unknown.emplace_back(m, i == 0 && p.record->leaf_offset >= 0 ? p.record->leaf_code_start : 0);
+        const uint64_t m = p.record->methods[i], c = p.record->code[i];
+        if (m ? described::method_known(m) : (!c || d.by_code.count(c))) continue;
+        unknown.emplace_back(m, c);
       }
     }
     std::sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second > b.second;  // one with a code address first
     });
-    unknown.erase(std::unique(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+    // One entry per method; per code start for the frames without one.
+    unknown.erase(std::unique(unknown.begin(), unknown.end(),
+                              [](const auto& a, const auto& b) { return a.first == b.first && (a.first || a.second == b.second); }),
                   unknown.end());
-    // Native IPs in no module: JIT'd code (Mono's code memory is anonymous). Those compiled after
-    // the attach are described at jit_done; the others (wrappers such as the managed allocator, a
-    // leaf the walk did not give) by the describer, through the runtime's JIT info table.
+    // Attached: native IPs in no module are JIT'd code (Mono's code memory is anonymous). Those
+    // compiled after the attach are described at jit_done; the others (wrappers such as the managed
+    // allocator, a leaf the walk did not give) by the describer, through the runtime's JIT info
+    // table. (Under LD_PRELOAD every JIT'd range had its jit_done: nothing to ask.)
     std::vector<uint64_t> ips;
     for (const Pending& p : d.batch) {
-      for (size_t i = 0; i < p.ips.size() && ips.size() < kMaxJitAsk; ++i) {
+      for (size_t i = 0; late && i < p.ips.size() && ips.size() < kMaxJitAsk; ++i) {
         const uint64_t probe = i == 0 ? p.ips[i] : p.ips[i] - 1;
         if (probe && !d.snapshot.find(probe) && !in_jit_range(d, probe) && !d.no_method.count(probe)) ips.push_back(probe);
       }
@@ -177,8 +196,12 @@ void drain_samples(bool final) {
         methods.push_back(0);
         code.push_back(ip);
       }
+      std::vector<uint64_t> resolved(methods.size());
       std::vector<std::pair<uint64_t, uint64_t>> ranges;
-      describe(methods.data(), code.data(), methods.size(), ranges);
+      describe(methods.data(), code.data(), resolved.data(), methods.size(), ranges);
+      // A code start the runtime could not name is not asked again (AOT code is never freed).
+      for (size_t i = 0; i < unknown.size(); ++i)
+        if (!methods[i] && resolved[i] != kNotAnswered) d.by_code.emplace(code[i], resolved[i]);
       if (d.jit_ranges.size() >= kMaxJitKnown) d.jit_ranges.clear();
       if (d.no_method.size() >= kMaxJitKnown) d.no_method.clear();
       for (const auto& [start, size] : ranges) {
@@ -188,36 +211,49 @@ void drain_samples(bool final) {
     }
   }
   Event hit;
-  uint64_t frames_left_out = 0, truncated = 0;
-  const bool late = g_describe_methods.load(std::memory_order_acquire) != nullptr;
+  uint64_t frames_left_out = 0, truncated = 0, cut_unnamed = 0, cut_copy = 0;
   for (Pending& p : d.batch) {
     const Record* r = p.record;
     if (late) name_thread(d, *r);
-    for (size_t i = 0; i < p.ips.size(); ++i) d.names.describe(d.snapshot, p.ips[i], i == 0);
+    // A managed leaf is named by its method's code range, even in AOT code (a loaded module whose
+    // symbols would otherwise name it as native code).
+    const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 && r->code[0] + static_cast<uint64_t>(r->leaf_offset) == r->ip;
+    for (size_t i = managed_leaf ? 1 : 0; i < p.ips.size(); ++i) d.names.describe(d.snapshot, p.ips[i], i == 0);
     hit.reset(EventKind::sample_hit);
     hit.time = r->time;
     hit.ptr = r->tid;
     hit.ips = p.ips;
-    bool cut = p.truncated || r->truncated;
+    bool unnamed = false;
     for (uint32_t i = 0; i < r->nframes; ++i) {
-      const uint64_t method = r->methods[i];
+      uint64_t method = r->methods[i];
+      if (!method) {
+        const auto it = d.by_code.find(r->code[i]);
+        if (it != d.by_code.end()) method = it->second;
+      }
       // This thread must not call Mono (it is not attached: Mono aborts in mono_method_full_name or
       // mono_jit_info_table_find), so a frame is kept only if its method was described already
-      // (JIT'd methods are, at jit_done). Not kept: no method (AOT code whose jit info the async
-      // walk could not load) and methods never JIT'd here (some wrappers, AOT). The chain stops at
-      // the first such frame, and the frames above it are left out too: skipping only that frame
-      // would join its callee to its caller (A -> C for A -> B -> C), a call that never happened.
+      // (JIT'd methods are, at jit_done; AOT ones by the describer above). Not kept: a frame nobody
+      // could name (the describer held up, or not running: before the runtime is initialised, after
+      // its shutdown began). The chain stops at the first such frame, and the frames above it are
+      // left out too: skipping only that frame would join its callee to its caller (A -> C for
+      // A -> B -> C), a call that never happened.
       if (!method || !described::method_known(method)) {
         frames_left_out += r->nframes - i;
-        cut = true;
+        unnamed = true;
         break;
       }
       hit.frames.push_back(method);
     }
-    // A stack cut short ends with the [truncated] marker at its root, so that flame graphs group
-    // the cut stacks under one name instead of scattering them as towers of their own.
-    if (cut) {
-      describe_truncated(d);
+    // A stack cut short ends with a marker at its root, so that flame graphs group the cut stacks
+    // under one name instead of scattering them as towers of their own: [truncated] when it is
+    // deeper than the frames kept, [stack cut] for any other reason. Each reason is counted.
+    if (unnamed || p.past_copy) {
+      describe_marker(d.cut_in, kCutMethod, kCutName);
+      hit.frames.push_back(kCutMethod);
+      cut_unnamed += unnamed;
+      cut_copy += p.past_copy;
+    } else if (p.truncated || r->truncated) {
+      describe_marker(d.truncated_in, format::kTruncatedMethod, format::kTruncatedName);
       hit.frames.push_back(format::kTruncatedMethod);
       ++truncated;
     }
@@ -227,6 +263,8 @@ void drain_samples(bool final) {
   g_counters.written.fetch_add(d.batch.size(), std::memory_order_relaxed);
   g_counters.frames_left_out.fetch_add(frames_left_out, std::memory_order_relaxed);
   g_counters.truncated.fetch_add(truncated, std::memory_order_relaxed);
+  g_counters.cut_unnamed.fetch_add(cut_unnamed, std::memory_order_relaxed);
+  g_counters.cut_copy.fetch_add(cut_copy, std::memory_order_relaxed);
   g_counters.drain_ns.fetch_add(rt::now_ns() - t0, std::memory_order_relaxed);
 }
 

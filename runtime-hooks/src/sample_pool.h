@@ -66,6 +66,9 @@ struct Record {
   // MonoMethod* innermost first, 0 where the walk could not name one (AOT code). 8 bytes a frame:
   // 256 frames make a record 1.3 KiB larger than 32 frames of (method, domain, code start) did.
   uint64_t methods[kMaxSampleFrames];
+  // Each frame's code start (the walk's base address): names a frame whose method the walk could not
+  // (AOT code read in an async context) or that was never described (AOT code has no jit_done).
+  uint64_t code[kMaxSampleFrames];
   alignas(16) unsigned char stack[kStackCopyBytes];
 };
 
@@ -126,7 +129,7 @@ struct Pool {
 struct Counters {
   std::atomic<uint64_t> taken{0}, written{0}, skipped_idle{0}, dropped_pool_full{0}, dropped_shutdown{0},
       dropped_unfinished{0}, stack_copy_failed{0}, unwind_failed{0}, frames_left_out{0},
-      handler_ns{0}, drain_ns{0}, truncated{0}, clock_ns{0};
+      handler_ns{0}, drain_ns{0}, truncated{0}, cut_unnamed{0}, cut_copy{0}, clock_ns{0};
 };
 
 // sample_drain.cpp: registers (once) the pthread_atfork handlers that make fork() wait for the

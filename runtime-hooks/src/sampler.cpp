@@ -143,6 +143,7 @@ mono_bool on_frame(MonoMethod* method, MonoDomain*, void* base_address, int offs
     r->leaf_offset = offset;
     r->leaf_code_start = reinterpret_cast<uint64_t>(base_address);
   }
+  r->code[r->nframes] = reinterpret_cast<uint64_t>(base_address);
   r->methods[r->nframes++] = reinterpret_cast<uint64_t>(method);
   return 0;
 }
@@ -382,6 +383,8 @@ SampleStats sample_stats() {
   s.handler_ns = c.handler_ns.load(std::memory_order_relaxed);
   s.drain_ns = c.drain_ns.load(std::memory_order_relaxed);
   s.truncated = c.truncated.load(std::memory_order_relaxed);
+  s.cut_unnamed = c.cut_unnamed.load(std::memory_order_relaxed);
+  s.cut_copy = c.cut_copy.load(std::memory_order_relaxed);
   s.clock_ns = c.clock_ns.load(std::memory_order_relaxed);
   s.freq = g_freq.load(std::memory_order_relaxed);
   const uint8_t mode = g_mode.load(std::memory_order_relaxed);

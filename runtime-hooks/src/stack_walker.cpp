@@ -121,6 +121,61 @@ void learn_generic(uintptr_t anchor, ThreadWalk& t, MonoMethod* const* expected,
   }
 }
 
+// AOT-compiled code (issue 33): no jit_done ever names its ranges, so a frame in it ended our walk
+// (an unknown native caller above the managed frames, or a bottom chain whose managed return address
+// is not JIT code) and the event went to Mono's walk, which names it (loading its JIT info from the
+// AOT image). The range is learned here, after that walk, as jit_done would have given it: the
+// runtime's JIT info of the address (already loaded by the walk just made), when it is code no
+// jit_done reported. Its frame shape is read from its prologue like a JIT'd method's; the usual
+// cross-checks hold. Bounded: each address is asked about once per thread (a small cache), and at
+// most kAotLearnBudget ranges are learned.
+constexpr int kAotLearnBudget = 65536;
+std::atomic<int> g_aot_budget{kAotLearnBudget};
+std::atomic<uint64_t> g_aot_learned{0};
+
+void learn_aot_ip(ThreadWalk& t, uint64_t ip) {
+  if (!ip || g_aot_budget.load(std::memory_order_relaxed) <= 0) return;
+  // Asked about lately by this thread: nothing new (a native caller stays native).
+  uint64_t& slot = t.aot_asked[(ip >> 4) & 15];
+  if (slot == ip) return;
+  slot = ip;
+  MonoDomain* domain = mono.mono_domain_get();
+  if (!domain) return;
+  MonoJitInfo* ji = mono.mono_jit_info_table_find(domain, reinterpret_cast<char*>(ip));
+  if (!ji) return;
+  MonoMethod* m = mono.mono_jit_info_get_method(ji);
+  const auto start = reinterpret_cast<uint64_t>(mono.mono_jit_info_get_code_start(ji));
+  const auto size = static_cast<uint64_t>(mono.mono_jit_info_get_code_size(ji));
+  if (!m || !start || !size || ip - start >= size) return;
+  if (lookup_slow(ip)->kind != kNative) return;  // known already (its jit_done came meanwhile)
+  g_aot_budget.fetch_sub(1, std::memory_order_relaxed);
+  code_added(m, ji, m, domain, start, size);
+  g_aot_learned.fetch_add(1, std::memory_order_relaxed);
+}
+
+// After a fast walk that ended with `why` (r its partial result): the addresses where it met code it
+// did not know, each learned if it is AOT code.
+void learn_aot(uintptr_t anchor, ThreadWalk& t, int why, const FastResult& r, bool lmf) {
+  if (why == kNoTop) {
+    learn_aot_ip(t, r.top_ip);  // above the managed frames, or between two of them
+    return;
+  }
+  const Bounds b{anchor, t.hi};
+  if (why == kNoBottom) {
+    // The learned chains below that match, whose managed return address is not JIT code.
+    const uint32_t nb = g_bottom->count.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < nb; ++i) {
+      const Signature& sig = g_bottom->sigs[i];
+      if (slots_match(sig, anchor, b) && readable(b, anchor, sig.managed_slot)) learn_aot_ip(t, load(anchor + sig.managed_slot));
+    }
+    return;
+  }
+  if (why == kNoManaged && r.n == 0 && lmf) {  // an allocation's walk from the LMF into AOT code
+    uint64_t ip, sp, rbp;
+    if (lmf_frame(t, b, ip, sp, rbp) == kLmfFrame) learn_aot_ip(t, ip);
+  }
+}
+
 // Cross-checks a fast result against Mono's walk while checks are due (the first backtraces, the first
 // uses of each signature). Returns false (and switches ours off) on a difference.
 bool cross_check(FastResult& r, MonoMethod** frames, uint32_t max) {
@@ -172,6 +227,7 @@ __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bo
   }
   const uint32_t n = mono_walk(frames, max);
   if (++t->slow[why] >= 4096) flush_counts(*t);
+  learn_aot(anchor, *t, why, r, alloc);
   if (why == kNoGeneric) {
     learn_generic(anchor, *t, frames, n, max, alloc);
   } else if (why != kNoManaged) {
@@ -195,7 +251,8 @@ std::string summary() {
          "+" + std::to_string(g_top ? g_top->count.load() : 0) + " native chains learned; " +
          std::to_string(g_lmf_total.load()) + " of ours started from the LMF; code ranges: " +
          std::to_string(g_ranges_added.load()) + " added, " + std::to_string(g_ranges_repeated.load()) +
-         " repeated jit_done ignored";
+         " repeated jit_done ignored, " + std::to_string(g_aot_learned.load()) +
+         " of AOT-compiled code learned after Mono's walk";
 }
 
 }  // namespace mlpd::hooks::walker

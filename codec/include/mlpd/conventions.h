@@ -28,5 +28,8 @@ inline constexpr std::string_view kThreadCpuSystemPrefix = "Thread CPU time (sys
 // The sampling rate asked for and the rate the samples came at, in Hz.
 inline constexpr std::string_view kSampleRateAsked = "Sample rate asked (Hz)";
 inline constexpr std::string_view kSampleRateDelivered = "Sample rate delivered (Hz)";
+// One counter per AOT-compiled image the runtime loaded (value 1): its methods ran without
+// enter/leave events, which the report's calls section says (issue 33).
+inline constexpr std::string_view kAotImageCounterPrefix = "AOT image loaded: ";
 
 }  // namespace mlpd::conventions

@@ -6,8 +6,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <new>
 
+#include "mlpd/conventions.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/heapshot.h"
@@ -16,6 +18,7 @@
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/sampling.h"
+#include "mono/aot_images.h"
 
 namespace mlpd::mono {
 
@@ -128,11 +131,43 @@ class MonoRuntime final : public runtime::Runtime {
   runtime::SampleStats sample_stats() const override { return hooks::sample_stats(); }
   std::string cpu_timers_not_used() const override { return hooks::cpu_timers_not_used(); }
   uint64_t alloc_sample_bytes() const override { return hooks::alloc_sample_bytes(); }
-  void take_new_counters(std::vector<runtime::Counter>& out) override { hooks::take_new_runtime_counters(out); }
-  bool read_counter(const runtime::Counter& c, uint64_t& bits) override { return hooks::read_runtime_counter(c, bits); }
+  void take_new_counters(std::vector<runtime::Counter>& out) override {
+    hooks::take_new_runtime_counters(out);
+    // Issue 33: one counter per AOT image loaded (value 1; the report's calls section reads them).
+    for (const std::string& name : hooks::aot_images()) {
+      if (std::find(aot_counted_.begin(), aot_counted_.end(), name) != aot_counted_.end()) continue;
+      aot_counted_.push_back(name);
+      runtime::Counter c;
+      c.handle = &kAotCounterTag;
+      c.desc.section = format::COUNTER_SECTION_PROFILER;
+      c.desc.name = std::string(conventions::kAotImageCounterPrefix) + name;
+      c.desc.type = format::COUNTER_ULONG;
+      c.desc.unit = format::COUNTER_UNIT_COUNT;
+      c.desc.variance = format::COUNTER_VARIANCE_CONSTANT;
+      c.size = 8;
+      out.push_back(std::move(c));
+    }
+  }
+  bool read_counter(const runtime::Counter& c, uint64_t& bits) override {
+    if (c.handle == &kAotCounterTag) {
+      bits = 1;
+      return true;
+    }
+    return hooks::read_runtime_counter(c, bits);
+  }
+  std::string calls_notice() const override {
+    const std::vector<std::string> aot = hooks::aot_images();
+    if (aot.empty()) return {};
+    std::string names;
+    for (const std::string& n : aot) names += (names.empty() ? "" : ", ") + n;
+    return "mlpd: calls: methods of " + std::to_string(aot.size()) + " AOT-compiled image" + (aot.size() == 1 ? "" : "s") +
+           " (" + names + ") ran without enter/leave events and are not counted; run mono with -O=-aot to see them";
+  }
   std::vector<runtime::OsThread> os_threads() const override { return hooks::os_threads(); }
 
  private:
+  static inline char kAotCounterTag = 0;  // its address: the handle of the AOT-image counters
+  std::vector<std::string> aot_counted_;        // the AOT images that have their counter (helper thread)
   void (*wake_)(void*) = nullptr;
   void* wake_ctx_ = nullptr;
 };

@@ -40,6 +40,7 @@ struct ThreadWalk {
   uint64_t jit_tls = 0;      // Mono's MonoJitTlsData of this thread (see lmf_frame), once found
   uint8_t jit_tls_tries = 0;  // searches for it so far
   uint32_t lmf_misses = 0;    // walks that wanted it before it was found
+  uint64_t aot_asked[16] = {};  // addresses lately asked about as possible AOT code (stack_walker.cpp)
   IpSlot ips[kIpCache];
   ThisSlot objs[kThisCache];
 };

@@ -226,6 +226,12 @@ def check_depth(workdir):
             t.check(all(len(f) == 257 and f[-1] == "[truncated]" and f.count("[truncated]") == 1 for f in spin),
                     f"depth 300: frames per Spin sample {sorted(set(len(f) for f in spin))}, roots {set(f[-1] for f in spin)}")
             t.check(len(marker) == 1, f"depth 300: the marker described {len(marker)} times")
+            # Issue 33: the report names the cut and its reason, from the "Samples truncated" counter;
+            # no other reason (nothing here is cut for want of a name or of the stack copy).
+            rep = t.run([t.MLPD, "report", out], timeout=300)
+            line = [l for l in rep.stdout.splitlines() if l.startswith("  stacks cut short: ")]
+            t.check(len(line) == 1 and "deeper than the 256 frames kept, rooted at [truncated]" in line[0]
+                    and "[stack cut]" not in line[0], f"depth 300: the report's cut line is {line}")
     print(f"ok  depth: 150 deep -> {sorted(set(len(f) for f in results.get(150, [])))} frames; "
           f"300 deep -> {sorted(set(len(f) for f in results.get(300, [])))} frames ending [truncated]", flush=True)
 

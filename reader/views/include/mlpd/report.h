@@ -70,6 +70,10 @@ struct CpuSection {
   double delivered_hz = 0;    // 0 when the file does not say
   bool rate_pending = false;  // ReportOptions::counters_partial: the rate delivered is not known yet
   bool wall_clock = false;
+  // Samples cut short, by reason (the agent's profiler counters; issue 33): deeper than the frames
+  // kept ([truncated]), a managed frame nobody could name ([stack cut]), a native stack beyond the
+  // agent's stack copy. 0 when the file does not say.
+  uint64_t truncated = 0, cut_unnamed = 0, cut_copy = 0;
   // The runtime's unnamed code (issue 33.5): one per stripped module with self hits in that group, and
   // the package whose separate debug symbols would name it ("" when the table has none).
   struct MissingSymbols {
@@ -88,6 +92,9 @@ struct CallsSection {
   uint64_t total = 0, unmatched_leaves = 0, unclosed = 0;
   std::vector<MethodLine> by_total, by_self, by_calls;
   std::vector<Step> hot_path;  // heaviest callee at each level
+  // AOT-compiled images the program ran (the agent's "AOT image loaded: NAME" counters; issue 33):
+  // their methods send no enter/leave events, so this section does not see them.
+  std::vector<std::string> aot_images;
 };
 
 struct Site {  // the innermost frame that is not the runtime's

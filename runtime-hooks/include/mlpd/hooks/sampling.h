@@ -47,18 +47,23 @@ void sample_from_signal(const void* context, bool managed);
 // `periods` periods of its CPU (1 + the timer's overrun), recorded without charge_cpu's test.
 void sample_from_timer(const void* context, bool managed, uint64_t periods);
 
-// Attached late: the drain (helper thread, which cannot call Mono) hands the sampled methods that are
-// not described yet to `fn`, which describes them on a thread attached to the runtime before it
-// returns (bounded: what it could not describe is left out of the samples as before). `code[i]` is an
-// address in methods[i]'s compiled code when the walk gave one (else 0): its range is described too,
-// so that the samples' IPs name it. methods[i] == 0: code[i] is a native IP outside every module (JIT'd
-// code compiled before the attach: a wrapper or a method the walk did not give, issue 33.3), whose
-// method is described with its range if the runtime's JIT info table knows one. `ranges` receives the
-// code ranges (start, size) described, and (code[i], 0) for an IP no method covers (a trampoline).
-// nullptr: off.
-using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, size_t count,
+// The drain (helper thread, which cannot call Mono) hands the sampled frames whose method is not
+// described yet to `fn`, which describes them on a thread attached to the runtime before it returns
+// (bounded: what it could not describe cuts the samples as before, counted in cut_unnamed): methods
+// compiled before a late attach, and AOT-compiled methods (no jit_done), with or without a preload.
+// `methods[i]` is the frame's method; `code[i]` an address in its code when known (else 0): its range
+// is described too, so that the samples' IPs name it. methods[i] == 0: code[i] is an address whose
+// method is wanted: a frame's code start the walk gave without a method (AOT code met in an async
+// context, issue 33.1) or a native IP outside every module (JIT'd code compiled before the attach: a
+// wrapper or a method the walk did not give, issue 33.3); its method is described with its range if
+// the runtime's JIT info table knows one. `resolved[i]` receives the method described for entry i (0:
+// none; kNotAnswered: no answer in time). `ranges` receives the code ranges (start, size) described,
+// and (code[i], 0) for an address no method covers (a trampoline). nullptr: off.
+using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
                                  std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 void set_describe_methods(DescribeMethods fn);
+// resolved[i] when the describer did not answer (held up, or not running yet): ask again later.
+inline constexpr uint64_t kNotAnswered = ~uint64_t{0};
 
 // Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
 // Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);

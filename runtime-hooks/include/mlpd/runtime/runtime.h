@@ -117,7 +117,12 @@ struct SampleStats {
   uint64_t frames_left_out = 0;    // managed frames not written (method unknown and every frame above)
   uint64_t handler_ns = 0;         // time in the signal handler for the taken samples (sum)
   uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
-  uint64_t truncated = 0;          // samples written cut at their root
+  uint64_t truncated = 0;          // samples written cut at their root because the stack is deeper
+                                   // than the frames kept (256 managed, 256 native): [truncated]
+  uint64_t cut_unnamed = 0;        // samples cut at a managed frame whose method nobody could name
+                                   // (frames_left_out has the frames): [stack cut]
+  uint64_t cut_copy = 0;           // samples whose native stack goes on beyond the stack copy (the
+                                   // native frames between it and the managed ones are missing)
   uint64_t clock_ns = 0;           // the sampled threads' clock between their signals
   uint64_t freq = 0;               // the rate asked for (Hz; 0: off)
   const char* engine = "";         // what sends the signals (`verbose`)
@@ -171,6 +176,9 @@ class Runtime {
   // A line the agent prints after a successful attach with `calls` (what cannot be instrumented any
   // more), "" for none.
   virtual std::string late_calls_notice() const { return {}; }
+  // A line `verbose` prints at exit when `calls` ran and some code ran without enter/leave events
+  // (Mono: methods of AOT-compiled images), "" for none. Helper thread, after the final round.
+  virtual std::string calls_notice() const { return {}; }
 
   // -- lifecycle
   // Installs the runtime's callbacks and the capture for `config`; the events go to `env`. False with
