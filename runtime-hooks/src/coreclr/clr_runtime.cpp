@@ -1,0 +1,387 @@
+#include "coreclr/clr_runtime.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "coreclr/mono_names.h"
+#include "mlpd/format.h"
+#include "mlpd/rt/clock.h"
+#include "mlpd/rt/events.h"
+
+namespace mlpd::coreclr {
+
+using namespace mlpd::format;
+using rt::now_ns;
+
+namespace {
+uint64_t self_tid() { return static_cast<uint64_t>(pthread_self()); }
+
+// What the file's event mask asks of the runtime's callbacks (COR_PRF_MONITOR_* and _HIGH_*). Only
+// JIT, threads, modules and assemblies, suspensions, GC and exceptions so far (docs/dotnet.md).
+void runtime_mask(uint32_t mask, DWORD& low, DWORD& high) {
+  low = monitor::kThreads | monitor::kModuleLoads | monitor::kAssemblyLoads | monitor::kJitCompilation |
+        monitor::kCacheSearches;
+  high = monitor_high::kDynamicFunctionUnloads;
+  if (mask & MASK_GC) {
+    low |= monitor::kSuspends;
+    high |= monitor_high::kBasicGc;  // start/end of every collection, concurrent GC kept on
+  }
+  if (mask & MASK_EXCEPTION) low |= monitor::kExceptions;
+}
+}  // namespace
+
+std::string ClrRuntime::summary() const {
+  return "runtime: .NET " + (about_.version.empty() ? std::string("?") : about_.version) +
+         " (CoreCLR), ICorProfilerInfo" + std::to_string(about_.info_level);
+}
+
+std::string ClrRuntime::late_refusal(const runtime::Config&) const {
+  return "attach (attaching to a running .NET program is not built yet)";
+}
+
+bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
+  // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
+  if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
+  if (config.sample_mode != runtime::kSampleOff)
+    return error = "sample: statistical sampling on .NET is not built yet (issue 35)", false;
+  if (config.mask & (MASK_GC_ALLOC)) return error = "alloc: allocation events on .NET are not built yet (issue 35)", false;
+  if (config.mask & MASK_MONITOR)
+    return error = "monitor: lock contention on .NET needs the runtime's EventPipe session, not built yet (issue 35)",
+           false;
+  if (config.mask & (MASK_GC_MOVE | MASK_GC_ROOT | MASK_GC_HANDLE | MASK_GC_FINALIZATION))
+    return error = "gcmove/gcroot/gchandle/finalization: not built on .NET yet (issue 35)", false;
+  if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
+    return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
+  if (config.late) return error = late_refusal(config), false;
+  if (!config.options.empty()) return error = "the runtime's own options (" + config.options + ") are Mono's", false;
+  config_ = config;
+  env_ = env;
+  const uint32_t mask = config.start_paused ? 0 : config.mask;
+  saved_mask_ = config.mask;
+  paused_.store(config.start_paused, std::memory_order_release);
+  mask_.store(mask, std::memory_order_release);
+  DWORD low = 0, high = 0;
+  // The callbacks are set for everything a mask may switch on later (the runtime's immutable flags
+  // are none of these); a callback whose kind is off returns at once.
+  runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
+  const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
+  if (!succeeded(hr)) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
+    return error = std::string("the runtime refused the event mask (") + text + ")", false;
+  }
+  set_instance(this);
+  active_.store(true, std::memory_order_release);
+  // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
+  Event e;
+  e.kind = EventKind::domain_load;
+  e.ptr = 1;
+  meta(e);
+  return true;
+}
+
+void ClrRuntime::detach() {
+  stop();
+  if (info_) info_->table->SetEventMask2(info_, 0, 0);
+}
+
+void ClrRuntime::meta(Event& e) { env_.meta->add(e, now_ns); }
+
+rt::ThreadLog* ClrRuntime::log() { return env_.registry ? env_.registry->get() : nullptr; }
+
+void ClrRuntime::set_event_mask(uint32_t mask) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  // What was not asked for at start cannot be switched on (the runtime needs it at Initialize or it
+  // is not built): only the kinds recorded here may come and go.
+  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER;
+  if (paused_.load()) {
+    saved_mask_ = mask;
+    return;
+  }
+  mask_.store(mask, std::memory_order_release);
+}
+
+bool ClrRuntime::pause() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (paused_.load()) return false;
+  saved_mask_ = mask_.load();
+  mask_.store(0, std::memory_order_release);
+  paused_.store(true, std::memory_order_release);
+  paused_since_read_.store(true, std::memory_order_release);
+  pause_generation_.fetch_add(1, std::memory_order_acq_rel);
+  write_sync_point(SYNC_POINT_PERIODIC);
+  return true;
+}
+
+bool ClrRuntime::resume() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (!paused_.load()) return false;
+  mask_.store(saved_mask_, std::memory_order_release);
+  paused_.store(false, std::memory_order_release);
+  pause_generation_.fetch_add(1, std::memory_order_acq_rel);
+  write_sync_point(SYNC_POINT_PERIODIC);
+  return true;
+}
+
+uint64_t ClrRuntime::paused_since_last_read() {
+  const bool now = paused_.load(std::memory_order_acquire);
+  return (paused_since_read_.exchange(now, std::memory_order_acq_rel) || now) ? 1 : 0;
+}
+
+void ClrRuntime::write_sync_point(uint8_t type) {
+  if (!active()) return;
+  if (rt::ThreadLog* l = log()) rt::write_sync_point(*l, now_ns(), type);
+}
+
+// ---- metadata
+
+void ClrRuntime::ensure_module(ModuleID module) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (!modules_.insert(module).second) return;
+  }
+  Event e;
+  e.kind = EventKind::image_load;
+  e.ptr = module;
+  e.name = names_.module_name(module);
+  meta(e);
+}
+
+void ClrRuntime::module_loaded(ModuleID module) {
+  if (active()) ensure_module(module);
+}
+
+void ClrRuntime::assembly_loaded(AssemblyID assembly) {
+  if (!active()) return;
+  WCHAR text[4];
+  ULONG length = 0;
+  AppDomainID domain = 0;
+  ModuleID manifest = 0;
+  info_->table->GetAssemblyInfo(info_, assembly, 0, &length, text, &domain, &manifest);
+  if (manifest) ensure_module(manifest);
+  Event e;
+  e.kind = EventKind::assembly_load;
+  e.ptr = assembly;
+  e.ptr2 = manifest;
+  e.name = names_.assembly_name(assembly);
+  meta(e);
+}
+
+// Every body of `function` not described yet: tier 0, tier 1, OSR and ReJIT versions have their own
+// code start (GetNativeCodeStartAddresses), each described with its own range, so a sample in any
+// body resolves. A method seen first (any kind of event) is named once.
+void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
+  if (!function) return;
+  UINT_PTR starts[16];
+  ULONG32 count = 0;
+  std::vector<CodeInfo> bodies;
+  if (about_.info_level >= 9 &&
+      succeeded(info_->table->GetNativeCodeStartAddresses(info_, function, 0, 16, &count, starts))) {
+    for (ULONG32 i = 0; i < count && i < 16; ++i) {
+      CodeInfo chunks[4];
+      ULONG32 n = 0;
+      if (succeeded(info_->table->GetCodeInfo4(info_, starts[i], 4, &n, chunks)) && n > 0)
+        bodies.push_back(chunks[0]);  // the hot part (a cold part would be a second chunk)
+    }
+  }
+  if (bodies.empty()) {
+    CodeInfo chunks[4];
+    ULONG32 n = 0;
+    if (succeeded(info_->table->GetCodeInfo2(info_, function, 4, &n, chunks)) && n > 0) bodies.push_back(chunks[0]);
+  }
+  bool named;
+  std::vector<CodeInfo> fresh;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    named = functions_.count(function) != 0;
+    for (const CodeInfo& b : bodies)
+      if (bodies_.insert(b.start_address).second) fresh.push_back(b);
+  }
+  if (named && fresh.empty()) return;
+  std::string name = dynamic ? names_.dynamic_method_name(function) : names_.method_name(function);
+  if (name.empty()) name = names_.dynamic_method_name(function);
+  if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
+  for (const CodeInfo& b : fresh) {
+    Event e;
+    e.kind = EventKind::method_jit;
+    e.method = function;
+    e.ptr = b.start_address;
+    e.size = b.size;
+    e.name = name;
+    meta(e);
+  }
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  functions_.insert(function);
+}
+
+void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
+  if (active()) ensure_function(function, dynamic);
+}
+
+// ---- threads
+
+void ClrRuntime::thread_created(ThreadID thread) {
+  if (!active()) return;
+  std::lock_guard<std::mutex> lock(threads_mutex_);
+  threads_.try_emplace(thread);
+}
+
+void ClrRuntime::thread_assigned(ThreadID thread, DWORD os_thread) {
+  if (!active()) return;
+  // Called on the thread itself when it starts running managed code: its pthread id is the file's
+  // thread id (as Mono's, so the thread's own events and its start/name events agree).
+  if (static_cast<pid_t>(os_thread) != static_cast<pid_t>(::syscall(SYS_gettid))) return;
+  std::string name;
+  uint64_t tid = self_tid();
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    ThreadState& t = threads_[thread];
+    if (t.started) return;
+    t.started = true;
+    t.tid = tid;
+    t.os_tid = static_cast<int>(os_thread);
+    name = t.name;
+  }
+  Event e;
+  e.kind = EventKind::thread_start;
+  e.ptr = tid;
+  meta(e);
+  if (!name.empty()) {
+    Event n;
+    n.kind = EventKind::thread_name;
+    n.ptr = tid;
+    n.name = name;
+    meta(n);
+  }
+}
+
+void ClrRuntime::thread_named(ThreadID thread, const WCHAR* text, ULONG length) {
+  if (!active()) return;
+  std::string name = text ? utf8(text, length) : std::string();
+  uint64_t tid = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    ThreadState& t = threads_[thread];
+    t.name = name;
+    if (!t.started || t.ended) return;  // written when the thread starts
+    tid = t.tid;
+  }
+  Event e;
+  e.kind = EventKind::thread_name;
+  e.ptr = tid;
+  e.name = name;
+  meta(e);
+}
+
+void ClrRuntime::thread_destroyed(ThreadID thread) {
+  if (!active()) return;
+  uint64_t tid = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    auto it = threads_.find(thread);
+    if (it == threads_.end()) return;
+    const bool write = it->second.started && !it->second.ended;
+    tid = it->second.tid;
+    threads_.erase(it);
+    if (!write) return;
+  }
+  Event e;
+  e.kind = EventKind::thread_end;
+  e.ptr = tid;
+  meta(e);
+}
+
+void ClrRuntime::end_remaining_threads() {
+  std::vector<uint64_t> ending;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    for (auto& [id, t] : threads_)
+      if (t.started && !t.ended) {
+        t.ended = true;
+        ending.push_back(t.tid);
+      }
+  }
+  for (uint64_t tid : ending) {
+    Event e;
+    e.kind = EventKind::thread_end;
+    e.ptr = tid;
+    meta(e);
+  }
+}
+
+std::vector<runtime::OsThread> ClrRuntime::os_threads() const {
+  std::vector<runtime::OsThread> out;
+  std::lock_guard<std::mutex> lock(threads_mutex_);
+  for (const auto& [id, t] : threads_)
+    if (t.started) out.push_back(runtime::OsThread{t.os_tid, t.tid, t.name});
+  return out;
+}
+
+// ---- collections: the world stopped and started (suspensions for a GC), each collection's start
+// and end with the oldest generation collected, the heap's size after it. Written to the calling
+// thread's own log (the MetaLog's lock must not be taken while the world is stopped).
+
+void ClrRuntime::suspend_started(SuspendReason reason) {
+  gc_suspension_ = reason == SuspendReason::kForGc || reason == SuspendReason::kForGcPrep;
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_STOP_WORLD, 0);
+}
+void ClrRuntime::suspend_finished() {
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_POST_STOP_WORLD, 0);
+}
+void ClrRuntime::resume_started() {
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  // The heap's size, once the collection is over (GetGenerationBounds is not allowed inside one).
+  GenerationRange ranges[64];
+  ULONG n = 0;
+  if (succeeded(info_->table->GetGenerationBounds(info_, 64, &n, ranges))) {
+    uint64_t size = 0;
+    for (ULONG i = 0; i < n && i < 64; ++i) size += ranges[i].range_length;
+    rt::write_gc_resize(*l, now_ns(), size);
+  }
+  rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_START_WORLD, 0);
+}
+void ClrRuntime::resume_finished() {
+  const bool was = gc_suspension_.exchange(false);
+  if (!was || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_POST_START_WORLD, 0);
+}
+void ClrRuntime::gc_started(int generations, const BOOL* collected) {
+  uint8_t oldest = 0;
+  for (int g = 0; collected && g < generations && g < 5; ++g)
+    if (collected[g]) oldest = static_cast<uint8_t>(g < 2 ? g : 2);  // LOH, POH: collected with gen 2
+  gc_generation_ = oldest;
+  if (!recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_START, oldest);
+}
+void ClrRuntime::gc_finished() {
+  if (!recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_END, gc_generation_);
+}
+
+// ---- exceptions
+
+void ClrRuntime::exception_thrown(ObjectID object) {
+  if (!recording(MASK_EXCEPTION)) return;
+  if (rt::ThreadLog* l = log()) rt::write_throw(*l, now_ns(), object, nullptr);
+}
+
+void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
+  if (!recording(MASK_EXCEPTION)) return;
+  ensure_function(function);  // described before the event that names it
+  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, function, 0);
+}
+
+void ClrRuntime::runtime_shutdown() {
+  if (env_.on_shutdown_begin) env_.on_shutdown_begin();
+  if (env_.on_shutdown_end) env_.on_shutdown_end();
+}
+
+}  // namespace mlpd::coreclr
