@@ -57,7 +57,10 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
     return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
   if (config.late) return error = late_refusal(config), false;
-  if (!config.options.empty()) return error = "the runtime's own options (" + config.options + ") are Mono's", false;
+  // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
+  // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
+  if (config.options.find("callspec=") != std::string::npos)
+    return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
   config_ = config;
   env_ = env;
   const uint32_t mask = config.start_paused ? 0 : config.mask;
