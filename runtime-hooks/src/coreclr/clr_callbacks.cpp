@@ -95,6 +95,11 @@ HRESULT filter_enter(ProfilerCallback*, FunctionID function) {
   return kS_OK;
 }
 
+HRESULT object_allocated(ProfilerCallback*, ObjectID object, ClassID klass) {
+  if (ClrRuntime* r = rt()) r->object_allocated(object, klass);
+  return kS_OK;
+}
+
 }  // namespace
 
 void fill_event_callbacks(CallbackTable11& t) {
@@ -118,6 +123,7 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.ExceptionCatcherEnter = &catcher_enter;
   t.ExceptionUnwindFinallyEnter = &finally_enter;
   t.ExceptionSearchFilterEnter = &filter_enter;
+  t.ObjectAllocated = &object_allocated;
 }
 
 }  // namespace mlpd::coreclr

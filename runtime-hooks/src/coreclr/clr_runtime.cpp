@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coreclr/mono_names.h"
+#include "direct_mapped_set.h"
 #include "mlpd/format.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
@@ -48,7 +49,9 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
   if (config.sample_mode != runtime::kSampleOff)
     return error = "sample: statistical sampling on .NET is not built yet (issue 35)", false;
-  if (config.mask & (MASK_GC_ALLOC)) return error = "alloc: allocation events on .NET are not built yet (issue 35)", false;
+  if ((config.mask & MASK_GC_ALLOC) && config.alloc_sample)
+    return error = "alloc-sample: sampled allocations on .NET (the runtime's AllocationSampled event) are not built yet (issue 35)",
+           false;
   if (config.mask & MASK_MONITOR)
     return error = "monitor: lock contention on .NET needs the runtime's EventPipe session, not built yet (issue 35)",
            false;
@@ -71,6 +74,10 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // The callbacks are set for everything a mask may switch on later (the runtime's immutable flags
   // are none of these); a callback whose kind is off returns at once.
   runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
+  // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
+  // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
+  if (config.mask & MASK_GC_ALLOC) low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated;
+  alloc_at_start_ = (config.mask & MASK_GC_ALLOC) != 0;
   const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
   if (!succeeded(hr)) {
     char text[16];
@@ -82,7 +89,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
   Event e;
   e.kind = EventKind::domain_load;
-  e.ptr = 1;
+  e.ptr = 0;  // Mono's root domain id
   meta(e);
   return true;
 }
@@ -100,7 +107,7 @@ void ClrRuntime::set_event_mask(uint32_t mask) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   // What was not asked for at start cannot be switched on (the runtime needs it at Initialize or it
   // is not built): only the kinds recorded here may come and go.
-  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER;
+  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER | (alloc_at_start_ ? MASK_GC_ALLOC : 0);
   if (paused_.load()) {
     saved_mask_ = mask;
     return;
@@ -155,6 +162,10 @@ void ClrRuntime::ensure_module(ModuleID module) {
 }
 
 void ClrRuntime::module_loaded(ModuleID module) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (!first_module_) first_module_ = module;
+  }
   if (active()) ensure_module(module);
 }
 
@@ -380,6 +391,64 @@ void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
   if (!recording(MASK_EXCEPTION)) return;
   ensure_function(function);  // described before the event that names it
   if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, function, 0);
+}
+
+// ---- allocations (`alloc`: every object, through ObjectAllocated)
+
+// The module a class comes from (an array's: its element's); CoreLib's when none says.
+ModuleID ClrRuntime::class_module(ClassID klass, int depth) {
+  ModuleID module = 0;
+  mdTypeDef type = 0;
+  ClassID parent = 0;
+  ULONG32 n = 0;
+  if (succeeded(info_->table->GetClassIDInfo2(info_, klass, &module, &type, &parent, 0, &n, nullptr)) && module)
+    return module;
+  std::uint32_t element_type = 0;
+  ClassID element = 0;
+  ULONG rank = 0;
+  if (depth < 8 && info_->table->IsArrayClass(info_, klass, &element_type, &element, &rank) == kS_OK && element)
+    return class_module(element, depth + 1);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  return first_module_;
+}
+
+// A ClassID is both the file's class and its vtable (CoreCLR has one MethodTable per type): the
+// class_load and vtable_load an alloc event needs, once each, before it.
+void ClrRuntime::ensure_class(ClassID klass) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (classes_.count(klass)) return;
+  }
+  const ModuleID module = class_module(klass);
+  if (module) ensure_module(module);
+  std::string name = names_.class_name(klass);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  if (!classes_.insert(klass).second) return;  // another thread described it meanwhile
+  Event c;
+  c.kind = EventKind::class_load;
+  c.ptr = klass;
+  c.ptr2 = module;
+  c.name = std::move(name);
+  meta(c);
+  Event v;
+  v.kind = EventKind::vtable_load;
+  v.ptr = klass;
+  v.ptr2 = 0;  // the root domain
+  v.ptr3 = klass;
+  meta(v);
+}
+
+void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
+  if (!recording(MASK_GC_ALLOC) || !klass) return;
+  // The classes this thread has seen described: one compare for most allocations.
+  static thread_local hooks::DirectMappedSet<256, 4> seen{};
+  if (!seen.contains(klass)) {
+    ensure_class(klass);
+    seen.insert(klass);
+  }
+  SIZE_T size = 0;
+  info_->table->GetObjectSize2(info_, object, &size);
+  if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, nullptr);
 }
 
 void ClrRuntime::runtime_shutdown() {

@@ -66,6 +66,7 @@ class ClrRuntime final : public runtime::Runtime {
   void gc_finished();
   void exception_thrown(ObjectID object);
   void exception_clause(uint8_t clause, FunctionID function);
+  void object_allocated(ObjectID object, ClassID klass);
   void runtime_shutdown();
 
   // The one runtime of the process (set by the entry point before install; null before).
@@ -81,6 +82,8 @@ class ClrRuntime final : public runtime::Runtime {
   rt::ThreadLog* log();
   void ensure_module(ModuleID module);
   void ensure_function(FunctionID function, bool dynamic = false);
+  void ensure_class(ClassID klass);
+  ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);
 
   static inline std::atomic<ClrRuntime*> instance_{nullptr};
@@ -96,6 +99,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::atomic<uint64_t> pause_generation_{0};
   std::atomic<bool> paused_since_read_{false};
   uint32_t saved_mask_ = 0;
+  bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
   std::mutex control_mutex_;
 
   // What has been described (metadata before use), under meta_mutex_.
@@ -103,6 +107,8 @@ class ClrRuntime final : public runtime::Runtime {
   std::unordered_set<ModuleID> modules_;
   std::unordered_set<FunctionID> functions_;
   std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
+  std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
+  ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
 
   // Threads: the runtime's ThreadID -> the file's thread id (pthread_self of the thread).
   struct ThreadState {

@@ -19,6 +19,7 @@ namespace MlpdTests
                 case "threads": return Threads.Run(args.Length > 1 ? int.Parse(args[1]) : 4);
                 case "gc": return Collections.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
+                case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
                 default:
                     Console.Error.WriteLine("unknown program " + name);
                     return 2;
@@ -112,6 +113,32 @@ namespace MlpdTests
         public static int Run(int ms)
         {
             Console.WriteLine("busy " + (Spin(ms) != 42 ? "done" : "odd"));
+            return 0;
+        }
+    }
+
+    public sealed class Payload
+    {
+        public long A, B;
+        public Payload(long a) { A = a; B = a * 2; }
+    }
+
+    public static class Allocs
+    {
+        // Exactly `count` Payload objects and `count` int[10] arrays, kept alive in two lists so that
+        // nothing is optimized away (the tests compare the file's counts per type with these).
+        public static int Run(int count)
+        {
+            var payloads = new List<Payload>(count);
+            var arrays = new List<int[]>(count);
+            for (int i = 0; i < count; i++)
+            {
+                payloads.Add(new Payload(i));
+                arrays.Add(new int[10]);
+            }
+            long sum = 0;
+            foreach (var p in payloads) sum += p.B;
+            Console.WriteLine("payloads " + payloads.Count + " arrays " + arrays.Count + " sum " + sum);
             return 0;
         }
     }

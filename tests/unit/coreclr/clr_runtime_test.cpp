@@ -186,8 +186,9 @@ TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET ca
   CHECK_THAT(error, mlpd_test::contains("sample"));
   c = {};
   c.mask = format::MASK_GC_ALLOC;
+  c.alloc_sample = 100000;
   CHECK_FALSE(f.runtime.install(c, f.env, error));
-  CHECK_THAT(error, mlpd_test::contains("alloc"));
+  CHECK_THAT(error, mlpd_test::contains("alloc-sample"));
   CHECK(g_fake.low == 0);  // nothing asked of the runtime by a refused install
   CHECK(ClrRuntime::instance() == nullptr);
 
@@ -202,6 +203,25 @@ TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET ca
   CHECK((g_fake.low & monitor::kGc) == 0);  // MONITOR_GC would turn concurrent GC off
   CHECK((g_fake.high & monitor_high::kBasicGc) != 0);
   CHECK(f.runtime.summary() == "runtime: .NET 10.0.12 (CoreCLR), ICorProfilerInfo12");
+  // Allocation callbacks only when `alloc` was asked for at start (the runtime takes them at
+  // Initialize only), and then both the monitor bit and the enable bit.
+  CHECK((g_fake.low & (monitor::kObjectAllocated | monitor::kEnableObjectAllocated)) == 0);
+  f.runtime.set_event_mask(format::MASK_GC_ALLOC | format::MASK_GC);
+  CHECK(f.runtime.event_mask() == format::MASK_GC);  // alloc cannot come later
+}
+
+TEST_CASE("coreclr runtime: exact allocations are asked for at Initialize", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_GC_ALLOC;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK((g_fake.low & monitor::kObjectAllocated) != 0);
+  CHECK((g_fake.low & monitor::kEnableObjectAllocated) != 0);
+  f.runtime.set_event_mask(0);
+  CHECK(f.runtime.event_mask() == 0);
+  f.runtime.set_event_mask(format::MASK_GC_ALLOC);
+  CHECK(f.runtime.event_mask() == format::MASK_GC_ALLOC);
 }
 
 TEST_CASE("coreclr runtime: one method_jit per code body, named in Mono's style, module first", "[coreclr]") {
