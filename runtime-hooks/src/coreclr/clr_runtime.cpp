@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "coreclr/mono_names.h"
-#include "direct_mapped_set.h"
 #include "mlpd/format.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
@@ -185,28 +184,37 @@ void ClrRuntime::assembly_loaded(AssemblyID assembly) {
   meta(e);
 }
 
-// Every body of `function` not described yet: tier 0, tier 1, OSR and ReJIT versions have their own
-// code start (GetNativeCodeStartAddresses), each described with its own range, so a sample in any
-// body resolves. A method seen first (any kind of event) is named once.
-void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
-  if (!function) return;
+// The code bodies the runtime has for `function` now: tier 0, tier 1, OSR and ReJIT versions each have
+// their own code start (GetNativeCodeStartAddresses, Info9), each its range (GetCodeInfo4); before
+// Info9, the current body only (GetCodeInfo2). The hot part of each (a cold part would be a second chunk).
+std::vector<CodeInfo> ClrRuntime::code_bodies(FunctionID function) {
+  std::vector<CodeInfo> bodies;
   UINT_PTR starts[16];
   ULONG32 count = 0;
-  std::vector<CodeInfo> bodies;
   if (about_.info_level >= 9 &&
       succeeded(info_->table->GetNativeCodeStartAddresses(info_, function, 0, 16, &count, starts))) {
     for (ULONG32 i = 0; i < count && i < 16; ++i) {
       CodeInfo chunks[4];
       ULONG32 n = 0;
-      if (succeeded(info_->table->GetCodeInfo4(info_, starts[i], 4, &n, chunks)) && n > 0)
-        bodies.push_back(chunks[0]);  // the hot part (a cold part would be a second chunk)
+      if (starts[i] && succeeded(info_->table->GetCodeInfo4(info_, starts[i], 4, &n, chunks)) && n > 0)
+        bodies.push_back(chunks[0]);
     }
   }
   if (bodies.empty()) {
     CodeInfo chunks[4];
     ULONG32 n = 0;
-    if (succeeded(info_->table->GetCodeInfo2(info_, function, 4, &n, chunks)) && n > 0) bodies.push_back(chunks[0]);
+    if (succeeded(info_->table->GetCodeInfo2(info_, function, 4, &n, chunks)) && n > 0 && chunks[0].start_address)
+      bodies.push_back(chunks[0]);
   }
+  return bodies;
+}
+
+// Every body of `function` not described yet, each with its own range, so a sample in any body
+// resolves. A method is named once; one whose code the runtime has not published yet (ReadyToRun code
+// at its cached-function search) is described without code now and its code later (round()).
+void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
+  if (!function) return;
+  const std::vector<CodeInfo> bodies = code_bodies(function);
   bool named;
   std::vector<CodeInfo> fresh;
   {
@@ -214,6 +222,8 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
     named = functions_.count(function) != 0;
     for (const CodeInfo& b : bodies)
       if (bodies_.insert(b.start_address).second) fresh.push_back(b);
+    if (bodies.empty()) without_code_.insert(function);
+    else without_code_.erase(function);
   }
   if (named && fresh.empty()) return;
   std::string name = dynamic ? names_.dynamic_method_name(function) : names_.method_name(function);
@@ -230,6 +240,20 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   }
   std::lock_guard<std::mutex> lock(meta_mutex_);
   functions_.insert(function);
+}
+
+// The helper's round: the code of methods named before their code was published.
+void ClrRuntime::round() {
+  if (!active()) return;
+  std::vector<FunctionID> waiting;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    for (FunctionID f : without_code_) {
+      waiting.push_back(f);
+      if (waiting.size() == 4096) break;  // bounded work per round
+    }
+  }
+  for (FunctionID f : waiting) ensure_function(f);
 }
 
 void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
@@ -440,11 +464,15 @@ void ClrRuntime::ensure_class(ClassID klass) {
 
 void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
   if (!recording(MASK_GC_ALLOC) || !klass) return;
-  // The classes this thread has seen described: one compare for most allocations.
-  static thread_local hooks::DirectMappedSet<256, 4> seen{};
-  if (!seen.contains(klass)) {
+  // The classes described, in a lossy direct-mapped table shared by all threads (relaxed atomics: a
+  // stale or evicted slot only costs a trip to the locked set). Not thread_local: libmlpd.so's TLS is
+  // static (initial-exec, for the hot paths) and must stay small, or dlopen (CORECLR_PROFILER_PATH,
+  // mono --profile) fails with "cannot allocate memory in static TLS block".
+  static std::atomic<uint64_t> seen[1024];
+  std::atomic<uint64_t>& slot = seen[(klass >> 4) & 1023];
+  if (slot.load(std::memory_order_relaxed) != klass) {
     ensure_class(klass);
-    seen.insert(klass);
+    slot.store(klass, std::memory_order_relaxed);
   }
   SIZE_T size = 0;
   info_->table->GetObjectSize2(info_, object, &size);

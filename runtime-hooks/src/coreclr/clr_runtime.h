@@ -44,7 +44,7 @@ class ClrRuntime final : public runtime::Runtime {
   uint64_t pause_generation() const override { return pause_generation_.load(std::memory_order_acquire); }
   uint64_t paused_since_last_read() override;
 
-  void round() override {}
+  void round() override;
   void final_round(bool) override {}
   runtime::SampleStats sample_stats() const override { return {}; }
   uint64_t alloc_sample_bytes() const override { return 0; }
@@ -82,6 +82,7 @@ class ClrRuntime final : public runtime::Runtime {
   rt::ThreadLog* log();
   void ensure_module(ModuleID module);
   void ensure_function(FunctionID function, bool dynamic = false);
+  std::vector<CodeInfo> code_bodies(FunctionID function);
   void ensure_class(ClassID klass);
   ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);
@@ -107,6 +108,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::unordered_set<ModuleID> modules_;
   std::unordered_set<FunctionID> functions_;
   std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
+  std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
 
