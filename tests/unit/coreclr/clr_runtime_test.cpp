@@ -297,3 +297,36 @@ TEST_CASE("coreclr runtime: threads start on their own thread, with the name giv
   f.runtime.end_remaining_threads();  // ended already: nothing twice
   CHECK(take(f.meta).empty());
 }
+
+namespace {
+HRESULT info_code2_none(ProfilerInfo*, FunctionID, ULONG32, ULONG32* count, CodeInfo*) {
+  *count = 0;
+  return kE_FAIL;
+}
+}  // namespace
+
+TEST_CASE("coreclr runtime: code published after the method was named is described at the next round",
+          "[coreclr]") {
+  Fixture f;
+  f.table.GetCodeInfo2 = &info_code2_none;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  take(f.meta);
+  g_fake.starts.clear();  // ReadyToRun code at its cached-function search: not published yet
+  f.runtime.function_compiled(0x5000, false);
+  std::vector<Event> events = take(f.meta);
+  REQUIRE(events.size() == 2);  // the image, the method without code
+  CHECK(events[1].kind == EventKind::method_jit);
+  CHECK(events[1].ptr == 0);
+  CHECK(events[1].name == "MlpdTests.Work/Inner:Sum (int)");
+  f.runtime.round();  // still nothing: nothing written
+  CHECK(take(f.meta).empty());
+  g_fake.starts = {0x10000};
+  f.runtime.round();
+  events = take(f.meta);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ptr == 0x10000);
+  CHECK(events[0].size == 0x40);
+  f.runtime.round();  // described: not again
+  CHECK(take(f.meta).empty());
+}
