@@ -257,7 +257,9 @@ void ClrRuntime::round() {
 }
 
 void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
-  if (active()) ensure_function(function, dynamic);
+  if (!active()) return;
+  counts_[kJitted].fetch_add(1, std::memory_order_relaxed);
+  ensure_function(function, dynamic);
 }
 
 // ---- threads
@@ -284,6 +286,7 @@ void ClrRuntime::thread_assigned(ThreadID thread, DWORD os_thread) {
     t.os_tid = static_cast<int>(os_thread);
     name = t.name;
   }
+  counts_[kThreads].fetch_add(1, std::memory_order_relaxed);
   Event e;
   e.kind = EventKind::thread_start;
   e.ptr = tid;
@@ -323,6 +326,7 @@ void ClrRuntime::thread_destroyed(ThreadID thread) {
     auto it = threads_.find(thread);
     if (it == threads_.end()) return;
     const bool write = it->second.started && !it->second.ended;
+    if (it->second.started) counts_[kThreads].fetch_sub(1, std::memory_order_relaxed);
     tid = it->second.tid;
     threads_.erase(it);
     if (!write) return;
@@ -365,6 +369,7 @@ std::vector<runtime::OsThread> ClrRuntime::os_threads() const {
 
 void ClrRuntime::suspend_started(SuspendReason reason) {
   gc_suspension_ = reason == SuspendReason::kForGc || reason == SuspendReason::kForGcPrep;
+  if (gc_suspension_) suspend_start_ns_.store(now_ns(), std::memory_order_relaxed);
   if (!gc_suspension_ || !recording(MASK_GC)) return;
   if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_STOP_WORLD, 0);
 }
@@ -382,12 +387,17 @@ void ClrRuntime::resume_started() {
   if (succeeded(info_->table->GetGenerationBounds(info_, 64, &n, ranges))) {
     uint64_t size = 0;
     for (ULONG i = 0; i < n && i < 64; ++i) size += ranges[i].range_length;
+    counts_[kHeapBytes].store(size, std::memory_order_relaxed);
     rt::write_gc_resize(*l, now_ns(), size);
   }
   rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_START_WORLD, 0);
 }
 void ClrRuntime::resume_finished() {
   const bool was = gc_suspension_.exchange(false);
+  if (was) {
+    const uint64_t start = suspend_start_ns_.load(std::memory_order_relaxed), end = now_ns();
+    if (start && end > start) counts_[kPauseNs].fetch_add(end - start, std::memory_order_relaxed);
+  }
   if (!was || !recording(MASK_GC)) return;
   if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_POST_START_WORLD, 0);
 }
@@ -396,6 +406,9 @@ void ClrRuntime::gc_started(int generations, const BOOL* collected) {
   for (int g = 0; collected && g < generations && g < 5; ++g)
     if (collected[g]) oldest = static_cast<uint8_t>(g < 2 ? g : 2);  // LOH, POH: collected with gen 2
   gc_generation_ = oldest;
+  // dotnet.gc.collections by generation: a collection of generation N collects the younger ones too,
+  // counted as .NET counts them (GC.CollectionCount(n) includes the older collections).
+  for (uint8_t g = 0; g <= oldest; ++g) counts_[kGen0 + g].fetch_add(1, std::memory_order_relaxed);
   if (!recording(MASK_GC)) return;
   if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_START, oldest);
 }
@@ -407,6 +420,7 @@ void ClrRuntime::gc_finished() {
 // ---- exceptions
 
 void ClrRuntime::exception_thrown(ObjectID object) {
+  counts_[kExceptions].fetch_add(1, std::memory_order_relaxed);
   if (!recording(MASK_EXCEPTION)) return;
   if (rt::ThreadLog* l = log()) rt::write_throw(*l, now_ns(), object, nullptr);
 }
@@ -477,6 +491,47 @@ void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
   SIZE_T size = 0;
   info_->table->GetObjectSize2(info_, object, &size);
   if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, nullptr);
+}
+
+void ClrRuntime::take_new_counters(std::vector<runtime::Counter>& out) {
+  if (counters_given_) return;
+  counters_given_ = true;
+  struct Spec {
+    CounterId id;
+    const char* name;
+    uint64_t unit, variance;
+  };
+  static constexpr Spec kSpecs[] = {
+      {kGen0, "dotnet.gc.collections.gen0", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kGen1, "dotnet.gc.collections.gen1", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kGen2, "dotnet.gc.collections.gen2", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kPauseNs, "dotnet.gc.pause.time (ns)", COUNTER_UNIT_RAW, COUNTER_VARIANCE_MONOTONIC},
+      {kJitted, "dotnet.jit.compiled_methods", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kExceptions, "dotnet.exceptions", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kHeapBytes, "dotnet.gc.heap.size", COUNTER_UNIT_BYTES, COUNTER_VARIANCE_VARIABLE},
+      {kThreads, "dotnet.thread.count", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_VARIABLE},
+  };
+  for (const Spec& s : kSpecs) {
+    runtime::Counter c;
+    c.handle = &counts_[s.id];
+    c.desc.section = COUNTER_SECTION_PERFCOUNTERS;
+    c.desc.section_name = "System.Runtime";
+    c.desc.name = s.name;
+    c.desc.type = COUNTER_ULONG;
+    c.desc.unit = s.unit;
+    c.desc.variance = s.variance;
+    c.size = 8;
+    out.push_back(std::move(c));
+  }
+}
+
+bool ClrRuntime::read_counter(const runtime::Counter& counter, uint64_t& bits) {
+  for (const auto& c : counts_)
+    if (counter.handle == &c) {
+      bits = c.load(std::memory_order_relaxed);
+      return true;
+    }
+  return false;
 }
 
 void ClrRuntime::runtime_shutdown() {

@@ -49,6 +49,8 @@ class ClrRuntime final : public runtime::Runtime {
   runtime::SampleStats sample_stats() const override { return {}; }
   uint64_t alloc_sample_bytes() const override { return 0; }
   std::vector<runtime::OsThread> os_threads() const override;
+  void take_new_counters(std::vector<runtime::Counter>& out) override;
+  bool read_counter(const runtime::Counter& counter, uint64_t& bits) override;
 
   // ---- the callbacks (profiler.cpp forwards the runtime's calls here once installed)
   void module_loaded(ModuleID module);
@@ -122,6 +124,13 @@ class ClrRuntime final : public runtime::Runtime {
   };
   mutable std::mutex threads_mutex_;
   std::unordered_map<ThreadID, ThreadState> threads_;
+
+  // The runtime's counters, named after .NET's own metrics (System.Runtime): cheap relaxed counts
+  // the callbacks keep; the agent's counter sampler reads them (take_new_counters, read_counter).
+  enum CounterId { kGen0, kGen1, kGen2, kPauseNs, kJitted, kExceptions, kHeapBytes, kThreads, kCounterCount };
+  std::atomic<uint64_t> counts_[kCounterCount] = {};
+  bool counters_given_ = false;
+  std::atomic<uint64_t> suspend_start_ns_{0};
 
   // The collection in progress (GarbageCollectionStarted .. Finished: one at a time).
   std::atomic<uint8_t> gc_generation_{0};

@@ -330,3 +330,47 @@ TEST_CASE("coreclr runtime: code published after the method was named is describ
   f.runtime.round();  // described: not again
   CHECK(take(f.meta).empty());
 }
+
+TEST_CASE("coreclr runtime: counters named after .NET's metrics", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  std::vector<runtime::Counter> counters;
+  f.runtime.take_new_counters(counters);
+  REQUIRE(counters.size() == 8);
+  std::vector<runtime::Counter> again;
+  f.runtime.take_new_counters(again);
+  CHECK(again.empty());  // given once
+  auto value = [&](const std::string& name) {
+    for (const runtime::Counter& c : counters)
+      if (c.desc.name == name) {
+        uint64_t bits = ~uint64_t{0};
+        CHECK(f.runtime.read_counter(c, bits));
+        CHECK(c.desc.section == format::COUNTER_SECTION_PERFCOUNTERS);
+        CHECK(c.desc.section_name == "System.Runtime");
+        return bits;
+      }
+    FAIL("no counter " << name);
+    return uint64_t{0};
+  };
+  CHECK(value("dotnet.jit.compiled_methods") == 0);
+  f.runtime.function_compiled(0x5000, false);
+  f.runtime.function_compiled(0x5000, false);
+  CHECK(value("dotnet.jit.compiled_methods") == 2);
+  const BOOL gen2[] = {1, 1, 1, 0};
+  const BOOL gen0[] = {1, 0, 0, 0};
+  f.runtime.gc_started(4, gen2);
+  f.runtime.gc_finished();
+  f.runtime.gc_started(4, gen0);
+  f.runtime.gc_finished();
+  CHECK(value("dotnet.gc.collections.gen0") == 2);  // as GC.CollectionCount(0) counts: older ones too
+  CHECK(value("dotnet.gc.collections.gen1") == 1);
+  CHECK(value("dotnet.gc.collections.gen2") == 1);
+  f.runtime.exception_thrown(0x1234);
+  CHECK(value("dotnet.exceptions") == 1);
+  f.runtime.thread_created(0xB0);
+  f.runtime.thread_assigned(0xB0, static_cast<DWORD>(::syscall(SYS_gettid)));
+  CHECK(value("dotnet.thread.count") == 1);
+  f.runtime.thread_destroyed(0xB0);
+  CHECK(value("dotnet.thread.count") == 0);
+}
