@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -230,6 +231,7 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (name.empty()) name = names_.dynamic_method_name(function);
   if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
   for (const CodeInfo& b : fresh) {
+    code_map_.add(b.start_address, b.size, function);
     Event e;
     e.kind = EventKind::method_jit;
     e.method = function;
@@ -422,7 +424,9 @@ void ClrRuntime::gc_finished() {
 void ClrRuntime::exception_thrown(ObjectID object) {
   counts_[kExceptions].fetch_add(1, std::memory_order_relaxed);
   if (!recording(MASK_EXCEPTION)) return;
-  if (rt::ThreadLog* l = log()) rt::write_throw(*l, now_ns(), object, nullptr);
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (rt::ThreadLog* l = log()) rt::write_throw(*l, now_ns(), object, frames);
 }
 
 void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
@@ -490,7 +494,41 @@ void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
   }
   SIZE_T size = 0;
   info_->table->GetObjectSize2(info_, object, &size);
-  if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, nullptr);
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, frames);
+}
+
+// Our own walk: the frame-pointer chain from here up (the runtime's native frames keep theirs; the
+// JIT's code keeps rbp frames on Linux), each return address looked up in the code map; no runtime
+// call. Only frames inside this thread's stack are read.
+const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
+  const uint32_t max = std::min<uint32_t>(config_.maxframes, static_cast<uint32_t>(rt::kMaxBacktrace));
+  if (!max) return nullptr;
+  static thread_local uint64_t stack_lo = 0, stack_hi = 0;  // 16 bytes: libmlpd.so's TLS is static
+  if (!stack_hi) {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        stack_lo = reinterpret_cast<uint64_t>(addr);
+        stack_hi = stack_lo + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+    if (!stack_hi) return nullptr;
+  }
+  uint64_t inner[rt::kMaxBacktrace];
+  uint32_t n = 0;
+  walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), stack_lo, stack_hi, 1024,
+                      [&](uint64_t ret) {
+                        if (const uint64_t m = code_map_.find(ret - 1)) inner[n++] = m;
+                        return n < max;
+                      });
+  bt.count = n;
+  for (uint32_t i = 0; i < n; ++i) bt.frames[i] = inner[n - 1 - i];  // the file's order: outermost first
+  return &bt;
 }
 
 void ClrRuntime::take_new_counters(std::vector<runtime::Counter>& out) {

@@ -12,8 +12,10 @@
 #include <unordered_set>
 
 #include "coreclr/clr_names.h"
+#include "coreclr/code_map.h"
 #include "coreclr/profiler.h"
 #include "coreclr/profiling_api.h"
+#include "mlpd/rt/events.h"
 #include "mlpd/runtime/runtime.h"
 
 namespace mlpd::coreclr {
@@ -37,7 +39,7 @@ class ClrRuntime final : public runtime::Runtime {
   bool calls_enabled() const override { return false; }
   uint32_t call_depth() const override { return 0; }
   void set_call_depth(uint32_t) override {}
-  uint32_t max_frames() const override { return 0; }
+  uint32_t max_frames() const override { return config_.maxframes; }
   bool pause() override;
   bool resume() override;
   bool paused() const override { return paused_.load(std::memory_order_acquire); }
@@ -85,6 +87,9 @@ class ClrRuntime final : public runtime::Runtime {
   void ensure_module(ModuleID module);
   void ensure_function(FunctionID function, bool dynamic = false);
   std::vector<CodeInfo> code_bodies(FunctionID function);
+  // The calling thread's managed frames (outermost first, at most maxframes), by its frame-pointer
+  // chain and the code map; null when backtraces are off.
+  const rt::Backtrace* backtrace(rt::Backtrace& bt);
   void ensure_class(ClassID klass);
   ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);
@@ -110,6 +115,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::unordered_set<ModuleID> modules_;
   std::unordered_set<FunctionID> functions_;
   std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
+  CodeMap code_map_;  // every body described, for backtraces
   std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
