@@ -1,6 +1,5 @@
 #include "mlpd/agent/agent.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,20 +18,14 @@
 #include <vector>
 
 #include "agent_instance.h"
-#include "attach_options.h"
 #include "exit_signals.h"
 #include "process_hooks.h"
+#include "runtime_config.h"
 #include "mlpd/agent/command_server.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
-#include "mlpd/hooks/control.h"
-#include "mlpd/hooks/heapshot.h"
-#include "mlpd/hooks/hooks.h"
-#include "mlpd/hooks/icalls.h"
-#include "mlpd/hooks/perf_output.h"
 #include "mlpd/arch/machine.h"
-#include "mlpd/hooks/sampling.h"
 #include "mlpd/output_cut.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
@@ -50,10 +43,10 @@ mlpd::OutputKind sink_kind(ResolvedOutput::Kind k) {
   }
 }
 
-// `late`: attached to a running runtime (attach_entry.cpp); returns whether profiling started.
-bool start_impl(std::string_view text, std::string_view note, bool late) {
-  // Not Mono: do nothing, write nothing, print nothing.
-  if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) return false;
+// `late`: attached to a running runtime (its attach entry); returns whether profiling started.
+bool start_impl(std::string_view text, std::string_view note, bool late, runtime::Runtime& runtime) {
+  // Not this runtime's process: do nothing, write nothing, print nothing.
+  if (!runtime.present()) return false;
   if (g_started.exchange(true)) {
     if (late) say("mlpd: this process is being profiled already");
     return false;
@@ -74,7 +67,12 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
     say(error + "; profiling is off");
     return false;
   }
-  if (late && !late_options_allowed(options, error)) {
+  runtime::Config config;
+  if (!runtime_config(options, runtime, late, std::max(1u, std::thread::hardware_concurrency()), config, error)) {
+    say(error);
+    return false;
+  }
+  if (late && !late_options_allowed(runtime, config, error)) {
     say(error);
     return false;
   }
@@ -87,10 +85,10 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
   if (options.nochildren) remove_agent_from_environment();
   // Before anything takes a time stamp (the header's startup time is the first).
   const char* clock_name = rt::init_clock(options.clock != ClockKind::Monotonic);
-  auto* agent = new (std::nothrow) Agent(std::move(options));
+  auto* agent = new (std::nothrow) Agent(std::move(options), runtime);
   if (!agent) return false;
   const Options& o = agent->options();
-  // The output first: if it cannot be opened, Mono is left untouched (no callbacks, no allocation
+  // The output first: if it cannot be opened, the runtime is left untouched (no callbacks, no allocation
   // instrumentation) and the program runs at full speed.
   ResolvedOutput where = resolve_output(o, static_cast<long>(getpid()), std::time(nullptr));
   // A pipe's command (output=|CMD, report) must not profile itself: it gets our environment without
@@ -150,65 +148,39 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
     say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");
     return false;
   }
-  // Then the hooks. They check what only Mono can (the callspec, being early enough); if that fails,
-  // the file just created is removed again, so a refused configuration leaves nothing behind.
-  hooks::HookConfig config;
-  config.mask = o.effective_mask;
-  config.calls = o.calls;
-  config.calldepth = o.calldepth;
-  config.calls_min_ns = uint64_t{o.calls_min_us} * 1000;
-  config.maxframes = o.maxframes;
-  config.roots_every_gc = o.compat;
-  config.callspec = o.callspec;
-  config.verbose = o.verbose;
-  static_assert(static_cast<int>(WalkerMode::Ours) == 0 && static_cast<int>(WalkerMode::Mono) == 1 &&
-                static_cast<int>(WalkerMode::Check) == 2, "HookConfig::walker's values");
-  config.walker = static_cast<uint8_t>(o.walker);
-  config.eager_metadata = o.eager_metadata;
-  config.late = late;
-  config.sample_mode = o.sample_mode == SampleMode::Process ? hooks::kSampleProcess
-                       : o.sample_mode == SampleMode::Real  ? hooks::kSampleReal
-                                                            : hooks::kSampleOff;
-  config.sample_freq = o.sample_freq;
-  config.alloc_sample = o.alloc_sample;
-  config.start_paused = o.start_paused;
-  config.command_port = wants_command_server(o);  // heapshots on request: classes are named at load
-  config.sample_pool = max_sample_hits(o, std::max(1u, std::thread::hardware_concurrency()));
-  hooks::HookEnv env;
+  // Then the runtime. It checks what only it can (Mono: the callspec, being early enough); if that
+  // fails, the file just created is removed again, so a refused configuration leaves nothing behind.
+  runtime::Env env;
   env.shared = &agent->shared();
   env.registry = &agent->registry();
   env.meta = &agent->meta();
   env.on_shutdown_end = on_runtime_shutdown_end;
-  hooks::LogProfilerSettings lp;  // what Mono.Profiler.Log.LogProfiler reads back at first
-  lp.heapshot_mode = o.heapshot_mode;
-  lp.heapshot_ms = o.heapshot_ms;
-  lp.heapshot_gc = o.heapshot_gc;
-  lp.sample_mode = static_cast<uint8_t>(o.sample_mode);
-  lp.sample_freq = o.sample_freq;
-  hooks::seed_log_profiler_settings(lp);  // also the heapshot policy
-  hooks::set_heapshot_on_shutdown(o.heapshot_on_shutdown);
-  if (!hooks::install(config, env, error)) {
+  // Flight recorder: a heapshot a program asked for is dumped.
+  if (o.ring_bytes) env.after_trigger_heapshot = after_trigger_heapshot;
+  env.wake_helper = agent->shared().wake_helper;
+  env.wake_ctx = agent->shared().wake_ctx;
+  if (!runtime.install(config, env, error)) {
     agent->drop_server();
     agent->abandon_output(where);
     say("mlpd: " + error + "; profiling is off");
     return false;
   }
   if (late && g_detached_metadata && !agent->seed_metadata(*g_detached_metadata)) {
-    hooks::detach();
+    runtime.detach();
     agent->drop_server();
     agent->abandon_output(where);
     say("mlpd: cannot write to the output; profiling is off");
     return false;
   }
   if (o.jitdump || o.perfmap) {  // a failure is one line; profiling goes on without the perf files
-    hooks::perf::OutputConfig pc{o.jitdump, o.jitdump_dir, o.perfmap, agent->shared().wake_helper, agent->shared().wake_ctx};
-    if (!hooks::perf::start(pc, error)) say(error + "; going on without it");
+    const runtime::PerfOutputConfig pc{o.jitdump, o.jitdump_dir, o.perfmap};
+    if (!runtime.start_perf_output(pc, error)) say(error + "; going on without it");
   }
   g_agent = agent;
   if (!agent->start_helper()) {
     agent->drop_server();
     say("mlpd: cannot start the helper thread; profiling is off");
-    hooks::stop();
+    runtime.stop();
     return false;
   }
   if (!g_hooks_registered) {
@@ -219,24 +191,25 @@ bool start_impl(std::string_view text, std::string_view note, bool late) {
   if (o.dump_signal) install_dump_signal(o);
   // After the dump signal (HUP may be it). Only for a file of ours: a pipe or #FD cannot be cut back.
   if (!o.ring_bytes && where.kind == ResolvedOutput::Kind::File) install_exit_signals();
-  if (o.ring_bytes) hooks::set_after_trigger_heapshot(after_trigger_heapshot);
   agent->announce_server();
   if (o.verbose) {
     say("mlpd: profiling, options '" + o.text + "', clock " + clock_name);
-    say("mlpd: " + hooks::runtime_summary());
+    say("mlpd: " + runtime.summary());
   }
-  if (late && o.calls) say(late_calls_notice());
+  if (late && o.calls && !runtime.late_calls_notice().empty()) say(runtime.late_calls_notice());
   if (late) say("mlpd: profiling into " + (agent->files().empty() ? std::string("the output") : agent->files().back()));
   ok = true;
   return true;
 }
 }  // namespace
 
-void start(std::string_view text, std::string_view note) { start_impl(text, note, false); }
+void start(std::string_view text, runtime::Runtime& runtime, std::string_view note) {
+  start_impl(text, note, false, runtime);
+}
 
-bool start_attached(std::string_view text, std::string& message) {
+bool start_attached(std::string_view text, runtime::Runtime& runtime, std::string& message) {
   g_capture = &message;
-  const bool ok = start_impl(text, {}, true);
+  const bool ok = start_impl(text, {}, true, runtime);
   g_capture = nullptr;
   return ok;
 }
@@ -249,7 +222,7 @@ bool detach(std::string& message) {
   }
   g_capture = &message;
   agent->shutdown();  // the last rounds, the file closed, the helper ended
-  hooks::detach();    // callbacks out of the runtime, our sampler ended and its signal given back
+  agent->runtime().detach();  // callbacks out of the runtime, our sampler ended and its signal given back
   agent->drop_server();
   agent->release_memory();
   give_back_dump_signal();

@@ -8,21 +8,19 @@
 #include "process_hooks.h"
 #include "mlpd/encoder.h"
 #include "mlpd/format.h"
-#include "mlpd/hooks/control.h"
-#include "mlpd/hooks/heapshot.h"
-#include "mlpd/hooks/hooks.h"
 #include "mlpd/arch/machine.h"
 #include "mlpd/output_cut.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::agent {
 
-Agent::Agent(Options options)
+Agent::Agent(Options options, runtime::Runtime& runtime)
     : options_(std::move(options)),
+      runtime_(runtime),
       pool_(kBufferBytes, kMaxBuffers, kHeapWalkReserve),
       meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
       registry_(shared_),
-      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, this}) {
+      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, this, &runtime_}) {
   shared_.pool = &pool_;
   shared_.queue = &queue_;
   // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
@@ -148,8 +146,8 @@ void Agent::shutdown() {
 }
 
 void Agent::finish() {
-  hooks::end_remaining_threads();  // before the final round, so they are written
-  hooks::stop();
+  runtime_.end_remaining_threads();  // before the final round, so they are written
+  runtime_.stop();
   // Bounded: an output that stops draining (a pipe whose reader never reads) must not hang the
   // host's exit. After the limit the data still in flight is given up, with one message.
   if (!helper_.stop(kExitWriteLimitSeconds)) {
@@ -175,7 +173,7 @@ void Agent::forget_after_fork() {
   shutting_down_.store(true);
   shutdown_done_.store(true);  // nothing to finish here: exit handlers return at once
   failed_ = true;
-  hooks::stop();
+  runtime_.stop();
   registry_.forget_in_fork_child();
   if (server_) server_->forget_after_fork();  // the parent serves the port, not the child
   if (sink_) sink_->abandon();
@@ -183,16 +181,18 @@ void Agent::forget_after_fork() {
 
 CommandHandlers Agent::command_handlers() {
   CommandHandlers h;
-  h.request_heapshot = hooks::request_heapshot;  // never blocks: the finalizer thread takes it
-  h.heapshots_done = hooks::heapshots_done;
+  if (runtime_.heapshots_available()) {
+    h.request_heapshot = [this] { return runtime_.request_heapshot(); };  // never blocks
+    h.heapshots_done = [this] { return runtime_.heapshots_done(); };
+  }
   h.stats = [this] { return helper_.stats_line(); };
-  h.event_mask = hooks::event_mask;
-  h.set_event_mask = hooks::set_event_mask;
-  h.calls_enabled = hooks::calls_enabled;
-  h.call_depth = hooks::call_depth;
-  h.set_call_depth = hooks::set_call_depth;
-  h.pause = hooks::pause;
-  h.resume = hooks::resume;
+  h.event_mask = [this] { return runtime_.event_mask(); };
+  h.set_event_mask = [this](uint32_t mask) { runtime_.set_event_mask(mask); };
+  h.calls_enabled = [this] { return runtime_.calls_enabled(); };
+  h.call_depth = [this] { return runtime_.call_depth(); };
+  h.set_call_depth = [this](uint32_t depth) { runtime_.set_call_depth(depth); };
+  h.pause = [this] { return runtime_.pause(); };
+  h.resume = [this] { return runtime_.resume(); };
   h.start_call_depth = options_.calldepth;
   if (options_.ring_bytes) h.dump = [this](const std::string& file) { return dump(file, true); };
   h.compat = options_.compat;
@@ -272,7 +272,7 @@ void Agent::service_requests() {
 void Agent::report_failure() {
   if (failed_) return;
   failed_ = true;
-  hooks::stop();  // the program goes on, unprofiled
+  runtime_.stop();  // the program goes on, unprofiled
   std::string e = rotate_error_.empty() ? sink_->error() : rotate_error_;
   if (e.empty()) e = "mlpd: cannot write to " + sink_->describe();
   if (e.find("profiling stopped") == std::string::npos) e += "; profiling stopped";

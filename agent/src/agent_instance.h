@@ -21,6 +21,7 @@
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/meta_log.h"
 #include "mlpd/rt/thread_registry.h"
+#include "mlpd/runtime/runtime.h"
 #include "mlpd/sink.h"
 
 namespace mlpd::agent {
@@ -47,9 +48,11 @@ inline constexpr int kPackLevel = 1;  // libdeflate's level, as the gzip sink's 
 // The helper thread (helper_thread.h) does the rounds.
 class Agent final : private HelperOutput {
  public:
-  explicit Agent(Options options);
+  // `runtime`: the runtime profiled (its entry point's); it outlives the agent.
+  Agent(Options options, runtime::Runtime& runtime);
 
   const Options& options() const { return options_; }
+  runtime::Runtime& runtime() { return runtime_; }
   // Flight recorder: the ring is the sink; dumps go to files.
   void use_ring() {
     auto ring = std::make_unique<RingSink>(options_.ring_bytes);
@@ -152,6 +155,7 @@ class Agent final : private HelperOutput {
   void report_failure() override;
 
   Options options_;
+  runtime::Runtime& runtime_;
   rt::BufferPool pool_;
   std::unique_ptr<rt::BufferPacker> packer_;  // zip: the threads' compressors and member buffers
   rt::FlushQueue queue_;

@@ -1,5 +1,5 @@
 // The agent's `counter` events: the CounterSampler wired to the profiler's own counters and to Mono's
-// runtime counters (found by the hooks). Owned by the Agent; used by its helper thread only.
+// runtime counters (found by the runtime). Owned by the Agent; used by its helper thread only.
 #pragma once
 
 #include <deque>
@@ -7,13 +7,13 @@
 #include "cpu_counters.h"
 #include "mlpd/agent/counter_sampler.h"
 #include "mlpd/agent/profiler_counters.h"
-#include "mlpd/hooks/runtime_counters.h"
+#include "mlpd/runtime/runtime.h"
 
 namespace mlpd::agent {
 
 class AgentCounters {
  public:
-  AgentCounters(rt::ThreadRegistry& registry, rt::MetaLog& meta, const ProfilerCounterSources& sources);
+  AgentCounters(runtime::Runtime& runtime, rt::ThreadRegistry& registry, rt::MetaLog& meta, const ProfilerCounterSources& sources);
   AgentCounters(const AgentCounters&) = delete;
   AgentCounters& operator=(const AgentCounters&) = delete;
 
@@ -23,11 +23,12 @@ class AgentCounters {
 
  private:
   static void discover(CounterSampler& s, void* self);
-  static bool read_runtime(const void* counter, uint64_t, uint64_t& bits);
+  static bool read_runtime(const void* counter, uint64_t rt, uint64_t& bits);
 
+  runtime::Runtime& runtime_;
   CounterSampler sampler_;
   CpuCounters cpu_;  // CPU time of the process and of each thread (cpu_counters.h)
-  std::deque<hooks::RuntimeCounter> runtime_;  // a deque: the sampler keeps pointers to them
+  std::deque<runtime::Counter> runtime_counters_;  // a deque: the sampler keeps pointers to them
 };
 
 }  // namespace mlpd::agent

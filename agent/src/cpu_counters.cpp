@@ -14,7 +14,6 @@
 
 #include "mlpd/conventions.h"
 #include "mlpd/format.h"
-#include "mlpd/hooks/control.h"
 
 namespace mlpd::agent {
 
@@ -69,7 +68,7 @@ bool parse_proc_stat(const char* text, size_t size, CpuTimes& out) {
   return true;
 }
 
-CpuCounters::CpuCounters() {
+CpuCounters::CpuCounters(const runtime::Runtime* runtime) : runtime_(runtime) {
   task_fd_ = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   self_fd_ = ::open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   const long hz = ::sysconf(_SC_CLK_TCK);
@@ -168,8 +167,8 @@ void CpuCounters::discover(CounterSampler& s) {
       next_pending.emplace_back(static_cast<int>(tid), now.start);
       continue;
     }
-    if (!fetched) {
-      for (const hooks::OsThread& t : hooks::os_threads()) {
+    if (!fetched && runtime_) {
+      for (const runtime::OsThread& t : runtime_->os_threads()) {
         if (!t.name.empty()) managed[t.os_tid] = t.name;
       }
       fetched = true;

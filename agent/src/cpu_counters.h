@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mlpd/agent/counter_sampler.h"
+#include "mlpd/runtime/runtime.h"
 
 namespace mlpd::agent {
 
@@ -35,7 +36,8 @@ bool parse_proc_stat(const char* text, size_t size, CpuTimes& out);
 
 class CpuCounters {
  public:
-  CpuCounters();
+  // `runtime`: names the managed threads (may be null: /proc's names only).
+  explicit CpuCounters(const runtime::Runtime* runtime = nullptr);
   ~CpuCounters();
   CpuCounters(const CpuCounters&) = delete;
   CpuCounters& operator=(const CpuCounters&) = delete;
@@ -60,6 +62,7 @@ class CpuCounters {
   bool read_stat(int tid, CpuTimes& out) const;  // tid < 0: the process
   uint64_t to_time_units(uint64_t ticks) const;
 
+  const runtime::Runtime* runtime_ = nullptr;
   int task_fd_ = -1;  // /proc/self/task
   int self_fd_ = -1;  // /proc/self
   uint64_t ticks_per_second_ = 100;

@@ -10,10 +10,6 @@
 #include <ctime>
 
 #include "mlpd/format.h"
-#include "mlpd/hooks/control.h"
-#include "mlpd/hooks/hooks.h"
-#include "mlpd/hooks/perf_output.h"
-#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
 
@@ -35,7 +31,7 @@ constexpr size_t kBehindBytes = 32 * 1024 * 1024;
 HelperThread::HelperThread(const HelperParts& parts)
     : parts_(parts),
       flusher_(*parts.shared, *parts.registry, *parts.meta),
-      counters_(*parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
+      counters_(*parts.runtime, *parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
                                                                      parts.options->calls_min_us ? parts.registry : nullptr}) {
   if (rotation_on(*parts.options) || parts.options->ring_bytes || parts.options->attached) flusher_.keep_metadata_in(&meta_store_);
 }
@@ -111,7 +107,7 @@ void HelperThread::main_loop() {
     const bool live = flush_asked || now - last_live >= flush_every;
     if (live) last_live = now;
     const uint64_t before = flusher_.stats().buffers_written;
-    if (live || hooks::pause_generation() != pause_generation_) sample_counters();
+    if (live || parts_.runtime->pause_generation() != pause_generation_) sample_counters();
     const bool ok = round(live);
     busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
     next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
@@ -119,8 +115,9 @@ void HelperThread::main_loop() {
   }
   // Final: everything committed, including threads that are still running or never exited. A push
   // another thread has half done holds the queue up: wait for it a little (bounded).
-  hooks::perf::finish(parts_.options->verbose);  // the last jitdump/perfmap code loads, JIT_CODE_CLOSE
-  hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
+  // The last jitdump/perfmap code loads (JIT_CODE_CLOSE); sampling is stopped: a record still being
+  // written is counted lost.
+  parts_.runtime->final_round(parts_.options->verbose);
   sample_counters();  // after the last user events, before the final flush (as Mono's log profiler)
   // A thread compressing its buffer (zip) pushes the member soon: wait for it the same way.
   const auto waiting = [&] {
@@ -151,8 +148,7 @@ bool HelperThread::round(bool live) {
     const std::string l = said + "\n";
     (void)!::write(STDERR_FILENO, l.data(), l.size());
   }
-  hooks::drain_samples();  // samples (and the native symbols they need) into the MetaLog first
-  hooks::perf::drain();    // jitdump/perfmap records the JIT threads queued
+  parts_.runtime->round();  // samples (and the native symbols they need) into the MetaLog first, perf records
   HelperOutput& out = *parts_.output;
   // Rotation happens between rounds: the closed file ends with a complete round, the next starts with
   // the header and the metadata of everything still alive (absorbed by earlier rounds), then this round.
@@ -185,8 +181,8 @@ bool HelperThread::round(bool live) {
 
 // The `counter` events (while the mask asks for them and the output works).
 void HelperThread::sample_counters() {
-  pause_generation_ = hooks::pause_generation();  // a pause or resume is sampled at the next round
-  if (!parts_.output->failed() && (hooks::event_mask() & format::MASK_COUNTER)) counters_.sample();
+  pause_generation_ = parts_.runtime->pause_generation();  // a pause or resume is sampled at the next round
+  if (!parts_.output->failed() && (parts_.runtime->event_mask() & format::MASK_COUNTER)) counters_.sample();
 }
 
 // The helper thread: the flusher's counters are its own.
@@ -204,7 +200,7 @@ std::string HelperThread::stats_line() {
                   " buffers_allocated=" + std::to_string(parts_.pool->allocated()) +
                   " flush_rounds=" + std::to_string(rounds_) +
                   " clients=" + std::to_string(server ? server->clients() : 0);
-  const hooks::SampleStats st = hooks::sample_stats();
+  const runtime::SampleStats st = parts_.runtime->sample_stats();
   s += " events=" + std::to_string(events) + " samples=" + std::to_string(st.taken) + " samples_dropped=" +
        std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
   s += " full_waiting_max=" + std::to_string(waiting_max_);
@@ -233,9 +229,10 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                     " full buffers waiting at a round");
   }
   lines.push_back(rt::clock_summary());
-  if (hooks::max_frames() > 0) lines.push_back(hooks::backtrace_summary());
+  if (parts_.runtime->max_frames() > 0) lines.push_back(parts_.runtime->backtrace_summary());
   if (with_samples) {
-    const hooks::SampleStats st = hooks::sample_stats();
+    const runtime::SampleStats st = parts_.runtime->sample_stats();
+    const std::string no_timers = parts_.runtime->cpu_timers_not_used();
     lines.push_back(
         "mlpd: samples: " + std::to_string(st.taken) + " taken, " + std::to_string(st.written) + " written, " +
         std::to_string(st.skipped_idle) + " idle skipped; dropped: " + std::to_string(st.dropped_pool_full) +
@@ -247,7 +244,7 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
         std::to_string(st.freq) + " Hz asked, " + std::to_string(st.delivered_hz()) + " Hz delivered; " +
         std::to_string(st.truncated) + " truncated; engine: " + st.engine +
         (st.threads_without_timer ? ", " + std::to_string(st.threads_without_timer) + " threads without a timer" : std::string()) +
-        (hooks::cpu_timers_not_used().empty() ? std::string() : " (no CPU timers: " + hooks::cpu_timers_not_used() + ")"));
+        (no_timers.empty() ? std::string() : " (no CPU timers: " + no_timers + ")"));
   }
   return lines;
 }

@@ -20,6 +20,7 @@
 #include "mlpd/agent/options.h"
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/meta_store.h"
+#include "mlpd/runtime/runtime.h"
 
 namespace mlpd::agent {
 
@@ -61,6 +62,7 @@ struct HelperParts {
   rt::ThreadRegistry* registry = nullptr;
   std::unique_ptr<CommandServer>* server = nullptr;  // the command port, if any; only the helper uses it once started
   HelperOutput* output = nullptr;
+  runtime::Runtime* runtime = nullptr;  // the runtime profiled: its rounds, statistics and counters
 };
 
 class HelperThread {
@@ -112,7 +114,7 @@ class HelperThread {
   uint64_t rounds_ = 0;
   uint64_t last_round_ns_ = 0;  // the last live round's time: where a rotated file's metadata is stamped
   uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)
-  uint64_t pause_generation_ = 0;  // hooks::pause_generation() at the last counter sample
+  uint64_t pause_generation_ = 0;  // the runtime's pause_generation() at the last counter sample
 };
 
 }  // namespace mlpd::agent

@@ -13,7 +13,6 @@
 
 #include "agent_instance.h"
 #include "exit_signals.h"
-#include "mlpd/hooks/perf_output.h"
 
 namespace mlpd::agent {
 
@@ -66,8 +65,10 @@ void fork_child() {
   // The child's signal gets its default action back: nothing here would dump (no helper thread).
   give_back_dump_signal();
   reset_exit_signals_after_fork();    // the parent's file is not the child's to cut
-  hooks::perf::forget_after_fork();  // the parent's jitdump stays the parent's
-  if (g_agent) g_agent->forget_after_fork();
+  if (g_agent) {
+    g_agent->runtime().after_fork_child();  // the parent's jitdump stays the parent's
+    g_agent->forget_after_fork();
+  }
 }
 
 // dumpsignal=NAME: the handler only counts and wakes the helper (an atomic add and a write(2) to an

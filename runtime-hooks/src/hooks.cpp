@@ -28,6 +28,7 @@
 #include "mlpd/hooks/stack_walker.h"
 #include "mono/optional.h"
 #include "mono/runtime_version.h"
+#include "mono/sampling_start.h"
 #include "state.h"
 
 namespace mlpd::hooks {

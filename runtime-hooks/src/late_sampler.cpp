@@ -16,6 +16,7 @@
 #include <string>
 
 #include "mlpd/hooks/mono_api.h"
+#include "mono/sampling_start.h"
 #include "mono/optional.h"
 #include "cpu_timers.h"
 #include "rt_signals.h"

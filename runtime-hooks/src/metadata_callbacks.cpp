@@ -9,7 +9,7 @@
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/mono_api.h"
-#include "mlpd/hooks/perf_output.h"
+#include "mono/perf_callbacks.h"
 #include "mlpd/hooks/runtime_counters.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/rt/clock.h"

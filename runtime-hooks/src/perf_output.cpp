@@ -1,5 +1,5 @@
 // Mono's side of the perf files: names for methods and code buffers, the thread id, the code bytes.
-#include "mlpd/hooks/perf_output.h"
+#include "mono/perf_callbacks.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -30,6 +30,7 @@
 
 #include "mlpd/format.h"
 #include "mlpd/hooks/mono_api.h"
+#include "mono/sampling_start.h"
 #include "mlpd/rt/clock.h"
 #include "cpu_timers.h"
 #include "sample_pool.h"

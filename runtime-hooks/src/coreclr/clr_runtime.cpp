@@ -55,8 +55,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   if (config.mask & MASK_MONITOR)
     return error = "monitor: lock contention on .NET needs the runtime's EventPipe session, not built yet (issue 35)",
            false;
-  if (config.mask & (MASK_GC_MOVE | MASK_GC_ROOT | MASK_GC_HANDLE | MASK_GC_FINALIZATION))
-    return error = "gcmove/gcroot/gchandle/finalization: not built on .NET yet (issue 35)", false;
+  if (config.mask & (MASK_GC_HANDLE | MASK_GC_FINALIZATION))
+    return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
   if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
     return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
   if (config.late) return error = late_refusal(config), false;
@@ -66,8 +66,15 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
   config_ = config;
   env_ = env;
-  const uint32_t mask = config.start_paused ? 0 : config.mask;
-  saved_mask_ = config.mask;
+  // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
+  // mode): not recorded on .NET yet, said once with verbose, rather than refusing `alloc`.
+  if ((config.mask & (MASK_GC_MOVE | MASK_GC_ROOT)) && config.verbose) {
+    static const char kNote[] = "mlpd: .NET: gcmove and gcroot (part of alloc) are not recorded yet\n";
+    (void)!::write(2, kNote, sizeof kNote - 1);
+  }
+  config_.mask &= ~(MASK_GC_MOVE | MASK_GC_ROOT);
+  const uint32_t mask = config.start_paused ? 0 : config_.mask;
+  saved_mask_ = config_.mask;
   paused_.store(config.start_paused, std::memory_order_release);
   mask_.store(mask, std::memory_order_release);
   DWORD low = 0, high = 0;
@@ -76,8 +83,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
   // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
   // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
-  if (config.mask & MASK_GC_ALLOC) low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated;
-  alloc_at_start_ = (config.mask & MASK_GC_ALLOC) != 0;
+  if (config_.mask & MASK_GC_ALLOC) low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated;
+  alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
   const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
   if (!succeeded(hr)) {
     char text[16];

@@ -1,39 +1,28 @@
 #include "coreclr/start.h"
 
-#include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 
+#include "coreclr/clr_runtime.h"
 #include "mlpd/agent/agent.h"
-#include "mlpd/agent/options.h"
 
 namespace mlpd::coreclr {
 
-namespace {
-void say_line(const std::string& line) {
-  const std::string text = line + "\n";
-  (void)!std::fwrite(text.data(), 1, text.size(), stderr);
-}
-}  // namespace
-
-bool start_agent(ProfilerInfo*, const RuntimeInfo& runtime) {
+// The runtime behind the door (clr_runtime.h), one for the process's life, given to the agent's start
+// (which reads the options, opens the output, writes the header, installs it and starts the helper).
+bool start_agent(ProfilerInfo* info, const RuntimeInfo& about) {
+  static ClrRuntime* runtime = new (std::nothrow) ClrRuntime(info, about);
+  if (!runtime) return false;
   const char* env = std::getenv("MLPD_OPTIONS");
-  agent::Options options;
-  std::string error;
-  if (!agent::parse_options(env ? env : "", options, error,
-                            [](const char* name) -> const char* { return std::getenv(name); })) {
-    say_line(error + "; profiling is off");
-    return false;
-  }
-  // Recording on CoreCLR arrives with the runtime door's agent start (issue 34): until then the
-  // profiler is loaded, checked and says so, and records nothing.
-  if (options.verbose)
-    say_line("mlpd: .NET " + (runtime.version.empty() ? std::string("runtime") : runtime.version) +
-             " loaded mlpd's profiler (ICorProfilerInfo" + std::to_string(runtime.info_level) +
-             "); recording on .NET is not built yet: profiling is off");
-  return false;
+  agent::start(env ? env : "", *runtime);
+  return agent::profiling();
 }
 
-void shutdown_agent() { agent::shutdown(); }
+// The runtime's Shutdown: the agent's end of the runtime (the rest of the file written).
+void shutdown_agent() {
+  if (ClrRuntime* r = ClrRuntime::instance()) r->runtime_shutdown();
+  agent::shutdown();
+}
 
 }  // namespace mlpd::coreclr

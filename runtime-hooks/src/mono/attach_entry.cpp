@@ -43,6 +43,7 @@
 
 #include "mlpd/agent/agent.h"
 #include "mlpd/hooks/late_describer.h"
+#include "mono/mono_runtime.h"
 
 namespace {
 
@@ -115,7 +116,8 @@ int run(const std::string& c, const std::string& answer_path) {
   std::string message;
   bool ok = false;
   if (c.rfind("attach", 0) == 0) {
-    ok = mlpd::agent::start_attached(c.size() > 7 ? std::string_view(c).substr(7) : std::string_view(), message);
+    ok = mlpd::agent::start_attached(c.size() > 7 ? std::string_view(c).substr(7) : std::string_view(),
+                                     mlpd::mono::runtime(), message);
   } else if (c == "detach") {
     ok = mlpd::agent::detach(message);
   } else {

@@ -1,4 +1,4 @@
-// Entry points of libmlpd.so.
+// Mono's entry points of libmlpd.so (each calls agent::start with Mono's Runtime, mono_runtime.h).
 //  * LD_PRELOAD=libmlpd.so MLPD_OPTIONS=... : the ELF constructor starts the agent before main, so
 //    the profiler is installed before the Mono runtime starts (what mono_profiler_create and the
 //    enable_* calls require).
@@ -7,7 +7,6 @@
 // When both give options, one precedence (choose_options, docs/options.md): the constructor leaves
 // the start to mono_profiler_init_mlpd when Mono is going to call it.
 // In a process that is not Mono both do nothing.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "mlpd/agent/agent.h"
 #include "mlpd/agent/options.h"
+#include "mono/mono_runtime.h"
 
 namespace {
 
@@ -62,8 +62,8 @@ bool profile_option_coming() {
 __attribute__((constructor)) static void mlpd_preload_constructor() {
   const char* opts = std::getenv("MLPD_OPTIONS");
   // Not Mono (a child such as /bin/sh): nothing at all, not even a look at the command line.
-  if (!opts || !dlsym(RTLD_DEFAULT, "mono_profiler_create") || profile_option_coming()) return;
-  mlpd::agent::start(opts);
+  if (!opts || !mlpd::mono::runtime().present() || profile_option_coming()) return;
+  mlpd::agent::start(opts, mlpd::mono::runtime());
 }
 
 __attribute__((destructor)) static void mlpd_unload_destructor() { mlpd::agent::shutdown(); }
@@ -73,5 +73,5 @@ extern "C" __attribute__((visibility("default"))) void mono_profiler_init_mlpd(c
   const mlpd::agent::ChosenOptions chosen = mlpd::agent::choose_options(
       env ? std::optional<std::string_view>(env) : std::nullopt,
       mlpd::agent::options_from_profiler_desc(desc ? desc : ""));
-  mlpd::agent::start(chosen.text, chosen.note);
+  mlpd::agent::start(chosen.text, mlpd::mono::runtime(), chosen.note);
 }

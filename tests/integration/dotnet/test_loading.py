@@ -50,11 +50,11 @@ def main():
     p = t.run([DOTNET, DLL, "hello"], env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS="verbose"))
     same_as_plain("CORECLR_* variables", p, plain)
-    loaded = [l for l in mlpd_lines(p.stderr) if "loaded mlpd's profiler (ICorProfilerInfo12)" in l]
+    loaded = [l for l in mlpd_lines(p.stderr) if l.startswith("mlpd: runtime: .NET ") and "ICorProfilerInfo12" in l]
     t.check(len(loaded) == 1, f"CORECLR_* variables: no 'loaded' line: {p.stderr[-500:]!r}")
     print(f"ok  CORECLR_* variables: {loaded[0] if loaded else ''}", flush=True)
 
-    # The same without verbose: nothing said.
+    # The same without verbose: nothing said (the defaults: output.PID.mlpd here).
     p = t.run([DOTNET, DLL, "hello"], env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
                                                    CORECLR_PROFILER_PATH=AGENT))
     same_as_plain("CORECLR_* without MLPD_OPTIONS", p, plain)
@@ -67,7 +67,7 @@ def main():
         lines = mlpd_lines(p.stderr)
         t.check(any("a .NET host: CORECLR_ENABLE_PROFILING, CORECLR_PROFILER and CORECLR_PROFILER_PATH set" in l
                     for l in lines), f"{label}: the variables were not set: {lines}")
-        t.check(any("loaded mlpd's profiler" in l for l in lines), f"{label}: the runtime did not load mlpd: {lines}")
+        t.check(any(l.startswith("mlpd: runtime: .NET ") for l in lines), f"{label}: the runtime did not load mlpd: {lines}")
         print(f"ok  {label}: {lines}", flush=True)
 
     # 3. Another profiler configured: mlpd stays out (verbose says why), its variables untouched.
@@ -79,7 +79,7 @@ def main():
     lines = mlpd_lines(p.stderr)
     t.check(any("another .NET profiler is configured" in l and other in l for l in lines),
             f"another profiler: verbose did not say why mlpd stays out: {lines}")
-    t.check(not any("loaded mlpd's profiler" in l for l in lines), f"another profiler: mlpd was loaded: {lines}")
+    t.check(not any(l.startswith("mlpd: runtime: .NET ") for l in lines), f"another profiler: mlpd was loaded: {lines}")
     print(f"ok  another profiler: {lines}", flush=True)
     # CORECLR_ENABLE_PROFILING=0: the user turned .NET profiling off; left as it is.
     p = t.run([DOTNET, DLL, "hello"], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS="verbose",
@@ -87,7 +87,7 @@ def main():
     same_as_plain("CORECLR_ENABLE_PROFILING=0", p, plain)
     lines = mlpd_lines(p.stderr)
     t.check(any("CORECLR_ENABLE_PROFILING=0" in l for l in lines) and
-            not any("loaded mlpd's profiler" in l for l in lines), f"CORECLR_ENABLE_PROFILING=0: {lines}")
+            not any(l.startswith("mlpd: runtime: .NET ") for l in lines), f"CORECLR_ENABLE_PROFILING=0: {lines}")
 
     # 4. A bad option: one line, the program unchanged.
     p = t.run([DOTNET, DLL, "hello"], env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "mlpd/runtime/runtime.h"
+
 namespace mlpd::hooks {
 
 // -- pause and resume (runtime-hooks/src/pause.cpp)
@@ -28,11 +30,9 @@ uint64_t paused_since_last_read();
 
 // -- managed threads' OS ids (runtime-hooks/src/os_threads.cpp)
 
-struct OsThread {
-  int os_tid = 0;         // gettid()
-  uint64_t tid = 0;       // the thread id of the file's thread events (pthread_self)
-  std::string name;       // the managed name (thread_name event), empty until one is given
-};
+// os_tid: gettid(); tid: the thread id of the file's thread events (pthread_self); name: the managed
+// name (thread_name event), empty until one is given (runtime.h's OsThread).
+using OsThread = runtime::OsThread;
 // Every managed thread started so far (exited ones too; the caller notices those by their /proc
 // entry being gone). Takes a lock; never called while the world is stopped.
 std::vector<OsThread> os_threads();

@@ -2,8 +2,6 @@
 // JIT callbacks (copied there) by the agent's helper thread.
 #pragma once
 
-#include <mono/metadata/profiler.h>
-
 #include <cstdint>
 #include <string>
 
@@ -22,10 +20,7 @@ struct OutputConfig {
 bool start(const OutputConfig& config, std::string& error);
 bool enabled();
 
-// Callbacks (metadata_callbacks.cpp): a method's code, a code buffer (trampoline, helper). No-ops when off.
-// `name`: the method's full name when the caller has it (nullptr: made here).
-void method_jitted(MonoMethod* method, uint64_t start, uint64_t size, const std::string* name);
-void code_buffer(const void* buffer, uint64_t size, MonoProfilerCodeBufferType type, const void* data);
+// The JIT callbacks' side (a method's code, a code buffer): mono/perf_callbacks.h.
 
 // Helper thread: write what the callbacks queued; finish() also closes the jitdump with
 // JIT_CODE_CLOSE. A write failure is said once (stderr) and that file is written no more.

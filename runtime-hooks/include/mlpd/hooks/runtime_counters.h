@@ -11,14 +11,12 @@
 #include <vector>
 
 #include "mlpd/event.h"
+#include "mlpd/runtime/runtime.h"
 
 namespace mlpd::hooks {
 
-struct RuntimeCounter {
-  void* handle = nullptr;  // the MonoCounter
-  CounterDesc desc;        // index 0 (the sampler numbers counters)
-  size_t size = 0;         // bytes mono_counters_sample writes: 4 or 8
-};
+// handle: the MonoCounter; size: the bytes mono_counters_sample writes, 4 or 8 (runtime.h's Counter).
+using RuntimeCounter = runtime::Counter;
 
 // Starts following Mono's counters: hooks the registration of new ones and takes the existing ones.
 // Called once, when the runtime is initialised (Mono's counters are set up by then).

@@ -7,12 +7,11 @@
 // docs/design.md, "Sampling", has the safety argument.
 #pragma once
 
-#include <mono/metadata/profiler.h>
-
 #include <cstdint>
 #include <string>
 
 #include "mlpd/rt/meta_log.h"
+#include "mlpd/runtime/runtime.h"
 
 namespace mlpd::hooks {
 
@@ -28,46 +27,15 @@ struct SamplingConfig {
                               // frames (each); 32 (the default) lets them keep 256
 };
 
-// What happened to the samples so far (relaxed counters; for the profiler counters and `verbose`).
-// Safe to call from any thread at any time. After the final drain every signal our callback saw is
-// exactly one of: taken, skipped_idle, dropped_pool_full, dropped_shutdown, dropped_unfinished.
-// `taken` counts a record when the helper drains it (before that a filled record is in none), and
-// every drained record is written: taken == written between drains. stack_copy_failed,
-// unwind_failed and frames_left_out describe samples that were written with less than everything.
-struct SampleStats {
-  uint64_t taken = 0;              // recorded into the pool
-  uint64_t written = 0;            // written as TYPE_SAMPLE_HIT events
-  uint64_t skipped_idle = 0;       // `sample` (CPU time): the thread has not used a sampling period of
-                                   // CPU since its last sample, or is blocked in the kernel
-  uint64_t dropped_pool_full = 0;  // no free record (maxsamples records in flight)
-  uint64_t dropped_shutdown = 0;   // arrived after profiling stopped (shutdown, output failure, fork)
-  uint64_t dropped_unfinished = 0; // still being filled when the final drain ran (not in `taken`)
-  uint64_t stack_copy_failed = 0;  // recorded with the leaf IP only: the stack top could not be copied
-  uint64_t unwind_failed = 0;      // recorded with the leaf IP only: no unwind info for the leaf
-  uint64_t frames_left_out = 0;    // managed frames not written: method unknown (AOT, wrappers) and
-                                   // every frame above it (the chain stops there)
-  uint64_t handler_ns = 0;         // time spent in the signal handler for the taken samples (sum)
-  uint64_t drain_ns = 0;           // time the helper spent turning samples into events (sum)
-  uint64_t truncated = 0;          // samples written cut at their root (more frames than kept, a
-                                   // native stack deeper than the copy, or frames left out)
-  uint64_t clock_ns = 0;           // the sampled threads' clock between their signals (CPU time in
-                                   // `sample`, wall time in `sample-real`): what the samples stand for
-  uint64_t freq = 0;               // the rate asked for (Hz; 0: off)
-  const char* engine = "";         // what sends the signals (`verbose`): per-thread CPU timers, or a
-                                   // sampler thread signalling every thread (Mono's, or ours attached)
-  uint64_t threads_without_timer = 0;  // CPU timers: threads that could not get one (not sampled)
-  // Samples written per second of the sampled threads' clock: the rate delivered (0: none yet).
-  uint64_t delivered_hz() const { return clock_ns ? static_cast<uint64_t>(static_cast<double>(written) * 1e9 / static_cast<double>(clock_ns) + 0.5) : 0; }
-};
+// What happened to the samples so far: runtime.h's SampleStats (relaxed counters; for the profiler
+// counters and `verbose`). Safe to call from any thread at any time.
+using SampleStats = runtime::SampleStats;
 
 SampleStats sample_stats();
 // Why `sample` does not run on per-thread CPU timers ("" when it does, or was not asked for).
 std::string cpu_timers_not_used();
 
-// Installs the sampler (pool, callback, Mono's sample mode) on `handle`. Must run before the runtime
-// starts. `meta` receives the events. False with a one-line reason on failure.
-bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
-                    std::string& error);
+// start_sampling (Mono's sampler on a profiler handle): mono/sampling_start.h.
 
 // Attached late: the pool only (handle nullptr to start_sampling); our own sampler's signal handler
 // calls this with its ucontext_t. `managed`: the thread is attached to the runtime (its managed frames

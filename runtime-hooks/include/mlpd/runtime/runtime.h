@@ -72,10 +72,11 @@ struct Config {
   bool verbose = false;        // the runtime may say one line about what it switched off, and its counts
   bool late = false;           // attached to a runtime that runs already (`mlpd attach`)
   // The runtime's own settings, opaque to the agent: one `name=value` (or bare `name`) per line,
-  // '\n'-separated (values may hold commas: a Mono callspec does). The agent fills it from the
-  // options the runtime's own table declares; the runtime parses it in install() and refuses a line
-  // it does not know with a one-line reason. Mono's: callspec=SPEC, walker=ours|mono|check,
-  // roots-every-gc.
+  // '\n'-separated (values may hold commas: a Mono callspec does). The agent puts in only the
+  // settings the runtime takes (Runtime::takes_option); one the user gave that the runtime does not
+  // take is refused by the agent in one line, one that only follows from another option (Mono's
+  // roots-every-gc from `compat`) is left out. The runtime parses it in install() and refuses a bad
+  // value with a one-line reason. Mono's: callspec=SPEC, walker=ours|mono|check, roots-every-gc.
   std::string options;
 };
 
@@ -154,6 +155,13 @@ class Runtime {
   virtual std::string summary() const = 0;
   // For `verbose`, when backtraces were asked for: which stack walker made them, and its counts.
   virtual std::string backtrace_summary() const { return {}; }
+
+  // Whether `name` (callspec, walker, roots-every-gc, ...) is one of the runtime's own settings, which
+  // the agent then passes in Config::options.
+  virtual bool takes_option(std::string_view name) const {
+    (void)name;
+    return false;
+  }
 
   // -- what it cannot do after the program started (attach)
   // "" when `config` can be honoured by a runtime that runs already; otherwise the reason, naming
