@@ -526,13 +526,20 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
     }
     if (!stack_hi) return nullptr;
   }
+  // The return addresses first (the runtime's native frames among them), then one shared lock of the
+  // code map for all of them.
+  constexpr unsigned kMaxWalked = 128;
+  uint64_t ips[kMaxWalked], methods[kMaxWalked];
+  const unsigned walked = walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), stack_lo,
+                                              stack_hi, kMaxWalked, [&, i = 0u](uint64_t ret) mutable {
+                                                ips[i++] = ret - 1;
+                                                return true;
+                                              });
+  code_map_.find_all(ips, walked, methods);
   uint64_t inner[rt::kMaxBacktrace];
   uint32_t n = 0;
-  walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), stack_lo, stack_hi, 1024,
-                      [&](uint64_t ret) {
-                        if (const uint64_t m = code_map_.find(ret - 1)) inner[n++] = m;
-                        return n < max;
-                      });
+  for (unsigned i = 0; i < walked && n < max; ++i)
+    if (methods[i]) inner[n++] = methods[i];
   bt.count = n;
   for (uint32_t i = 0; i < n; ++i) bt.frames[i] = inner[n - 1 - i];  // the file's order: outermost first
   return &bt;

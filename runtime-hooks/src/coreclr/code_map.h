@@ -26,11 +26,12 @@ class CodeMap {
   // The method whose code holds `ip`, 0 when none.
   uint64_t find(uint64_t ip) const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
-                               [](uint64_t p, const Range& r) { return p < r.start; });
-    if (it == ranges_.begin()) return 0;
-    --it;
-    return ip < it->end ? it->method : 0;
+    return find_locked(ip);
+  }
+  // find() for `n` addresses at once, under one shared lock (a backtrace's return addresses).
+  void find_all(const uint64_t* ips, size_t n, uint64_t* methods) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    for (size_t i = 0; i < n; ++i) methods[i] = find_locked(ips[i]);
   }
   size_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -41,6 +42,13 @@ class CodeMap {
   struct Range {
     uint64_t start, end, method;
   };
+  uint64_t find_locked(uint64_t ip) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
+                               [](uint64_t p, const Range& r) { return p < r.start; });
+    if (it == ranges_.begin()) return 0;
+    --it;
+    return ip < it->end ? it->method : 0;
+  }
   mutable std::shared_mutex mutex_;
   std::vector<Range> ranges_;  // by start; ranges do not overlap (one body each)
 };

@@ -26,6 +26,13 @@ TEST_CASE("code map: ranges to methods", "[coreclr]") {
   CHECK(m.find(0x3005) == 3);
   CHECK(m.find(0x3010) == 0);
   CHECK(m.find(0xffffffff) == 0);
+  const uint64_t ips[] = {0x1000, 0x1080, 0x20ff, 0x5};
+  uint64_t methods[4] = {9, 9, 9, 9};
+  m.find_all(ips, 4, methods);
+  CHECK(methods[0] == 1);
+  CHECK(methods[1] == 0);
+  CHECK(methods[2] == 2);
+  CHECK(methods[3] == 0);
 }
 
 TEST_CASE("frame-pointer walk: stays in the stack, goes up only", "[coreclr]") {
