@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <cstdio>
 #include <vector>
 
@@ -91,6 +93,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
+  sync_environment();
   set_instance(this);
   active_.store(true, std::memory_order_release);
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
@@ -99,6 +102,51 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   e.ptr = 0;  // Mono's root domain id
   meta(e);
   return true;
+}
+
+// The runtime keeps its own copy of the environment (what managed code and Process.Start see), made
+// before the agent started: what the agent changed in the C library's (nochildren takes MLPD_OPTIONS,
+// our LD_PRELOAD entry and the CORECLR_ profiler variables naming us out) is written into the
+// runtime's copy too (ICorProfilerInfo11::SetEnvironmentVariable, allowed in Initialize).
+void ClrRuntime::sync_environment() {
+  if (about_.info_level < 11 || !info_->table->GetEnvironmentVariable || !info_->table->SetEnvironmentVariable)
+    return;
+  auto utf16 = [](std::string_view s) {
+    std::u16string out;
+    for (size_t i = 0; i < s.size();) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      uint32_t cp = c;
+      size_t len = 1;
+      if (c >= 0xF0) cp = c & 0x07, len = 4;
+      else if (c >= 0xE0) cp = c & 0x0F, len = 3;
+      else if (c >= 0xC0) cp = c & 0x1F, len = 2;
+      if (i + len > s.size()) len = 1, cp = 0xFFFD;
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      i += len;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        out += static_cast<char16_t>(0xD800 + (cp >> 10));
+        out += static_cast<char16_t>(0xDC00 + (cp & 0x3FF));
+      } else {
+        out += static_cast<char16_t>(cp);
+      }
+    }
+    return out;
+  };
+  for (const char* name : {"MLPD_OPTIONS", "LD_PRELOAD", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
+                           "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64"}) {
+    const std::u16string wname = utf16(name);
+    WCHAR value[4096];
+    ULONG length = 0;
+    const bool in_runtime =
+        succeeded(info_->table->GetEnvironmentVariable(info_, wname.c_str(), 4096, &length, value)) && length > 0;
+    const char* libc = std::getenv(name);
+    const std::u16string wlibc = libc ? utf16(libc) : std::u16string();
+    const bool same = in_runtime ? (libc && std::u16string(value, length && value[length - 1] == 0 ? length - 1 : length) == wlibc)
+                                 : !libc;
+    if (same) continue;
+    info_->table->SetEnvironmentVariable(info_, wname.c_str(), libc ? wlibc.c_str() : nullptr);
+  }
 }
 
 void ClrRuntime::detach() {

@@ -93,6 +93,7 @@ class ClrRuntime final : public runtime::Runtime {
   void ensure_class(ClassID klass);
   ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);
+  void sync_environment();
 
   static inline std::atomic<ClrRuntime*> instance_{nullptr};
 

@@ -89,6 +89,13 @@ def main():
     t.check(any("CORECLR_ENABLE_PROFILING=0" in l for l in lines) and
             not any(l.startswith("mlpd: runtime: .NET ") for l in lines), f"CORECLR_ENABLE_PROFILING=0: {lines}")
 
+    # nochildren: the program (and so its children) no longer sees the profiler's variables once the
+    # agent runs; without it, they stay (a .NET child is profiled into its own file).
+    for options, expected in (("nochildren", "CORECLR_PROFILER=(unset)"), ("", "CORECLR_PROFILER=" + CLSID)):
+        p = t.run([DOTNET, DLL, "env"], env=env_with(LD_PRELOAD=AGENT, MLPD_OPTIONS=options or "output=env.mlpd"))
+        t.check(p.stdout.strip() == expected, f"MLPD_OPTIONS={options!r}: the program sees {p.stdout.strip()!r}")
+    print("ok  nochildren takes the CORECLR_ variables out", flush=True)
+
     # 4. A bad option: one line, the program unchanged.
     p = t.run([DOTNET, DLL, "hello"], env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS="nosuchoption"))

@@ -20,6 +20,10 @@ namespace MlpdTests
                 case "gc": return Collections.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
                 case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
+                case "env":
+                    // What a child process would inherit of the profiler's variables (nochildren).
+                    Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
+                    return 0;
                 default:
                     Console.Error.WriteLine("unknown program " + name);
                     return 2;
