@@ -37,6 +37,12 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
+# The .NET SDK (issue 35's tests: tests/programs/dotnet, ctest label dotnet) is not a Debian package: the
+# test machines have it on the PATH; without it the .NET tests are skipped (scripts/test.sh says so).
+if ! command -v dotnet >/dev/null 2>&1; then
+  echo "install-deps: no dotnet (.NET SDK) on the PATH: the .NET tests will be skipped (docs/dotnet.md)"
+fi
+
 # npm packages the export tests use, pinned, in a project-local directory git ignores
 # (tests/tools/node/node_modules): speedscope (its file-format JSON schema and its offline viewer,
 # dist/release/) and playwright-core (drives the system's /usr/bin/chromium; no browser download).

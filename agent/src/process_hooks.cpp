@@ -130,6 +130,17 @@ void remove_agent_from_environment() {
   Dl_info self{};
   const std::string ours = dladdr(reinterpret_cast<void*>(&remove_agent_from_environment), &self) && self.dli_fname
                                ? base_name(self.dli_fname) : std::string("libmlpd.so");
+  // .NET (docs/dotnet.md): the runtime's profiler variables when they name this library (the .NET-host
+  // preload sets them; a user may have): the runtime read them before it started the agent, and a
+  // .NET child must not inherit them.
+  for (const char* path_var : {"CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64"}) {
+    const char* path = std::getenv(path_var);
+    if (!path || base_name(path) != ours) continue;
+    for (const char* v : {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER", "CORECLR_PROFILER_PATH",
+                          "CORECLR_PROFILER_PATH_64"})
+      ::unsetenv(v);
+    break;
+  }
   auto drop_words = [](const char* name, const char* separators, auto&& is_ours) {
     const char* value = std::getenv(name);
     if (!value) return;

@@ -1,0 +1,129 @@
+// The profiler object's callbacks that carry events (profiler.cpp fills the rest of the table):
+// each forwards to the installed ClrRuntime and returns S_OK; before install, or after the runtime
+// was stopped, each returns at once. None calls into managed code, allocates on the managed heap or
+// blocks.
+#include "coreclr/clr_callbacks.h"
+
+#include "coreclr/clr_runtime.h"
+#include "mlpd/format.h"
+
+namespace mlpd::coreclr {
+
+namespace {
+
+ClrRuntime* rt() { return ClrRuntime::instance(); }
+
+HRESULT module_load_finished(ProfilerCallback*, ModuleID module, HRESULT status) {
+  if (ClrRuntime* r = rt(); r && succeeded(status)) r->module_loaded(module);
+  return kS_OK;
+}
+HRESULT assembly_load_finished(ProfilerCallback*, AssemblyID assembly, HRESULT status) {
+  if (ClrRuntime* r = rt(); r && succeeded(status)) r->assembly_loaded(assembly);
+  return kS_OK;
+}
+HRESULT jit_finished(ProfilerCallback*, FunctionID function, HRESULT status, BOOL) {
+  if (ClrRuntime* r = rt(); r && succeeded(status)) r->function_compiled(function, false);
+  return kS_OK;
+}
+HRESULT rejit_finished(ProfilerCallback*, FunctionID function, ReJITID, HRESULT status, BOOL) {
+  if (ClrRuntime* r = rt(); r && succeeded(status)) r->function_compiled(function, false);
+  return kS_OK;
+}
+HRESULT dynamic_jit_finished(ProfilerCallback*, FunctionID function, HRESULT status, BOOL) {
+  if (ClrRuntime* r = rt(); r && succeeded(status)) r->function_compiled(function, true);
+  return kS_OK;
+}
+// ReadyToRun code: found in the image instead of compiled.
+HRESULT cached_search_finished(ProfilerCallback*, FunctionID function, JitCacheResult result) {
+  if (ClrRuntime* r = rt(); r && result == JitCacheResult::kFound) r->function_compiled(function, false);
+  return kS_OK;
+}
+HRESULT thread_created(ProfilerCallback*, ThreadID thread) {
+  if (ClrRuntime* r = rt()) r->thread_created(thread);
+  return kS_OK;
+}
+HRESULT thread_destroyed(ProfilerCallback*, ThreadID thread) {
+  if (ClrRuntime* r = rt()) r->thread_destroyed(thread);
+  return kS_OK;
+}
+HRESULT thread_assigned(ProfilerCallback*, ThreadID thread, DWORD os_thread) {
+  if (ClrRuntime* r = rt()) r->thread_assigned(thread, os_thread);
+  return kS_OK;
+}
+HRESULT thread_name_changed(ProfilerCallback*, ThreadID thread, ULONG length, WCHAR* name) {
+  if (ClrRuntime* r = rt()) r->thread_named(thread, name, length);
+  return kS_OK;
+}
+HRESULT suspend_started(ProfilerCallback*, SuspendReason reason) {
+  if (ClrRuntime* r = rt()) r->suspend_started(reason);
+  return kS_OK;
+}
+HRESULT suspend_finished(ProfilerCallback*) {
+  if (ClrRuntime* r = rt()) r->suspend_finished();
+  return kS_OK;
+}
+HRESULT resume_started(ProfilerCallback*) {
+  if (ClrRuntime* r = rt()) r->resume_started();
+  return kS_OK;
+}
+HRESULT resume_finished(ProfilerCallback*) {
+  if (ClrRuntime* r = rt()) r->resume_finished();
+  return kS_OK;
+}
+HRESULT gc_started(ProfilerCallback*, int generations, BOOL* collected, GcReason) {
+  if (ClrRuntime* r = rt()) r->gc_started(generations, collected);
+  return kS_OK;
+}
+HRESULT gc_finished(ProfilerCallback*) {
+  if (ClrRuntime* r = rt()) r->gc_finished();
+  return kS_OK;
+}
+HRESULT exception_thrown(ProfilerCallback*, ObjectID object) {
+  if (ClrRuntime* r = rt()) r->exception_thrown(object);
+  return kS_OK;
+}
+HRESULT catcher_enter(ProfilerCallback*, FunctionID function, ObjectID) {
+  if (ClrRuntime* r = rt()) r->exception_clause(format::CLAUSE_CATCH, function);
+  return kS_OK;
+}
+HRESULT finally_enter(ProfilerCallback*, FunctionID function) {
+  if (ClrRuntime* r = rt()) r->exception_clause(format::CLAUSE_FINALLY, function);
+  return kS_OK;
+}
+HRESULT filter_enter(ProfilerCallback*, FunctionID function) {
+  if (ClrRuntime* r = rt()) r->exception_clause(format::CLAUSE_FILTER, function);
+  return kS_OK;
+}
+
+HRESULT object_allocated(ProfilerCallback*, ObjectID object, ClassID klass) {
+  if (ClrRuntime* r = rt()) r->object_allocated(object, klass);
+  return kS_OK;
+}
+
+}  // namespace
+
+void fill_event_callbacks(CallbackTable11& t) {
+  t.ModuleLoadFinished = &module_load_finished;
+  t.AssemblyLoadFinished = &assembly_load_finished;
+  t.JITCompilationFinished = &jit_finished;
+  t.ReJITCompilationFinished = &rejit_finished;
+  t.DynamicMethodJITCompilationFinished = &dynamic_jit_finished;
+  t.JITCachedFunctionSearchFinished = &cached_search_finished;
+  t.ThreadCreated = &thread_created;
+  t.ThreadDestroyed = &thread_destroyed;
+  t.ThreadAssignedToOSThread = &thread_assigned;
+  t.ThreadNameChanged = &thread_name_changed;
+  t.RuntimeSuspendStarted = &suspend_started;
+  t.RuntimeSuspendFinished = &suspend_finished;
+  t.RuntimeResumeStarted = &resume_started;
+  t.RuntimeResumeFinished = &resume_finished;
+  t.GarbageCollectionStarted = &gc_started;
+  t.GarbageCollectionFinished = &gc_finished;
+  t.ExceptionThrown = &exception_thrown;
+  t.ExceptionCatcherEnter = &catcher_enter;
+  t.ExceptionUnwindFinallyEnter = &finally_enter;
+  t.ExceptionSearchFilterEnter = &filter_enter;
+  t.ObjectAllocated = &object_allocated;
+}
+
+}  // namespace mlpd::coreclr

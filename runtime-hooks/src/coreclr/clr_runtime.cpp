@@ -1,0 +1,642 @@
+#include "coreclr/clr_runtime.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <cstdio>
+#include <vector>
+
+#include "coreclr/mono_names.h"
+#include "mlpd/format.h"
+#include "mlpd/rt/clock.h"
+#include "mlpd/rt/events.h"
+
+namespace mlpd::coreclr {
+
+using namespace mlpd::format;
+using rt::now_ns;
+
+namespace {
+uint64_t self_tid() { return static_cast<uint64_t>(pthread_self()); }
+
+// What the file's event mask asks of the runtime's callbacks (COR_PRF_MONITOR_* and _HIGH_*). Only
+// JIT, threads, modules and assemblies, suspensions, GC and exceptions so far (docs/dotnet.md).
+void runtime_mask(uint32_t mask, DWORD& low, DWORD& high) {
+  low = monitor::kThreads | monitor::kModuleLoads | monitor::kAssemblyLoads | monitor::kJitCompilation |
+        monitor::kCacheSearches;
+  high = monitor_high::kDynamicFunctionUnloads;
+  if (mask & MASK_GC) {
+    low |= monitor::kSuspends;
+    high |= monitor_high::kBasicGc;  // start/end of every collection, concurrent GC kept on
+  }
+  if (mask & MASK_EXCEPTION) low |= monitor::kExceptions;
+}
+}  // namespace
+
+std::string ClrRuntime::summary() const {
+  return "runtime: .NET " + (about_.version.empty() ? std::string("?") : about_.version) +
+         " (CoreCLR), ICorProfilerInfo" + std::to_string(about_.info_level);
+}
+
+std::string ClrRuntime::late_refusal(const runtime::Config&) const {
+  return "attach (attaching to a running .NET program is not built yet)";
+}
+
+bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
+  // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
+  if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
+  if (config.sample_mode != runtime::kSampleOff)
+    return error = "sample: statistical sampling on .NET is not built yet (issue 35)", false;
+  if ((config.mask & MASK_GC_ALLOC) && config.alloc_sample)
+    return error = "alloc-sample: sampled allocations on .NET (the runtime's AllocationSampled event) are not built yet (issue 35)",
+           false;
+  if (config.mask & MASK_MONITOR)
+    return error = "monitor: lock contention on .NET needs the runtime's EventPipe session, not built yet (issue 35)",
+           false;
+  if (config.mask & (MASK_GC_HANDLE | MASK_GC_FINALIZATION))
+    return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
+  if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
+    return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
+  if (config.late) return error = late_refusal(config), false;
+  // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
+  // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
+  if (config.options.find("callspec=") != std::string::npos)
+    return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
+  config_ = config;
+  env_ = env;
+  // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
+  // mode): not recorded on .NET yet, said once with verbose, rather than refusing `alloc`.
+  if ((config.mask & (MASK_GC_MOVE | MASK_GC_ROOT)) && config.verbose) {
+    static const char kNote[] = "mlpd: .NET: gcmove and gcroot (part of alloc) are not recorded yet\n";
+    (void)!::write(2, kNote, sizeof kNote - 1);
+  }
+  config_.mask &= ~(MASK_GC_MOVE | MASK_GC_ROOT);
+  const uint32_t mask = config.start_paused ? 0 : config_.mask;
+  saved_mask_ = config_.mask;
+  paused_.store(config.start_paused, std::memory_order_release);
+  mask_.store(mask, std::memory_order_release);
+  DWORD low = 0, high = 0;
+  // The callbacks are set for everything a mask may switch on later (the runtime's immutable flags
+  // are none of these); a callback whose kind is off returns at once.
+  runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
+  // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
+  // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
+  if (config_.mask & MASK_GC_ALLOC) low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated;
+  alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
+  const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
+  if (!succeeded(hr)) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
+    return error = std::string("the runtime refused the event mask (") + text + ")", false;
+  }
+  sync_environment();
+  set_instance(this);
+  active_.store(true, std::memory_order_release);
+  // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
+  Event e;
+  e.kind = EventKind::domain_load;
+  e.ptr = 0;  // Mono's root domain id
+  meta(e);
+  return true;
+}
+
+// The runtime keeps its own copy of the environment (what managed code and Process.Start see), made
+// before the agent started: what the agent changed in the C library's (nochildren takes MLPD_OPTIONS,
+// our LD_PRELOAD entry and the CORECLR_ profiler variables naming us out) is written into the
+// runtime's copy too (ICorProfilerInfo11::SetEnvironmentVariable, allowed in Initialize).
+void ClrRuntime::sync_environment() {
+  if (about_.info_level < 11 || !info_->table->GetEnvironmentVariable || !info_->table->SetEnvironmentVariable)
+    return;
+  auto utf16 = [](std::string_view s) {
+    std::u16string out;
+    for (size_t i = 0; i < s.size();) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      uint32_t cp = c;
+      size_t len = 1;
+      if (c >= 0xF0) cp = c & 0x07, len = 4;
+      else if (c >= 0xE0) cp = c & 0x0F, len = 3;
+      else if (c >= 0xC0) cp = c & 0x1F, len = 2;
+      if (i + len > s.size()) len = 1, cp = 0xFFFD;
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      i += len;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        out += static_cast<char16_t>(0xD800 + (cp >> 10));
+        out += static_cast<char16_t>(0xDC00 + (cp & 0x3FF));
+      } else {
+        out += static_cast<char16_t>(cp);
+      }
+    }
+    return out;
+  };
+  for (const char* name : {"MLPD_OPTIONS", "LD_PRELOAD", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
+                           "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64"}) {
+    const std::u16string wname = utf16(name);
+    WCHAR value[4096];
+    ULONG length = 0;
+    const bool in_runtime =
+        succeeded(info_->table->GetEnvironmentVariable(info_, wname.c_str(), 4096, &length, value)) && length > 0;
+    const char* libc = std::getenv(name);
+    const std::u16string wlibc = libc ? utf16(libc) : std::u16string();
+    const bool same = in_runtime ? (libc && std::u16string(value, length && value[length - 1] == 0 ? length - 1 : length) == wlibc)
+                                 : !libc;
+    if (same) continue;
+    info_->table->SetEnvironmentVariable(info_, wname.c_str(), libc ? wlibc.c_str() : nullptr);
+  }
+}
+
+void ClrRuntime::detach() {
+  stop();
+  if (info_) info_->table->SetEventMask2(info_, 0, 0);
+}
+
+void ClrRuntime::meta(Event& e) { env_.meta->add(e, now_ns); }
+
+rt::ThreadLog* ClrRuntime::log() { return env_.registry ? env_.registry->get() : nullptr; }
+
+void ClrRuntime::set_event_mask(uint32_t mask) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  // What was not asked for at start cannot be switched on (the runtime needs it at Initialize or it
+  // is not built): only the kinds recorded here may come and go.
+  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER | (alloc_at_start_ ? MASK_GC_ALLOC : 0);
+  if (paused_.load()) {
+    saved_mask_ = mask;
+    return;
+  }
+  mask_.store(mask, std::memory_order_release);
+}
+
+bool ClrRuntime::pause() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (paused_.load()) return false;
+  saved_mask_ = mask_.load();
+  mask_.store(0, std::memory_order_release);
+  paused_.store(true, std::memory_order_release);
+  paused_since_read_.store(true, std::memory_order_release);
+  pause_generation_.fetch_add(1, std::memory_order_acq_rel);
+  write_sync_point(SYNC_POINT_PERIODIC);
+  return true;
+}
+
+bool ClrRuntime::resume() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (!paused_.load()) return false;
+  mask_.store(saved_mask_, std::memory_order_release);
+  paused_.store(false, std::memory_order_release);
+  pause_generation_.fetch_add(1, std::memory_order_acq_rel);
+  write_sync_point(SYNC_POINT_PERIODIC);
+  return true;
+}
+
+uint64_t ClrRuntime::paused_since_last_read() {
+  const bool now = paused_.load(std::memory_order_acquire);
+  return (paused_since_read_.exchange(now, std::memory_order_acq_rel) || now) ? 1 : 0;
+}
+
+void ClrRuntime::write_sync_point(uint8_t type) {
+  if (!active()) return;
+  if (rt::ThreadLog* l = log()) rt::write_sync_point(*l, now_ns(), type);
+}
+
+// ---- metadata
+
+void ClrRuntime::ensure_module(ModuleID module) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (!modules_.insert(module).second) return;
+  }
+  Event e;
+  e.kind = EventKind::image_load;
+  e.ptr = module;
+  e.name = names_.module_name(module);
+  meta(e);
+}
+
+void ClrRuntime::module_loaded(ModuleID module) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (!first_module_) first_module_ = module;
+  }
+  if (active()) ensure_module(module);
+}
+
+void ClrRuntime::assembly_loaded(AssemblyID assembly) {
+  if (!active()) return;
+  WCHAR text[4];
+  ULONG length = 0;
+  AppDomainID domain = 0;
+  ModuleID manifest = 0;
+  info_->table->GetAssemblyInfo(info_, assembly, 0, &length, text, &domain, &manifest);
+  if (manifest) ensure_module(manifest);
+  Event e;
+  e.kind = EventKind::assembly_load;
+  e.ptr = assembly;
+  e.ptr2 = manifest;
+  e.name = names_.assembly_name(assembly);
+  meta(e);
+}
+
+// The code bodies the runtime has for `function` now: tier 0, tier 1, OSR and ReJIT versions each have
+// their own code start (GetNativeCodeStartAddresses, Info9), each its range (GetCodeInfo4); before
+// Info9, the current body only (GetCodeInfo2). The hot part of each (a cold part would be a second chunk).
+std::vector<CodeInfo> ClrRuntime::code_bodies(FunctionID function) {
+  std::vector<CodeInfo> bodies;
+  UINT_PTR starts[16];
+  ULONG32 count = 0;
+  if (about_.info_level >= 9 &&
+      succeeded(info_->table->GetNativeCodeStartAddresses(info_, function, 0, 16, &count, starts))) {
+    for (ULONG32 i = 0; i < count && i < 16; ++i) {
+      CodeInfo chunks[4];
+      ULONG32 n = 0;
+      if (starts[i] && succeeded(info_->table->GetCodeInfo4(info_, starts[i], 4, &n, chunks)) && n > 0)
+        bodies.push_back(chunks[0]);
+    }
+  }
+  if (bodies.empty()) {
+    CodeInfo chunks[4];
+    ULONG32 n = 0;
+    if (succeeded(info_->table->GetCodeInfo2(info_, function, 4, &n, chunks)) && n > 0 && chunks[0].start_address)
+      bodies.push_back(chunks[0]);
+  }
+  return bodies;
+}
+
+// Every body of `function` not described yet, each with its own range, so a sample in any body
+// resolves. A method is named once; one whose code the runtime has not published yet (ReadyToRun code
+// at its cached-function search) is described without code now and its code later (round()).
+void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
+  if (!function) return;
+  const std::vector<CodeInfo> bodies = code_bodies(function);
+  bool named;
+  std::vector<CodeInfo> fresh;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    named = functions_.count(function) != 0;
+    for (const CodeInfo& b : bodies)
+      if (bodies_.insert(b.start_address).second) fresh.push_back(b);
+    if (bodies.empty()) without_code_.insert(function);
+    else without_code_.erase(function);
+  }
+  if (named && fresh.empty()) return;
+  std::string name = dynamic ? names_.dynamic_method_name(function) : names_.method_name(function);
+  if (name.empty()) name = names_.dynamic_method_name(function);
+  if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
+  for (const CodeInfo& b : fresh) {
+    code_map_.add(b.start_address, b.size, function);
+    Event e;
+    e.kind = EventKind::method_jit;
+    e.method = function;
+    e.ptr = b.start_address;
+    e.size = b.size;
+    e.name = name;
+    meta(e);
+  }
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  functions_.insert(function);
+}
+
+// The helper's round: the code of methods named before their code was published.
+void ClrRuntime::round() {
+  if (!active()) return;
+  std::vector<FunctionID> waiting;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    for (FunctionID f : without_code_) {
+      waiting.push_back(f);
+      if (waiting.size() == 4096) break;  // bounded work per round
+    }
+  }
+  for (FunctionID f : waiting) ensure_function(f);
+}
+
+void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
+  if (!active()) return;
+  counts_[kJitted].fetch_add(1, std::memory_order_relaxed);
+  ensure_function(function, dynamic);
+}
+
+// ---- threads
+
+void ClrRuntime::thread_created(ThreadID thread) {
+  if (!active()) return;
+  std::lock_guard<std::mutex> lock(threads_mutex_);
+  threads_.try_emplace(thread);
+}
+
+void ClrRuntime::thread_assigned(ThreadID thread, DWORD os_thread) {
+  if (!active()) return;
+  // Called on the thread itself when it starts running managed code: its pthread id is the file's
+  // thread id (as Mono's, so the thread's own events and its start/name events agree).
+  if (static_cast<pid_t>(os_thread) != static_cast<pid_t>(::syscall(SYS_gettid))) return;
+  std::string name;
+  uint64_t tid = self_tid();
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    ThreadState& t = threads_[thread];
+    if (t.started) return;
+    t.started = true;
+    t.tid = tid;
+    t.os_tid = static_cast<int>(os_thread);
+    name = t.name;
+  }
+  counts_[kThreads].fetch_add(1, std::memory_order_relaxed);
+  Event e;
+  e.kind = EventKind::thread_start;
+  e.ptr = tid;
+  meta(e);
+  if (!name.empty()) {
+    Event n;
+    n.kind = EventKind::thread_name;
+    n.ptr = tid;
+    n.name = name;
+    meta(n);
+  }
+}
+
+void ClrRuntime::thread_named(ThreadID thread, const WCHAR* text, ULONG length) {
+  if (!active()) return;
+  std::string name = text ? utf8(text, length) : std::string();
+  uint64_t tid = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    ThreadState& t = threads_[thread];
+    t.name = name;
+    if (!t.started || t.ended) return;  // written when the thread starts
+    tid = t.tid;
+  }
+  Event e;
+  e.kind = EventKind::thread_name;
+  e.ptr = tid;
+  e.name = name;
+  meta(e);
+}
+
+void ClrRuntime::thread_destroyed(ThreadID thread) {
+  if (!active()) return;
+  uint64_t tid = 0;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    auto it = threads_.find(thread);
+    if (it == threads_.end()) return;
+    const bool write = it->second.started && !it->second.ended;
+    if (it->second.started) counts_[kThreads].fetch_sub(1, std::memory_order_relaxed);
+    tid = it->second.tid;
+    threads_.erase(it);
+    if (!write) return;
+  }
+  Event e;
+  e.kind = EventKind::thread_end;
+  e.ptr = tid;
+  meta(e);
+}
+
+void ClrRuntime::end_remaining_threads() {
+  std::vector<uint64_t> ending;
+  {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    for (auto& [id, t] : threads_)
+      if (t.started && !t.ended) {
+        t.ended = true;
+        ending.push_back(t.tid);
+      }
+  }
+  for (uint64_t tid : ending) {
+    Event e;
+    e.kind = EventKind::thread_end;
+    e.ptr = tid;
+    meta(e);
+  }
+}
+
+std::vector<runtime::OsThread> ClrRuntime::os_threads() const {
+  std::vector<runtime::OsThread> out;
+  std::lock_guard<std::mutex> lock(threads_mutex_);
+  for (const auto& [id, t] : threads_)
+    if (t.started) out.push_back(runtime::OsThread{t.os_tid, t.tid, t.name});
+  return out;
+}
+
+// ---- collections: the world stopped and started (suspensions for a GC), each collection's start
+// and end with the oldest generation collected, the heap's size after it. Written to the calling
+// thread's own log (the MetaLog's lock must not be taken while the world is stopped).
+
+void ClrRuntime::suspend_started(SuspendReason reason) {
+  gc_suspension_ = reason == SuspendReason::kForGc || reason == SuspendReason::kForGcPrep;
+  if (gc_suspension_) suspend_start_ns_.store(now_ns(), std::memory_order_relaxed);
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_STOP_WORLD, 0);
+}
+void ClrRuntime::suspend_finished() {
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_POST_STOP_WORLD, 0);
+}
+void ClrRuntime::resume_started() {
+  if (!gc_suspension_ || !recording(MASK_GC)) return;
+  rt::ThreadLog* l = log();
+  if (!l) return;
+  // The heap's size, once the collection is over (GetGenerationBounds is not allowed inside one).
+  GenerationRange ranges[64];
+  ULONG n = 0;
+  if (succeeded(info_->table->GetGenerationBounds(info_, 64, &n, ranges))) {
+    uint64_t size = 0;
+    for (ULONG i = 0; i < n && i < 64; ++i) size += ranges[i].range_length;
+    counts_[kHeapBytes].store(size, std::memory_order_relaxed);
+    rt::write_gc_resize(*l, now_ns(), size);
+  }
+  rt::write_gc_event(*l, now_ns(), GC_EVENT_PRE_START_WORLD, 0);
+}
+void ClrRuntime::resume_finished() {
+  const bool was = gc_suspension_.exchange(false);
+  if (was) {
+    const uint64_t start = suspend_start_ns_.load(std::memory_order_relaxed), end = now_ns();
+    if (start && end > start) counts_[kPauseNs].fetch_add(end - start, std::memory_order_relaxed);
+  }
+  if (!was || !recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_POST_START_WORLD, 0);
+}
+void ClrRuntime::gc_started(int generations, const BOOL* collected) {
+  uint8_t oldest = 0;
+  for (int g = 0; collected && g < generations && g < 5; ++g)
+    if (collected[g]) oldest = static_cast<uint8_t>(g < 2 ? g : 2);  // LOH, POH: collected with gen 2
+  gc_generation_ = oldest;
+  // dotnet.gc.collections by generation: a collection of generation N collects the younger ones too,
+  // counted as .NET counts them (GC.CollectionCount(n) includes the older collections).
+  for (uint8_t g = 0; g <= oldest; ++g) counts_[kGen0 + g].fetch_add(1, std::memory_order_relaxed);
+  if (!recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_START, oldest);
+}
+void ClrRuntime::gc_finished() {
+  if (!recording(MASK_GC)) return;
+  if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_END, gc_generation_);
+}
+
+// ---- exceptions
+
+void ClrRuntime::exception_thrown(ObjectID object) {
+  counts_[kExceptions].fetch_add(1, std::memory_order_relaxed);
+  if (!recording(MASK_EXCEPTION)) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (rt::ThreadLog* l = log()) rt::write_throw(*l, now_ns(), object, frames);
+}
+
+void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
+  if (!recording(MASK_EXCEPTION)) return;
+  ensure_function(function);  // described before the event that names it
+  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, function, 0);
+}
+
+// ---- allocations (`alloc`: every object, through ObjectAllocated)
+
+// The module a class comes from (an array's: its element's); CoreLib's when none says.
+ModuleID ClrRuntime::class_module(ClassID klass, int depth) {
+  ModuleID module = 0;
+  mdTypeDef type = 0;
+  ClassID parent = 0;
+  ULONG32 n = 0;
+  if (succeeded(info_->table->GetClassIDInfo2(info_, klass, &module, &type, &parent, 0, &n, nullptr)) && module)
+    return module;
+  std::uint32_t element_type = 0;
+  ClassID element = 0;
+  ULONG rank = 0;
+  if (depth < 8 && info_->table->IsArrayClass(info_, klass, &element_type, &element, &rank) == kS_OK && element)
+    return class_module(element, depth + 1);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  return first_module_;
+}
+
+// A ClassID is both the file's class and its vtable (CoreCLR has one MethodTable per type): the
+// class_load and vtable_load an alloc event needs, once each, before it.
+void ClrRuntime::ensure_class(ClassID klass) {
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (classes_.count(klass)) return;
+  }
+  const ModuleID module = class_module(klass);
+  if (module) ensure_module(module);
+  std::string name = names_.class_name(klass);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  if (!classes_.insert(klass).second) return;  // another thread described it meanwhile
+  Event c;
+  c.kind = EventKind::class_load;
+  c.ptr = klass;
+  c.ptr2 = module;
+  c.name = std::move(name);
+  meta(c);
+  Event v;
+  v.kind = EventKind::vtable_load;
+  v.ptr = klass;
+  v.ptr2 = 0;  // the root domain
+  v.ptr3 = klass;
+  meta(v);
+}
+
+void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
+  if (!recording(MASK_GC_ALLOC) || !klass) return;
+  // The classes described, in a lossy direct-mapped table shared by all threads (relaxed atomics: a
+  // stale or evicted slot only costs a trip to the locked set). Not thread_local: libmlpd.so's TLS is
+  // static (initial-exec, for the hot paths) and must stay small, or dlopen (CORECLR_PROFILER_PATH,
+  // mono --profile) fails with "cannot allocate memory in static TLS block".
+  static std::atomic<uint64_t> seen[1024];
+  std::atomic<uint64_t>& slot = seen[(klass >> 4) & 1023];
+  if (slot.load(std::memory_order_relaxed) != klass) {
+    ensure_class(klass);
+    slot.store(klass, std::memory_order_relaxed);
+  }
+  SIZE_T size = 0;
+  info_->table->GetObjectSize2(info_, object, &size);
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, frames);
+}
+
+// Our own walk: the frame-pointer chain from here up (the runtime's native frames keep theirs; the
+// JIT's code keeps rbp frames on Linux), each return address looked up in the code map; no runtime
+// call. Only frames inside this thread's stack are read.
+const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
+  const uint32_t max = std::min<uint32_t>(config_.maxframes, static_cast<uint32_t>(rt::kMaxBacktrace));
+  if (!max) return nullptr;
+  static thread_local uint64_t stack_lo = 0, stack_hi = 0;  // 16 bytes: libmlpd.so's TLS is static
+  if (!stack_hi) {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        stack_lo = reinterpret_cast<uint64_t>(addr);
+        stack_hi = stack_lo + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+    if (!stack_hi) return nullptr;
+  }
+  // The return addresses first (the runtime's native frames among them), then one shared lock of the
+  // code map for all of them.
+  constexpr unsigned kMaxWalked = 128;
+  uint64_t ips[kMaxWalked], methods[kMaxWalked];
+  const unsigned walked = walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), stack_lo,
+                                              stack_hi, kMaxWalked, [&, i = 0u](uint64_t ret) mutable {
+                                                ips[i++] = ret - 1;
+                                                return true;
+                                              });
+  code_map_.find_all(ips, walked, methods);
+  uint64_t inner[rt::kMaxBacktrace];
+  uint32_t n = 0;
+  for (unsigned i = 0; i < walked && n < max; ++i)
+    if (methods[i]) inner[n++] = methods[i];
+  bt.count = n;
+  for (uint32_t i = 0; i < n; ++i) bt.frames[i] = inner[n - 1 - i];  // the file's order: outermost first
+  return &bt;
+}
+
+void ClrRuntime::take_new_counters(std::vector<runtime::Counter>& out) {
+  if (counters_given_) return;
+  counters_given_ = true;
+  struct Spec {
+    CounterId id;
+    const char* name;
+    uint64_t unit, variance;
+  };
+  static constexpr Spec kSpecs[] = {
+      {kGen0, "dotnet.gc.collections.gen0", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kGen1, "dotnet.gc.collections.gen1", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kGen2, "dotnet.gc.collections.gen2", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kPauseNs, "dotnet.gc.pause.time (ns)", COUNTER_UNIT_RAW, COUNTER_VARIANCE_MONOTONIC},
+      {kJitted, "dotnet.jit.compiled_methods", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kExceptions, "dotnet.exceptions", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
+      {kHeapBytes, "dotnet.gc.heap.size", COUNTER_UNIT_BYTES, COUNTER_VARIANCE_VARIABLE},
+      {kThreads, "dotnet.thread.count", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_VARIABLE},
+  };
+  for (const Spec& s : kSpecs) {
+    runtime::Counter c;
+    c.handle = &counts_[s.id];
+    c.desc.section = COUNTER_SECTION_PERFCOUNTERS;
+    c.desc.section_name = "System.Runtime";
+    c.desc.name = s.name;
+    c.desc.type = COUNTER_ULONG;
+    c.desc.unit = s.unit;
+    c.desc.variance = s.variance;
+    c.size = 8;
+    out.push_back(std::move(c));
+  }
+}
+
+bool ClrRuntime::read_counter(const runtime::Counter& counter, uint64_t& bits) {
+  for (const auto& c : counts_)
+    if (counter.handle == &c) {
+      bits = c.load(std::memory_order_relaxed);
+      return true;
+    }
+  return false;
+}
+
+void ClrRuntime::runtime_shutdown() {
+  if (env_.on_shutdown_begin) env_.on_shutdown_begin();
+  if (env_.on_shutdown_end) env_.on_shutdown_end();
+}
+
+}  // namespace mlpd::coreclr

@@ -1,0 +1,147 @@
+// CoreCLR behind the runtime door (runtime-hooks/include/mlpd/runtime/runtime.h): the events its
+// profiling callbacks give, written as the mlpd events Mono's profiler would write for the same things
+// (docs/dotnet.md, the event-kinds table), and what .NET cannot do refused with one line.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "coreclr/clr_names.h"
+#include "coreclr/code_map.h"
+#include "coreclr/profiler.h"
+#include "coreclr/profiling_api.h"
+#include "mlpd/rt/events.h"
+#include "mlpd/runtime/runtime.h"
+
+namespace mlpd::coreclr {
+
+class ClrRuntime final : public runtime::Runtime {
+ public:
+  ClrRuntime(ProfilerInfo* info, const RuntimeInfo& about) : info_(info), about_(about), names_(info) {}
+
+  std::string_view name() const override { return "coreclr"; }
+  bool present() const override { return info_ != nullptr; }
+  std::string summary() const override;
+  std::string late_refusal(const runtime::Config& config) const override;
+
+  bool install(const runtime::Config& config, const runtime::Env& env, std::string& error) override;
+  void stop() override { active_.store(false, std::memory_order_release); }
+  void detach() override;
+  void end_remaining_threads() override;
+
+  uint32_t event_mask() const override { return mask_.load(std::memory_order_acquire); }
+  void set_event_mask(uint32_t mask) override;
+  bool calls_enabled() const override { return false; }
+  uint32_t call_depth() const override { return 0; }
+  void set_call_depth(uint32_t) override {}
+  uint32_t max_frames() const override { return config_.maxframes; }
+  bool pause() override;
+  bool resume() override;
+  bool paused() const override { return paused_.load(std::memory_order_acquire); }
+  uint64_t pause_generation() const override { return pause_generation_.load(std::memory_order_acquire); }
+  uint64_t paused_since_last_read() override;
+
+  void round() override;
+  void final_round(bool) override {}
+  runtime::SampleStats sample_stats() const override { return {}; }
+  uint64_t alloc_sample_bytes() const override { return 0; }
+  std::vector<runtime::OsThread> os_threads() const override;
+  void take_new_counters(std::vector<runtime::Counter>& out) override;
+  bool read_counter(const runtime::Counter& counter, uint64_t& bits) override;
+
+  // ---- the callbacks (profiler.cpp forwards the runtime's calls here once installed)
+  void module_loaded(ModuleID module);
+  void assembly_loaded(AssemblyID assembly);
+  void function_compiled(FunctionID function, bool dynamic);
+  void thread_created(ThreadID thread);
+  void thread_assigned(ThreadID thread, DWORD os_thread);
+  void thread_destroyed(ThreadID thread);
+  void thread_named(ThreadID thread, const WCHAR* name, ULONG length);
+  void suspend_started(SuspendReason reason);
+  void suspend_finished();
+  void resume_started();
+  void resume_finished();
+  void gc_started(int generations, const BOOL* collected);
+  void gc_finished();
+  void exception_thrown(ObjectID object);
+  void exception_clause(uint8_t clause, FunctionID function);
+  void object_allocated(ObjectID object, ClassID klass);
+  void runtime_shutdown();
+
+  // The one runtime of the process (set by the entry point before install; null before).
+  static ClrRuntime* instance() { return instance_.load(std::memory_order_acquire); }
+  static void set_instance(ClrRuntime* r) { instance_.store(r, std::memory_order_release); }
+
+ private:
+  bool recording(uint32_t mask_bit) const {
+    return active_.load(std::memory_order_acquire) && (mask_.load(std::memory_order_relaxed) & mask_bit);
+  }
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  void meta(Event& e);
+  rt::ThreadLog* log();
+  void ensure_module(ModuleID module);
+  void ensure_function(FunctionID function, bool dynamic = false);
+  std::vector<CodeInfo> code_bodies(FunctionID function);
+  // The calling thread's managed frames (outermost first, at most maxframes), by its frame-pointer
+  // chain and the code map; null when backtraces are off.
+  const rt::Backtrace* backtrace(rt::Backtrace& bt);
+  void ensure_class(ClassID klass);
+  ModuleID class_module(ClassID klass, int depth = 0);
+  void write_sync_point(uint8_t type);
+  void sync_environment();
+
+  static inline std::atomic<ClrRuntime*> instance_{nullptr};
+
+  ProfilerInfo* info_;
+  RuntimeInfo about_;
+  ClrNames names_;
+  runtime::Env env_;
+  runtime::Config config_;
+  std::atomic<bool> active_{false};
+  std::atomic<uint32_t> mask_{0};
+  std::atomic<bool> paused_{false};
+  std::atomic<uint64_t> pause_generation_{0};
+  std::atomic<bool> paused_since_read_{false};
+  uint32_t saved_mask_ = 0;
+  bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
+  std::mutex control_mutex_;
+
+  // What has been described (metadata before use), under meta_mutex_.
+  std::mutex meta_mutex_;
+  std::unordered_set<ModuleID> modules_;
+  std::unordered_set<FunctionID> functions_;
+  std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
+  CodeMap code_map_;  // every body described, for backtraces
+  std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
+  std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
+  ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
+
+  // Threads: the runtime's ThreadID -> the file's thread id (pthread_self of the thread).
+  struct ThreadState {
+    uint64_t tid = 0;  // 0 until the thread runs on its OS thread
+    int os_tid = 0;
+    bool started = false;
+    bool ended = false;
+    std::string name;
+  };
+  mutable std::mutex threads_mutex_;
+  std::unordered_map<ThreadID, ThreadState> threads_;
+
+  // The runtime's counters, named after .NET's own metrics (System.Runtime): cheap relaxed counts
+  // the callbacks keep; the agent's counter sampler reads them (take_new_counters, read_counter).
+  enum CounterId { kGen0, kGen1, kGen2, kPauseNs, kJitted, kExceptions, kHeapBytes, kThreads, kCounterCount };
+  std::atomic<uint64_t> counts_[kCounterCount] = {};
+  bool counters_given_ = false;
+  std::atomic<uint64_t> suspend_start_ns_{0};
+
+  // The collection in progress (GarbageCollectionStarted .. Finished: one at a time).
+  std::atomic<uint8_t> gc_generation_{0};
+  std::atomic<bool> gc_suspension_{false};  // the runtime is suspended for a collection
+};
+
+}  // namespace mlpd::coreclr

@@ -1,0 +1,149 @@
+// mlpd's .NET test programs (tests/integration/dotnet/): `DotnetPrograms NAME [ARGS]`. Each prints
+// what the tests compare the profile with (counts the runtime itself reports) and exits with a known
+// code, so the tests can check that the agent changes neither.
+using System;
+using System.Collections.Generic;
+using System.Threading;
+
+namespace MlpdTests
+{
+    public static class Programs
+    {
+        public static int Main(string[] args)
+        {
+            string name = args.Length > 0 ? args[0] : "hello";
+            switch (name)
+            {
+                case "hello": return Hello.Run();
+                case "exceptions": return Exceptions.Run(args.Length > 1 ? int.Parse(args[1]) : 100);
+                case "threads": return Threads.Run(args.Length > 1 ? int.Parse(args[1]) : 4);
+                case "gc": return Collections.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
+                case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
+                case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
+                case "env":
+                    // What a child process would inherit of the profiler's variables (nochildren).
+                    Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
+                    return 0;
+                default:
+                    Console.Error.WriteLine("unknown program " + name);
+                    return 2;
+            }
+        }
+    }
+
+    public static class Hello
+    {
+        public static int Run()
+        {
+            Console.WriteLine("hello from .NET " + Environment.Version);
+            return 7;
+        }
+    }
+
+    public static class Exceptions
+    {
+        static void Thrower(int i)
+        {
+            throw new InvalidOperationException("number " + i);
+        }
+
+        public static int Run(int count)
+        {
+            int caught = 0;
+            for (int i = 0; i < count; i++)
+            {
+                try { Thrower(i); }
+                catch (InvalidOperationException) { caught++; }
+            }
+            Console.WriteLine("thrown " + count + " caught " + caught);
+            return 0;
+        }
+    }
+
+    public static class Threads
+    {
+        public static int Run(int count)
+        {
+            var threads = new List<Thread>();
+            long total = 0;
+            for (int i = 0; i < count; i++)
+            {
+                int n = i;
+                var t = new Thread(() => { Interlocked.Add(ref total, Work.Sum(200000 + n)); });
+                t.Name = "mlpd-worker-" + i;
+                threads.Add(t);
+                t.Start();
+            }
+            foreach (var t in threads) t.Join();
+            Console.WriteLine("threads " + count + " total " + total);
+            return 0;
+        }
+    }
+
+    public static class Work
+    {
+        public static long Sum(int n)
+        {
+            long s = 0;
+            for (int i = 0; i < n; i++) s += i % 7;
+            return s;
+        }
+    }
+
+    public static class Collections
+    {
+        public static int Run(int count)
+        {
+            int before0 = GC.CollectionCount(0), before1 = GC.CollectionCount(1), before2 = GC.CollectionCount(2);
+            for (int i = 0; i < count; i++) GC.Collect();
+            Console.WriteLine("gen0 " + (GC.CollectionCount(0) - before0) + " gen1 " + (GC.CollectionCount(1) - before1) +
+                              " gen2 " + (GC.CollectionCount(2) - before2) + " total0 " + GC.CollectionCount(0));
+            return 0;
+        }
+    }
+
+    public static class Busy
+    {
+        // Spins on the CPU for `ms` milliseconds in a method of its own (the sampling tests look for it).
+        public static long Spin(int ms)
+        {
+            var watch = System.Diagnostics.Stopwatch.StartNew();
+            long x = 0;
+            while (watch.ElapsedMilliseconds < ms)
+                for (int i = 0; i < 100000; i++) x += i ^ (x >> 3);
+            return x;
+        }
+
+        public static int Run(int ms)
+        {
+            Console.WriteLine("busy " + (Spin(ms) != 42 ? "done" : "odd"));
+            return 0;
+        }
+    }
+
+    public sealed class Payload
+    {
+        public long A, B;
+        public Payload(long a) { A = a; B = a * 2; }
+    }
+
+    public static class Allocs
+    {
+        // Exactly `count` Payload objects and `count` int[10] arrays, kept alive in two lists so that
+        // nothing is optimized away (the tests compare the file's counts per type with these).
+        public static int Run(int count)
+        {
+            var payloads = new List<Payload>(count);
+            var arrays = new List<int[]>(count);
+            for (int i = 0; i < count; i++)
+            {
+                payloads.Add(new Payload(i));
+                arrays.Add(new int[10]);
+            }
+            long sum = 0;
+            foreach (var p in payloads) sum += p.B;
+            Console.WriteLine("payloads " + payloads.Count + " arrays " + arrays.Count + " sum " + sum);
+            return 0;
+        }
+    }
+}

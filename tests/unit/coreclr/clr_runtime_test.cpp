@@ -1,0 +1,376 @@
+// ClrRuntime (runtime-hooks/src/coreclr/clr_runtime.cpp) against a fake CoreCLR: install's event mask
+// and refusals, methods named in Mono's style with one method_jit per code body (tiers), modules and
+// assemblies before use, threads started on their own thread with their names. Events read back
+// from the MetaLog with the codec's decoder.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coreclr/clr_runtime.h"
+#include "mlpd/buffer_decoder.h"
+#include "mlpd/header_decoder.h"
+#include "mlpd/rt/meta_log.h"
+#include "mlpd_catch.h"
+
+using namespace mlpd;
+using namespace mlpd::coreclr;
+
+namespace {
+
+struct Fake {
+  DWORD low = 0, high = 0;
+  std::vector<UINT_PTR> starts{0x10000, 0x20000};
+} g_fake;
+
+void copy_name(const char16_t* text, ULONG capacity, ULONG* length, WCHAR* out) {
+  const ULONG n = static_cast<ULONG>(std::char_traits<char16_t>::length(text)) + 1;
+  if (length) *length = n;
+  if (out && capacity >= n) std::memcpy(out, text, n * sizeof(WCHAR));
+}
+
+// The metadata of module 0x7000: MlpdTests.Work (0x02000002) with Sum (0x06000001): long Sum(int).
+HRESULT md_typedef(MetaDataImport*, mdTypeDef type, WCHAR* name, ULONG capacity, ULONG* length, DWORD*, mdToken*) {
+  if (type == 0x02000002) return copy_name(u"MlpdTests.Work", capacity, length, name), kS_OK;
+  if (type == 0x02000003) return copy_name(u"Inner", capacity, length, name), kS_OK;
+  return kE_FAIL;
+}
+HRESULT md_nested(MetaDataImport*, mdTypeDef type, mdTypeDef* enclosing) {
+  if (type != 0x02000003) return kE_FAIL;
+  *enclosing = 0x02000002;
+  return kS_OK;
+}
+const BYTE kSumSig[] = {0x00, 1, 0x0a, 0x08};
+HRESULT md_method(MetaDataImport*, mdMethodDef method, mdTypeDef* owner, WCHAR* name, ULONG capacity, ULONG* length,
+                  DWORD*, PCCOR_SIGNATURE* sig, ULONG* sig_size, ULONG*, DWORD*) {
+  if (method != 0x06000001) return kE_FAIL;
+  *owner = 0x02000003;
+  copy_name(u"Sum", capacity, length, name);
+  *sig = kSumSig;
+  *sig_size = sizeof kSumSig;
+  return kS_OK;
+}
+MetaDataImportTable2 g_md_table = [] {
+  MetaDataImportTable2 t{};
+  t.GetTypeDefProps = &md_typedef;
+  t.GetNestedClassProps = &md_nested;
+  t.GetMethodProps = &md_method;
+  return t;
+}();
+MetaDataImport g_md{&g_md_table};
+
+HRESULT info_set_mask2(ProfilerInfo*, DWORD low, DWORD high) {
+  g_fake.low = low;
+  g_fake.high = high;
+  return kS_OK;
+}
+HRESULT info_function2(ProfilerInfo*, FunctionID f, COR_PRF_FRAME_INFO, ClassID* klass, ModuleID* module,
+                       mdToken* token, ULONG32, ULONG32* count, ClassID*) {
+  if (f != 0x5000) return kE_FAIL;
+  *klass = 0x6000;
+  *module = 0x7000;
+  *token = 0x06000001;
+  *count = 0;
+  return kS_OK;
+}
+HRESULT info_class2(ProfilerInfo*, ClassID klass, ModuleID* module, mdTypeDef* type, ClassID* parent, ULONG32,
+                    ULONG32* count, ClassID*) {
+  if (klass != 0x6000) return kE_FAIL;
+  *module = 0x7000;
+  *type = 0x02000003;
+  *parent = 0;
+  *count = 0;
+  return kS_OK;
+}
+HRESULT info_is_array(ProfilerInfo*, ClassID, std::uint32_t*, ClassID*, ULONG*) { return kS_FALSE; }
+HRESULT info_metadata(ProfilerInfo*, ModuleID module, DWORD, const Guid* riid, void** out) {
+  if (module != 0x7000 || !(*riid == kIID_IMetaDataImport2)) return kE_FAIL;
+  *out = &g_md;
+  return kS_OK;
+}
+HRESULT info_starts(ProfilerInfo*, FunctionID f, ReJITID, ULONG32 capacity, ULONG32* count, UINT_PTR* starts) {
+  if (f != 0x5000) return kE_FAIL;
+  *count = static_cast<ULONG32>(g_fake.starts.size());
+  for (size_t i = 0; i < g_fake.starts.size() && i < capacity; ++i) starts[i] = g_fake.starts[i];
+  return kS_OK;
+}
+HRESULT info_code4(ProfilerInfo*, UINT_PTR start, ULONG32, ULONG32* count, CodeInfo* infos) {
+  infos[0] = CodeInfo{start, start >> 10};
+  *count = 1;
+  return kS_OK;
+}
+HRESULT info_module(ProfilerInfo*, ModuleID module, LPCBYTE* base, ULONG capacity, ULONG* length, WCHAR* name,
+                    AssemblyID* assembly) {
+  if (module != 0x7000) return kE_FAIL;
+  *base = nullptr;
+  *assembly = 0x8000;
+  copy_name(u"/app/DotnetPrograms.dll", capacity, length, name);
+  return kS_OK;
+}
+HRESULT info_assembly(ProfilerInfo*, AssemblyID, ULONG capacity, ULONG* length, WCHAR* name, AppDomainID* domain,
+                      ModuleID* manifest) {
+  *domain = 1;
+  *manifest = 0x7000;
+  copy_name(u"DotnetPrograms", capacity, length, name);
+  return kS_OK;
+}
+
+InfoTable12 make_info() {
+  InfoTable12 t{};
+  t.SetEventMask2 = &info_set_mask2;
+  t.GetFunctionInfo2 = &info_function2;
+  t.GetClassIDInfo2 = &info_class2;
+  t.IsArrayClass = &info_is_array;
+  t.GetModuleMetaData = &info_metadata;
+  t.GetNativeCodeStartAddresses = &info_starts;
+  t.GetCodeInfo4 = &info_code4;
+  t.GetModuleInfo = &info_module;
+  t.GetAssemblyInfo = &info_assembly;
+  return t;
+}
+
+std::vector<Event> take(rt::MetaLog& meta) {
+  std::vector<uint8_t> bytes;
+  meta.take(bytes, 1);
+  std::vector<Event> out;
+  size_t at = 0;
+  while (at + format::kBufferHeaderSize <= bytes.size()) {
+    BufferHeader h;
+    decode_buffer_header(bytes.data() + at, h);
+    BufferDecoder dec(h, bytes.data() + at + format::kBufferHeaderSize, 0);
+    Event e;
+    std::string problem;
+    uint64_t offset = 0;
+    while (dec.next(e, problem, offset)) out.push_back(e);
+    REQUIRE(problem.empty());
+    at += format::kBufferHeaderSize + h.length;
+  }
+  return out;
+}
+
+struct Fixture {
+  InfoTable12 table = make_info();
+  ProfilerInfo info{&table};
+  rt::MetaLog meta{1, 0};
+  runtime::Env env;
+  RuntimeInfo about;
+  ClrRuntime runtime{&info, about_for()};
+  static RuntimeInfo about_for() {
+    RuntimeInfo r;
+    r.info_level = 12;
+    r.version = "10.0.12";
+    return r;
+  }
+  Fixture() {
+    env.meta = &meta;
+    g_fake = Fake{};
+  }
+  ~Fixture() { ClrRuntime::set_instance(nullptr); }
+};
+
+}  // namespace
+
+TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET cannot do yet", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.calls = true;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("calls"));
+  c = {};
+  c.sample_mode = runtime::kSampleProcess;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("sample"));
+  c = {};
+  c.mask = format::MASK_GC_ALLOC;
+  c.alloc_sample = 100000;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("alloc-sample"));
+  CHECK(g_fake.low == 0);  // nothing asked of the runtime by a refused install
+  CHECK(ClrRuntime::instance() == nullptr);
+
+  c = {};
+  c.mask = format::MASK_EXCEPTION | format::MASK_GC | format::MASK_COUNTER;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK(ClrRuntime::instance() == &f.runtime);
+  CHECK((g_fake.low & monitor::kJitCompilation) != 0);
+  CHECK((g_fake.low & monitor::kThreads) != 0);
+  CHECK((g_fake.low & monitor::kExceptions) != 0);
+  CHECK((g_fake.low & monitor::kSuspends) != 0);
+  CHECK((g_fake.low & monitor::kGc) == 0);  // MONITOR_GC would turn concurrent GC off
+  CHECK((g_fake.high & monitor_high::kBasicGc) != 0);
+  CHECK(f.runtime.summary() == "runtime: .NET 10.0.12 (CoreCLR), ICorProfilerInfo12");
+  // Allocation callbacks only when `alloc` was asked for at start (the runtime takes them at
+  // Initialize only), and then both the monitor bit and the enable bit.
+  CHECK((g_fake.low & (monitor::kObjectAllocated | monitor::kEnableObjectAllocated)) == 0);
+  f.runtime.set_event_mask(format::MASK_GC_ALLOC | format::MASK_GC);
+  CHECK(f.runtime.event_mask() == format::MASK_GC);  // alloc cannot come later
+}
+
+TEST_CASE("coreclr runtime: exact allocations are asked for at Initialize", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_GC_ALLOC;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK((g_fake.low & monitor::kObjectAllocated) != 0);
+  CHECK((g_fake.low & monitor::kEnableObjectAllocated) != 0);
+  f.runtime.set_event_mask(0);
+  CHECK(f.runtime.event_mask() == 0);
+  f.runtime.set_event_mask(format::MASK_GC_ALLOC);
+  CHECK(f.runtime.event_mask() == format::MASK_GC_ALLOC);
+}
+
+TEST_CASE("coreclr runtime: one method_jit per code body, named in Mono's style, module first", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  take(f.meta);  // the domain
+  f.runtime.assembly_loaded(0x8000);
+  f.runtime.function_compiled(0x5000, false);
+  std::vector<Event> events = take(f.meta);
+  REQUIRE(events.size() == 4);
+  CHECK(events[0].kind == EventKind::image_load);
+  CHECK(events[0].ptr == 0x7000);
+  CHECK(events[0].name == "/app/DotnetPrograms.dll");
+  CHECK(events[1].kind == EventKind::assembly_load);
+  CHECK(events[1].ptr2 == 0x7000);
+  CHECK(events[1].name == "DotnetPrograms");
+  for (int i = 2; i < 4; ++i) {
+    CHECK(events[i].kind == EventKind::method_jit);
+    CHECK(events[i].method == 0x5000);
+    CHECK(events[i].name == "MlpdTests.Work/Inner:Sum (int)");
+  }
+  CHECK(events[2].ptr == 0x10000);
+  CHECK(events[2].size == 0x40);
+  CHECK(events[3].ptr == 0x20000);
+  CHECK(events[3].size == 0x80);
+  // Compiled again with nothing new: nothing written. A new tier: its body only.
+  f.runtime.function_compiled(0x5000, false);
+  CHECK(take(f.meta).empty());
+  g_fake.starts.push_back(0x30000);
+  events = take((f.runtime.function_compiled(0x5000, false), f.meta));
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ptr == 0x30000);
+  CHECK(events[0].size == 0xC0);
+  CHECK(events[0].name == "MlpdTests.Work/Inner:Sum (int)");
+  // Stopped: nothing more.
+  f.runtime.stop();
+  g_fake.starts.push_back(0x40000);
+  f.runtime.function_compiled(0x5000, false);
+  CHECK(take(f.meta).empty());
+}
+
+TEST_CASE("coreclr runtime: threads start on their own thread, with the name given before", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  take(f.meta);
+  const auto self = static_cast<uint64_t>(pthread_self());
+  const auto os = static_cast<DWORD>(::syscall(SYS_gettid));
+  f.runtime.thread_created(0xA0);
+  f.runtime.thread_named(0xA0, u"worker-1", 8);
+  CHECK(take(f.meta).empty());                  // not started yet: the name waits
+  f.runtime.thread_assigned(0xA0, os + 1);      // another thread's id (called elsewhere): ignored
+  CHECK(take(f.meta).empty());
+  f.runtime.thread_assigned(0xA0, os);
+  std::vector<Event> events = take(f.meta);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind == EventKind::thread_start);
+  CHECK(events[0].ptr == self);
+  CHECK(events[1].kind == EventKind::thread_name);
+  CHECK(events[1].name == "worker-1");
+  f.runtime.thread_named(0xA0, u"renamed", 7);
+  events = take(f.meta);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].name == "renamed");
+  REQUIRE(f.runtime.os_threads().size() == 1);
+  CHECK(f.runtime.os_threads()[0].os_tid == static_cast<int>(os));
+  f.runtime.thread_destroyed(0xA0);
+  events = take(f.meta);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == EventKind::thread_end);
+  CHECK(events[0].ptr == self);
+  f.runtime.end_remaining_threads();  // ended already: nothing twice
+  CHECK(take(f.meta).empty());
+}
+
+namespace {
+HRESULT info_code2_none(ProfilerInfo*, FunctionID, ULONG32, ULONG32* count, CodeInfo*) {
+  *count = 0;
+  return kE_FAIL;
+}
+}  // namespace
+
+TEST_CASE("coreclr runtime: code published after the method was named is described at the next round",
+          "[coreclr]") {
+  Fixture f;
+  f.table.GetCodeInfo2 = &info_code2_none;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  take(f.meta);
+  g_fake.starts.clear();  // ReadyToRun code at its cached-function search: not published yet
+  f.runtime.function_compiled(0x5000, false);
+  std::vector<Event> events = take(f.meta);
+  REQUIRE(events.size() == 1);  // the method, without code
+  CHECK(events[0].kind == EventKind::method_jit);
+  CHECK(events[0].ptr == 0);
+  CHECK(events[0].name == "MlpdTests.Work/Inner:Sum (int)");
+  f.runtime.round();  // still nothing: nothing written
+  CHECK(take(f.meta).empty());
+  g_fake.starts = {0x10000};
+  f.runtime.round();
+  events = take(f.meta);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ptr == 0x10000);
+  CHECK(events[0].size == 0x40);
+  f.runtime.round();  // described: not again
+  CHECK(take(f.meta).empty());
+}
+
+TEST_CASE("coreclr runtime: counters named after .NET's metrics", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  std::vector<runtime::Counter> counters;
+  f.runtime.take_new_counters(counters);
+  REQUIRE(counters.size() == 8);
+  std::vector<runtime::Counter> again;
+  f.runtime.take_new_counters(again);
+  CHECK(again.empty());  // given once
+  auto value = [&](const std::string& name) {
+    for (const runtime::Counter& c : counters)
+      if (c.desc.name == name) {
+        uint64_t bits = ~uint64_t{0};
+        CHECK(f.runtime.read_counter(c, bits));
+        CHECK(c.desc.section == format::COUNTER_SECTION_PERFCOUNTERS);
+        CHECK(c.desc.section_name == "System.Runtime");
+        return bits;
+      }
+    FAIL("no counter " << name);
+    return uint64_t{0};
+  };
+  CHECK(value("dotnet.jit.compiled_methods") == 0);
+  f.runtime.function_compiled(0x5000, false);
+  f.runtime.function_compiled(0x5000, false);
+  CHECK(value("dotnet.jit.compiled_methods") == 2);
+  const BOOL gen2[] = {1, 1, 1, 0};
+  const BOOL gen0[] = {1, 0, 0, 0};
+  f.runtime.gc_started(4, gen2);
+  f.runtime.gc_finished();
+  f.runtime.gc_started(4, gen0);
+  f.runtime.gc_finished();
+  CHECK(value("dotnet.gc.collections.gen0") == 2);  // as GC.CollectionCount(0) counts: older ones too
+  CHECK(value("dotnet.gc.collections.gen1") == 1);
+  CHECK(value("dotnet.gc.collections.gen2") == 1);
+  f.runtime.exception_thrown(0x1234);
+  CHECK(value("dotnet.exceptions") == 1);
+  f.runtime.thread_created(0xB0);
+  f.runtime.thread_assigned(0xB0, static_cast<DWORD>(::syscall(SYS_gettid)));
+  CHECK(value("dotnet.thread.count") == 1);
+  f.runtime.thread_destroyed(0xB0);
+  CHECK(value("dotnet.thread.count") == 0);
+}

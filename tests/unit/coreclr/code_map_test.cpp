@@ -1,0 +1,64 @@
+// CodeMap and the frame-pointer walk (runtime-hooks/src/coreclr/code_map.h) on synthetic code ranges
+// and a synthetic stack: lookups at range edges, and a walk that never leaves the given stack bounds
+// nor loops on a chain that does not go up.
+#include <cstdint>
+#include <vector>
+
+#include "coreclr/code_map.h"
+#include "mlpd_catch.h"
+
+using mlpd::coreclr::CodeMap;
+using mlpd::coreclr::walk_frame_pointers;
+
+TEST_CASE("code map: ranges to methods", "[coreclr]") {
+  CodeMap m;
+  m.add(0x2000, 0x100, 2);
+  m.add(0x1000, 0x80, 1);
+  m.add(0x3000, 0x10, 3);
+  m.add(0x2000, 0x100, 99);  // the same body again: kept as it was
+  m.add(0x4000, 0, 4);       // no code: not added
+  CHECK(m.size() == 3);
+  CHECK(m.find(0x0fff) == 0);
+  CHECK(m.find(0x1000) == 1);
+  CHECK(m.find(0x107f) == 1);
+  CHECK(m.find(0x1080) == 0);  // one past the end
+  CHECK(m.find(0x20ff) == 2);
+  CHECK(m.find(0x3005) == 3);
+  CHECK(m.find(0x3010) == 0);
+  CHECK(m.find(0xffffffff) == 0);
+  const uint64_t ips[] = {0x1000, 0x1080, 0x20ff, 0x5};
+  uint64_t methods[4] = {9, 9, 9, 9};
+  m.find_all(ips, 4, methods);
+  CHECK(methods[0] == 1);
+  CHECK(methods[1] == 0);
+  CHECK(methods[2] == 2);
+  CHECK(methods[3] == 0);
+}
+
+TEST_CASE("frame-pointer walk: stays in the stack, goes up only", "[coreclr]") {
+  // A stack of 64 words; frames at words 4, 10 and 20 (each: caller's fp, return address).
+  std::vector<uint64_t> stack(64, 0);
+  auto at = [&](size_t word) { return reinterpret_cast<uint64_t>(&stack[word]); };
+  const uint64_t lo = at(0), hi = at(0) + 64 * 8;
+  stack[4] = at(10);
+  stack[5] = 0x1111;
+  stack[10] = at(20);
+  stack[11] = 0x2222;
+  stack[20] = at(63) + 8;  // points past the stack: the walk ends there
+  stack[21] = 0x3333;
+  std::vector<uint64_t> seen;
+  CHECK(walk_frame_pointers(at(4), lo, hi, 100, [&](uint64_t ra) { return seen.push_back(ra), true; }) == 3);
+  CHECK(seen == std::vector<uint64_t>{0x1111, 0x2222, 0x3333});
+  // A chain that points down (a loop): one frame, then it stops.
+  stack[10] = at(4);
+  seen.clear();
+  CHECK(walk_frame_pointers(at(4), lo, hi, 100, [&](uint64_t ra) { return seen.push_back(ra), true; }) == 2);
+  // A start outside the bounds or misaligned: nothing read.
+  CHECK(walk_frame_pointers(hi, lo, hi, 100, [](uint64_t) { return true; }) == 0);
+  CHECK(walk_frame_pointers(at(4) + 1, lo, hi, 100, [](uint64_t) { return true; }) == 0);
+  CHECK(walk_frame_pointers(lo - 64, lo, hi, 100, [](uint64_t) { return true; }) == 0);
+  // The visitor stops it; max_steps too.
+  stack[10] = at(20);
+  CHECK(walk_frame_pointers(at(4), lo, hi, 100, [](uint64_t) { return false; }) == 1);
+  CHECK(walk_frame_pointers(at(4), lo, hi, 2, [](uint64_t) { return true; }) == 2);
+}
