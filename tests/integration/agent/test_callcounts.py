@@ -5,7 +5,8 @@ Mono's, on a multi-threaded program that allocates (collections stop the threads
 allocation-heavy one (objects, boxes, arrays, strings). Left out or allowed, as what Mono's own profiler
 threads cause: the calls made on those threads (named "Profiler ..."); the finalization of their thread
 objects on the finalizer thread (up to one Thread_free_internal and two runtime-invoke wrappers more in
-Mono's file per profiler thread); and the allocators' slow path (`__icall_wrapper_mono_gc_alloc_*`,
+Mono's file per profiler thread); safepoint polls their suspend requests cause (up to one more
+`__icall_wrapper_mono_threads_state_poll` in Mono's file per profiler thread); and the allocators' slow path (`__icall_wrapper_mono_gc_alloc_*`,
 called when a thread's allocation buffer is used up: where that happens shifts with every object the
 process allocates and with the threads' interleaving, Mono's profiler threads' own included), within
 10% or 32 calls (502 against 517 seen on four threads). This fails when the agent makes the program call anything
@@ -59,6 +60,10 @@ def allowed(method, ours, mono, profiler_threads):
         return 0 <= mono - ours <= profiler_threads
     if "(wrapper runtime-invoke) object:runtime_invoke_virtual_void__this__" in method:
         return 0 <= mono - ours <= 2 * profiler_threads
+    if "__icall_wrapper_mono_threads_state_poll" in method:
+        # A safepoint poll Mono's own profiler threads caused (a suspend request of theirs met the
+        # program's thread at a poll): seen once, 1 in Mono's file and 0 in ours. More in ours fails.
+        return 0 <= mono - ours <= profiler_threads
     if "__icall_wrapper_mono_gc_alloc_" in method:
         return abs(mono - ours) <= max(32, 0.10 * max(mono, ours))
     return False
