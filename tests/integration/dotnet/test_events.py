@@ -7,25 +7,12 @@ refused with one line; the program's output and exit code never change."""
 import json
 import os
 import re
-import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-AGENT = os.path.realpath(os.environ["MLPD_AGENT"])
-DOTNET = os.environ.get("DOTNET") or shutil.which("dotnet")
-PROGRAMS = os.environ.get("MLPD_DOTNET_PROGRAMS", "")
-DLL = os.path.join(PROGRAMS, "DotnetPrograms.dll")
-CLSID = "{9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B}"
-OUR_VARS = ("MLPD_OPTIONS", "LD_PRELOAD", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
-            "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64")
-
-
-def env_with(**kw):
-    env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
-    env.update(kw)
-    return env
+from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with  # noqa: E402,F401
 
 
 def profiled(args, options):

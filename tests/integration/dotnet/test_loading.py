@@ -5,26 +5,12 @@ the `dotnet` muxer and in an apphost, where the ELF constructor sets those varia
 profiler's variables; a bad option refused with one line; a process that is neither Mono nor .NET left
 exactly as it was. In every run the program's output and exit code are unchanged."""
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-AGENT = os.path.realpath(os.environ["MLPD_AGENT"])
-DOTNET = os.environ.get("DOTNET") or shutil.which("dotnet")
-PROGRAMS = os.environ.get("MLPD_DOTNET_PROGRAMS", "")
-DLL = os.path.join(PROGRAMS, "DotnetPrograms.dll")
-APPHOST = os.path.join(PROGRAMS, "DotnetPrograms")
-CLSID = "{9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B}"
-OUR_VARS = ("MLPD_OPTIONS", "LD_PRELOAD", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
-            "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64")
-
-
-def env_with(**kw):
-    env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
-    env.update(kw)
-    return env
+from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with  # noqa: E402,F401
 
 
 def mlpd_lines(stderr):
