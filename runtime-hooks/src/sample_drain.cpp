@@ -54,7 +54,16 @@ struct DrainState {
   // native IPs outside every module that no method's code holds (trampolines): asked about once.
   std::map<uint64_t, uint64_t> jit_ranges;
   std::unordered_set<uint64_t> no_method;
+  // Samples kept back for the next drain, with the drains they waited: the describer did not answer
+  // in time (held up: the finalizer busy, the machine loaded), and the frames it would have named
+  // would otherwise be cut (kMaxDeferrals, below).
+  std::unordered_map<const Record*, uint32_t> deferred;
 };
+
+// A sample whose frames the describer did not name in time waits for up to this many later drains
+// (the describer names them meanwhile), while at most a quarter of the pool waits; then, and at the
+// final drain, it is cut as before.
+constexpr uint32_t kMaxDeferrals = 8;
 
 constexpr size_t kMaxJitAsk = 512;        // native IPs asked about per drain
 constexpr size_t kMaxJitKnown = 1 << 16;  // ranges and IPs remembered (then forgotten: asked again)
@@ -147,7 +156,9 @@ void drain_samples(bool final) {
   }
   if (d.batch.empty()) return;
   const uint64_t t0 = rt::now_ns();
-  g_counters.taken.fetch_add(d.batch.size(), std::memory_order_relaxed);
+  size_t waited = 0;  // records kept back by an earlier drain: taken then
+  for (const Pending& p : d.batch) waited += d.deferred.count(p.record);
+  g_counters.taken.fetch_add(d.batch.size() - waited, std::memory_order_relaxed);
   std::sort(d.batch.begin(), d.batch.end(),
             [](const Pending& a, const Pending& b) { return a.record->time < b.record->time; });
   native_chains(d.batch, d.snapshot, d.max_native);
@@ -157,6 +168,7 @@ void drain_samples(bool final) {
   // them (late_describer.h), and names the method-0 frames by their code start.
   // Attached late (not the preload describer of AOT frames): pre-attach JIT code and thread names.
   const bool late = state::g && state::g->cfg.late;
+  bool not_answered = false;  // the describer was asked and did not answer in time
   if (DescribeMethods describe = g_describe_methods.load(std::memory_order_acquire)) {
     std::vector<std::pair<uint64_t, uint64_t>> unknown;  // (method or 0, code start or 0)
     for (const Pending& p : d.batch) {
@@ -199,6 +211,7 @@ void drain_samples(bool final) {
       std::vector<uint64_t> resolved(methods.size());
       std::vector<std::pair<uint64_t, uint64_t>> ranges;
       describe(methods.data(), code.data(), resolved.data(), methods.size(), ranges);
+      not_answered = std::find(resolved.begin(), resolved.end(), kNotAnswered) != resolved.end();
       // A code start the runtime could not name is not asked again (AOT code is never freed).
       for (size_t i = 0; i < unknown.size(); ++i)
         if (!methods[i] && resolved[i] != kNotAnswered) d.by_code.emplace(code[i], resolved[i]);
@@ -212,6 +225,7 @@ void drain_samples(bool final) {
   }
   Event hit;
   uint64_t frames_left_out = 0, truncated = 0, cut_unnamed = 0, cut_copy = 0;
+  size_t kept_back = 0;
   for (Pending& p : d.batch) {
     const Record* r = p.record;
     if (late) name_thread(d, *r);
@@ -238,12 +252,23 @@ void drain_samples(bool final) {
       // left out too: skipping only that frame would join its callee to its caller (A -> C for
       // A -> B -> C), a call that never happened.
       if (!method || !described::method_known(method)) {
-        frames_left_out += r->nframes - i;
         unnamed = true;
         break;
       }
       hit.frames.push_back(method);
     }
+    if (unnamed && not_answered && !final) {
+      // Kept READY in the pool: the next drain takes it again, when the describer has answered.
+      const auto it = d.deferred.find(r);
+      const uint32_t waits = it == d.deferred.end() ? 0 : it->second;
+      if (waits < kMaxDeferrals && (it != d.deferred.end() || d.deferred.size() < pool->count / 4)) {
+        d.deferred[r] = waits + 1;
+        ++kept_back;
+        continue;
+      }
+    }
+    d.deferred.erase(r);
+    if (unnamed) frames_left_out += r->nframes - hit.frames.size();
     // A stack cut short ends with a marker at its root, so that flame graphs group the cut stacks
     // under one name instead of scattering them as towers of their own: [truncated] when it is
     // deeper than the frames kept, [stack cut] for any other reason. Each reason is counted.
@@ -260,7 +285,7 @@ void drain_samples(bool final) {
     g_sample_meta->add_at(hit);
     pool->push(p.record);
   }
-  g_counters.written.fetch_add(d.batch.size(), std::memory_order_relaxed);
+  g_counters.written.fetch_add(d.batch.size() - kept_back, std::memory_order_relaxed);
   g_counters.frames_left_out.fetch_add(frames_left_out, std::memory_order_relaxed);
   g_counters.truncated.fetch_add(truncated, std::memory_order_relaxed);
   g_counters.cut_unnamed.fetch_add(cut_unnamed, std::memory_order_relaxed);
