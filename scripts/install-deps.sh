@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
+  ccache  # scripts/test.sh: the compiler's results kept between clean clones
   zlib1g-dev libdeflate-dev libunwind-dev catch2 libbenchmark-dev
   libc6-dbg  # libc's full symbol table: sampled waits named __futex_abstimed_wait_common, not a gap
   mono-runtime-dbg  # the runtime's (mono-sgen's) full symbol table, by build id: its own frames named (GC, JIT), not "[runtime, unnamed]"
