@@ -17,11 +17,8 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/sampling.h"
-#include "mono/optional.h"
 #include "rt_signals.h"
-#include "state.h"
 
 namespace mlpd::hooks::cpu_timers {
 
@@ -59,13 +56,8 @@ void on_timer(int, siginfo_t* si, void* context) {
   const int saved = errno;
   // Only our timers' expiries: anything else on this signal (a stray kill) is not a CPU period.
   if (si && si->si_code == SI_TIMER) {
-    // Attached to the runtime (as late_sampler.cpp asks): then its managed frames are walked. Before
-    // the runtime is initialised (preload start-up) no thread is.
-    // A domain too: a thread attached but without one (starting or ending) makes Mono's walk print
-    // "domain required for stack walk" into the program's output.
-    const bool managed = state::runtime_ready() &&
-                         (!mono_optional.mono_thread_info_current_unchecked || mono_optional.mono_thread_info_current_unchecked() != nullptr) &&
-                         mono.mono_domain_get() != nullptr;
+    // Whether the runtime walks this thread's managed frames (sampling.h).
+    const bool managed = sampled_thread_managed();
     sample_from_timer(context, managed, 1 + static_cast<uint64_t>(si->si_overrun > 0 ? si->si_overrun : 0));
   }
   errno = saved;

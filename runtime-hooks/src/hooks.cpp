@@ -39,6 +39,17 @@ using namespace state;
 
 namespace {
 
+// The sampling signal's check (sampling.h): the interrupted thread is attached to the runtime (Mono's
+// own answer when it exports it: a TLS read, as its own sampling handler does) and has a domain (a
+// thread attached without one, starting or ending, makes Mono's walk print "domain required for
+// stack walk" into the program's output). Before the runtime is initialised (preload start-up) no
+// thread is.
+bool mono_thread_sampled_managed() {
+  return runtime_ready() &&
+         (!mono_optional.mono_thread_info_current_unchecked || mono_optional.mono_thread_info_current_unchecked() != nullptr) &&
+         mono.mono_domain_get() != nullptr;
+}
+
 // Callbacks that cost the runtime something even when they return at once are installed only while
 // their events are wanted (State::apply_mask, called by set_event_mask); the others are installed
 // once and check the mask.
@@ -175,6 +186,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     mono.mono_profiler_set_method_exception_leave_callback(h, on_method_exception_leave);
   }
   if (config.sample_mode != kSampleOff) {
+    set_managed_thread_check(mono_thread_sampled_managed);
     SamplingConfig sc;
     sc.mode = config.sample_mode;
     sc.freq = config.sample_freq;

@@ -15,9 +15,8 @@
 #include <cstring>
 #include <string>
 
-#include "mlpd/hooks/mono_api.h"
+#include "mlpd/hooks/sampling.h"
 #include "mono/sampling_start.h"
-#include "mono/optional.h"
 #include "cpu_timers.h"
 #include "rt_signals.h"
 
@@ -32,15 +31,10 @@ bool g_thread_started = false;
 std::atomic<bool> g_stop{false};
 uint8_t g_mode = kSampleProcess;
 uint64_t g_period_ns = 10'000'000;
-// Whether the interrupted thread is attached to the runtime: Mono's own answer when it exports it
-// (a TLS read, as its own sampling handler does), else whether the thread has a current domain.
 
 void on_signal(int, siginfo_t*, void* context) {
   const int saved = errno;
-  // A domain too: without one (a thread starting or ending) Mono's walk prints "domain required for
-  // stack walk" into the program's output.
-  const bool managed = (!mono_optional.mono_thread_info_current_unchecked || mono_optional.mono_thread_info_current_unchecked() != nullptr) &&
-                       mono.mono_domain_get() != nullptr;
+  const bool managed = sampled_thread_managed();  // sampling.h
   sample_from_signal(context, managed);
   errno = saved;
 }

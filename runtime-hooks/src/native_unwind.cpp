@@ -30,6 +30,7 @@ struct UnwindArg {
   const Record* record;
   const Snapshot* snapshot;
   bool past_copy = false;  // a read failed just above a full stack copy: the stack goes on there
+  const uint64_t* regs = nullptr;  // the registers to start from (nullptr: the record's)
 };
 
 // ---- libunwind accessors -------------------------------------------------------------------------
@@ -60,7 +61,8 @@ int acc_access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write
 
 int acc_access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
   if (write || reg < 0 || reg >= static_cast<int>(kRegs)) return -UNW_EBADREG;
-  *val = static_cast<const UnwindArg*>(arg)->record->regs[reg];
+  const auto* a = static_cast<const UnwindArg*>(arg);
+  *val = (a->regs ? a->regs : a->record->regs)[reg];
   return 0;
 }
 
@@ -140,6 +142,7 @@ struct ChunkJob {
   std::vector<Pending>* batch;
   size_t begin = 0, end = 0;
   uint32_t max_native;
+  bool through_jit = false;  // no managed walk in the handler: JIT'd frames unwound here too
 };
 
 int collect_module(dl_phdr_info* info, size_t, void* data) {
@@ -224,6 +227,84 @@ void unwind_one(const ChunkJob& d, Pending& p) {
   }
 }
 
+// A runtime whose managed frames are not walked in the signal handler (.NET: sampling.h's check not
+// set): the whole stack is unwound here, native frames by libunwind and JIT'd frames (code in no
+// module, with no unwind info the helper can read) through their frame records, which the JIT keeps:
+// [fp] = the caller's frame pointer, [fp + 8] = the return address, the caller's sp = fp + 16 (the
+// same on x86-64 and arm64). Each switch between the two restarts libunwind from the registers the
+// other left (ip, sp, fp). A JIT'd frame interrupted before its frame record is made (its prologue)
+// loses its caller, as in every frame-pointer unwinder. Frame pointers must rise; a read beyond the
+// stack copy ends the chain there (past_copy: the [stack cut] marker).
+void unwind_mixed(const ChunkJob& d, Pending& p) {
+  const Record* r = p.record;
+  p.ips.clear();
+  p.truncated = false;
+  p.past_copy = false;
+  p.ips.push_back(r->ip);
+  if (r->stack_len == 0) return;
+  uint64_t regs[kRegs];
+  std::memcpy(regs, r->regs, sizeof regs);
+  UnwindArg arg{r, d.snapshot, false, regs};
+  auto in_module = [&](uint64_t ip, bool leaf) { return d.snapshot->find(leaf ? ip : ip - 1) != nullptr; };
+  bool leaf = true;
+  auto add = [&](uint64_t ip) {
+    if (p.ips.size() >= d.max_native) {  // one frame more than kept
+      p.truncated = true;
+      return false;
+    }
+    p.ips.push_back(ip);
+    leaf = false;
+    return true;
+  };
+  for (int guard = 0; guard < 4 * static_cast<int>(kMaxSampleFrames); ++guard) {
+    const uint64_t ip = regs[arch::kRegIp];
+    if (in_module(ip, leaf)) {
+      unw_cursor_t c;
+      if (g_unw.init_remote(&c, g_as, &arg) < 0) {
+        if (leaf) g_counters.unwind_failed.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      bool into_jit = false;
+      for (;;) {
+        const int rc = g_unw.step(&c);
+        if (rc <= 0) {
+          if (rc < 0 && arg.past_copy) p.past_copy = true;
+          return;
+        }
+        unw_word_t next = 0, sp = 0, fp = 0;
+        if (g_unw.get_reg(&c, UNW_REG_IP, &next) < 0 || next == 0) return;
+        if (!add(next)) return;
+        if (!in_module(next, false)) {
+          if (g_unw.get_reg(&c, UNW_REG_SP, &sp) < 0 || g_unw.get_reg(&c, arch::kRegFp, &fp) < 0) return;
+          regs[arch::kRegIp] = next;
+          regs[arch::kRegSp] = sp;
+          regs[arch::kRegFp] = fp;
+          into_jit = true;
+          break;
+        }
+      }
+      if (!into_jit) return;
+      continue;
+    }
+    // A JIT'd frame: its frame record.
+    const uint64_t fp = regs[arch::kRegFp];
+    uint64_t caller_fp = 0, ret = 0;
+    if (fp < regs[arch::kRegSp] || fp > UINT64_MAX - 16) return;
+    if (read_word(&arg, fp, &caller_fp) != 0 || read_word(&arg, fp + 8, &ret) != 0) {
+      if (arg.past_copy) p.past_copy = true;
+      return;
+    }
+    if (ret == 0) return;
+    if (!add(ret)) return;
+    regs[arch::kRegIp] = ret;
+    regs[arch::kRegSp] = fp + 16;
+    regs[arch::kRegFp] = caller_fp;
+    // The outermost frame has no caller (fp 0); a chain that does not rise is not a chain.
+    if (caller_fp == 0) return;
+    if (caller_fp <= fp && !in_module(ret, false)) return;
+  }
+}
+
 // The dl_iterate_phdr callback that unwinds one chunk of the batch while the loader lock is held.
 int unwind_chunk_locked(dl_phdr_info*, size_t, void* data) {
   auto* d = static_cast<ChunkJob*>(data);
@@ -231,7 +312,10 @@ int unwind_chunk_locked(dl_phdr_info*, size_t, void* data) {
   take_snapshot(*d->snapshot);  // the lock is recursive: the list as it is now
   // A module was loaded or unloaded: libunwind's cached register rules may describe old code.
   if (adds != d->snapshot->adds || subs != d->snapshot->subs) g_unw.flush_cache(g_as, 0, 0);
-  for (size_t i = d->begin; i < d->end; ++i) unwind_one(*d, (*d->batch)[i]);
+  for (size_t i = d->begin; i < d->end; ++i) {
+    if (d->through_jit) unwind_mixed(*d, (*d->batch)[i]);
+    else unwind_one(*d, (*d->batch)[i]);
+  }
   return 1;  // stop after the first call: one chunk per lock
 }
 #endif  // MLPD_ARCH_NATIVE_UNWIND
@@ -274,7 +358,7 @@ void native_chains(std::vector<Pending>& batch, Snapshot& snapshot, [[maybe_unus
     // Everything the locked part fills is allocated here, before the loader lock is taken.
     snapshot.modules.reserve(kMaxModules);
     for (Pending& p : batch) p.ips.reserve(max_native);
-    ChunkJob job{&snapshot, &batch, 0, 0, max_native};
+    ChunkJob job{&snapshot, &batch, 0, 0, max_native, !managed_walk_in_handler()};
     for (job.begin = 0; job.begin < batch.size(); job.begin = job.end) {
       job.end = std::min(batch.size(), job.begin + kChunk);
       pthread_mutex_lock(&g_fork_mutex);

@@ -345,6 +345,19 @@ void sample_from_timer(const void* context, bool managed, uint64_t periods) {
   take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed, periods ? periods : 1);
 }
 
+namespace {
+std::atomic<bool (*)()> g_managed_check{nullptr};
+}  // namespace
+
+void set_managed_thread_check(bool (*check)()) { g_managed_check.store(check, std::memory_order_release); }
+
+bool sampled_thread_managed() {
+  bool (*check)() = g_managed_check.load(std::memory_order_acquire);
+  return check && check();
+}
+
+bool managed_walk_in_handler() { return g_managed_check.load(std::memory_order_acquire) != nullptr; }
+
 bool change_sampling(uint8_t mode, uint32_t freq) {
   if (!g_handle || freq == 0) return false;  // the sampler exists only if it was asked for at start
   // With the timers, `sample` is theirs (Mono's sampler waits in mode NONE); any other mode stops them.

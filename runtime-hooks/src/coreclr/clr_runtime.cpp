@@ -12,6 +12,8 @@
 
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
+#include "mlpd/hooks/late_sampler.h"
+#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -49,8 +51,6 @@ std::string ClrRuntime::late_refusal(const runtime::Config&) const {
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
   // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
   if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
-  if (config.sample_mode != runtime::kSampleOff)
-    return error = "sample: statistical sampling on .NET is not built yet (issue 35)", false;
   if ((config.mask & MASK_GC_ALLOC) && config.alloc_sample)
     return error = "alloc-sample: sampled allocations on .NET (the runtime's AllocationSampled event) are not built yet (issue 35)",
            false;
@@ -94,6 +94,20 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  // `sample`, `sample-real`: the capture code Mono's attached agent uses (per-thread CPU timers, else
+  // our sampler thread signalling every thread), with no managed walk in the handler: the helper
+  // unwinds each sample from its stack copy, through the JIT's frame-pointer chains, and the JIT
+  // ranges in the file name the managed frames.
+  if (config_.sample_mode != runtime::kSampleOff) {
+    hooks::SamplingConfig sc;
+    sc.mode = config_.sample_mode;
+    sc.freq = config_.sample_freq;
+    sc.pool = config_.sample_pool;
+    sc.maxframes = std::min<uint32_t>(config_.maxframes, kMaxFrames);
+    hooks::set_managed_thread_check(nullptr);
+    if (!hooks::start_late_sampling(sc, env.meta, error)) return false;
+    sampling_ = true;
+  }
   set_instance(this);
   active_.store(true, std::memory_order_release);
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
@@ -149,10 +163,25 @@ void ClrRuntime::sync_environment() {
   }
 }
 
+void ClrRuntime::stop() {
+  active_.store(false, std::memory_order_release);
+  if (sampling_) hooks::stop_sampling();  // a signal from now on is counted, not recorded
+}
+
 void ClrRuntime::detach() {
   stop();
+  if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
+  sampling_ = false;
   if (info_) info_->table->SetEventMask2(info_, 0, 0);
 }
+
+void ClrRuntime::final_round(bool) {
+  if (sampling_) hooks::drain_samples(true);  // sampling is stopped: a record still being written is counted lost
+}
+
+runtime::SampleStats ClrRuntime::sample_stats() const { return sampling_ ? hooks::sample_stats() : runtime::SampleStats{}; }
+
+std::string ClrRuntime::cpu_timers_not_used() const { return sampling_ ? hooks::cpu_timers_not_used() : std::string(); }
 
 void ClrRuntime::meta(Event& e) { env_.meta->add(e, now_ns); }
 
@@ -301,6 +330,9 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
 
 // The helper's round: the code of methods named before their code was published.
 void ClrRuntime::round() {
+  // The samples first (their native symbols into the MetaLog); their managed frames are named by the
+  // JIT ranges, which may come later in the file (the reader names a frame at the end).
+  if (sampling_) hooks::drain_samples();
   if (!active()) return;
   std::vector<FunctionID> waiting;
   {

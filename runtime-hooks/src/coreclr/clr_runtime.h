@@ -30,7 +30,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::string late_refusal(const runtime::Config& config) const override;
 
   bool install(const runtime::Config& config, const runtime::Env& env, std::string& error) override;
-  void stop() override { active_.store(false, std::memory_order_release); }
+  void stop() override;
   void detach() override;
   void end_remaining_threads() override;
 
@@ -47,8 +47,9 @@ class ClrRuntime final : public runtime::Runtime {
   uint64_t paused_since_last_read() override;
 
   void round() override;
-  void final_round(bool) override {}
-  runtime::SampleStats sample_stats() const override { return {}; }
+  void final_round(bool) override;
+  runtime::SampleStats sample_stats() const override;
+  std::string cpu_timers_not_used() const override;
   uint64_t alloc_sample_bytes() const override { return 0; }
   std::vector<runtime::OsThread> os_threads() const override;
   void take_new_counters(std::vector<runtime::Counter>& out) override;
@@ -109,6 +110,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::atomic<bool> paused_since_read_{false};
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
+  bool sampling_ = false;        // `sample`/`sample-real` started (install)
   std::mutex control_mutex_;
 
   // What has been described (metadata before use), under meta_mutex_.

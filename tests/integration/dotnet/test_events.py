@@ -96,7 +96,7 @@ def main():
 
     # Options .NET cannot honour: one line naming it, the program unchanged.
     plain = t.run([DOTNET, DLL, "hello"], env=env_with())
-    for option in ("calls", "sample", "alloc-sample=100000", "monitor"):
+    for option in ("calls", "alloc-sample=100000", "monitor"):
         p = profiled(["hello"], f"alloc,{option},output=refused.mlpd" if option.startswith("alloc-") else
                      f"{option},output=refused.mlpd")
         t.check(p.stdout == plain.stdout and p.returncode == plain.returncode, f"{option}: program changed")

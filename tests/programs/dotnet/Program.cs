@@ -20,6 +20,7 @@ namespace MlpdTests
                 case "gc": return Collections.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
                 case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
+                case "crunch": return Crunch.Run(args.Length > 1 ? int.Parse(args[1]) : 100);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
@@ -117,6 +118,32 @@ namespace MlpdTests
         public static int Run(int ms)
         {
             Console.WriteLine("busy " + (Spin(ms) != 42 ? "done" : "odd"));
+            return 0;
+        }
+    }
+
+    // A fixed amount of CPU work (`rounds` x 10 million steps) through a few levels of calls, on two
+    // threads: the overhead runs compare CPU-seconds of the same work (docs/dotnet.md, "Measured").
+    public static class Crunch
+    {
+        static long Leaf(long x, int n)
+        {
+            for (int i = 0; i < n; i++) x += i ^ (x >> 3);
+            return x;
+        }
+
+        static long Middle(long x, int n) => Leaf(x, n / 2) + Leaf(x + 1, n - n / 2);
+
+        static long Round(long x) => Middle(x, 10_000_000);
+
+        public static int Run(int rounds)
+        {
+            long a = 0, b = 0;
+            var t = new System.Threading.Thread(() => { for (int r = 0; r < rounds / 2; r++) a += Round(r); });
+            t.Start();
+            for (int r = rounds / 2; r < rounds; r++) b += Round(r);
+            t.Join();
+            Console.WriteLine("crunch " + ((a ^ b) != 42 ? "done" : "odd"));
             return 0;
         }
     }

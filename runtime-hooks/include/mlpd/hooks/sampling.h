@@ -43,6 +43,15 @@ std::string cpu_timers_not_used();
 // calls this with its ucontext_t. `managed`: the thread is attached to the runtime (its managed frames
 // are walked); other threads get their native frames only.
 void sample_from_signal(const void* context, bool managed);
+// Whether the thread a sampling signal interrupted has managed frames the runtime walks in the
+// handler (Mono: attached, with a domain), asked by the CPU timers' and our sampler thread's handlers.
+// Not set (nullptr): no thread has; every frame is unwound by the helper from the stack copy (.NET,
+// whose JIT keeps frame-pointer chains: the JIT ranges in the file name its frames). Set before
+// sampling starts; async-signal-safe.
+void set_managed_thread_check(bool (*check)());
+bool sampled_thread_managed();
+// Whether a check was set: false means the helper unwinds JIT'd frames too (native_unwind.cpp).
+bool managed_walk_in_handler();
 // The expiry of the interrupted thread's CPU-time timer (cpu_timers.h): a sample standing for
 // `periods` periods of its CPU (1 + the timer's overrun), recorded without charge_cpu's test.
 void sample_from_timer(const void* context, bool managed, uint64_t periods);
