@@ -173,9 +173,21 @@ void Builder::thread_end(const Event& e) {
   emit(TimelineKind::thread_end, th, e.time);
 }
 
+// The program: the first image ending in .exe (Mono runs one); a .NET program is a .dll, so until an
+// .exe comes the first .dll that is not the runtime's own (System.Private.CoreLib, the shared
+// framework's assemblies under .../shared/Microsoft.*/) stands for it.
 void Builder::program_image(const Event& e) {
-  if (p_.program_.empty() && e.name.size() > 4 && e.name.compare(e.name.size() - 4, 4, ".exe") == 0)
+  auto ends = [&](std::string_view tail) {
+    return e.name.size() > tail.size() && e.name.compare(e.name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (p_.program_exe_) return;
+  if (ends(".exe")) {
     p_.program_ = e.name;
+    p_.program_exe_ = true;
+  } else if (p_.program_.empty() && ends(".dll") && !ends("/System.Private.CoreLib.dll") &&
+             e.name.find("/shared/Microsoft.") == std::string::npos) {
+    p_.program_ = e.name;
+  }
 }
 
 // `names_only`: a part read only for its names (mlpd top's history, read alongside the live part):

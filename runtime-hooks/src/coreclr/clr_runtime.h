@@ -91,6 +91,15 @@ class ClrRuntime final : public runtime::Runtime {
   // The calling thread's managed frames (outermost first, at most maxframes), by its frame-pointer
   // chain and the code map; null when backtraces are off.
   const rt::Backtrace* backtrace(rt::Backtrace& bt);
+  uint64_t hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
+                        uint64_t stack_hi);
+  HiddenFrames hidden_;  // frames the chain skips, learned (code_map.h)
+  struct Innermost {
+    FunctionID function;
+    uint64_t ip;
+  };
+  static HRESULT innermost_frame(FunctionID function, UINT_PTR ip, COR_PRF_FRAME_INFO frame, ULONG32 context_size,
+                                 BYTE* context, void* data);
   void ensure_class(ClassID klass);
   ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);

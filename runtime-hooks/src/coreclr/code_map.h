@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <mutex>
 #include <shared_mutex>
 #include <vector>
@@ -66,11 +68,56 @@ unsigned walk_frame_pointers(uint64_t fp, uint64_t lo, uint64_t hi, unsigned max
     const uint64_t caller = frame[0], ret = frame[1];
     if (!ret) break;
     ++n;
-    if (!visit(ret)) break;
+    bool go_on;
+    if constexpr (std::is_invocable_v<Visit, uint64_t, uint64_t>) go_on = visit(ret, fp);
+    else go_on = visit(ret);
+    if (!go_on) break;
     if (caller <= fp) break;  // the chain must go up the stack, or it ends (or is not a chain)
     fp = caller;
   }
   return n;
 }
+
+// Frames the chain does not show: optimised code calls some of the runtime's helpers (allocation) that
+// make no frame record, so their return address into the method sits between two records and the
+// method's own frame is skipped (its callee's record links straight to its caller's). Learned per
+// chain: the native return addresses below the first managed frame (hashed: `key`) say whether the
+// words above one of those records hide such a return address, which record and at which offset from
+// its end (fp + 16). One probe per backtrace. Lossy and lock-free (one 4096-slot table shared by all
+// threads): a slot lost to another chain is learned again; a torn read gives a place the caller
+// validates (the word must be a return address into JIT code).
+class HiddenFrames {
+ public:
+  static constexpr int64_t kNone = -1;     // this chain hides no frame
+  static constexpr int64_t kUnknown = -2;  // not learned (or evicted)
+
+  static uint64_t key(const uint64_t* rets, unsigned n) {
+    uint64_t h = 0x9E3779B97F4A7C15u ^ n;
+    for (unsigned i = 0; i < n; ++i) h = (h ^ rets[i]) * 0x100000001B3u + (h >> 29);
+    return h | 1;  // never 0 (an empty slot)
+  }
+  // kNone, kUnknown, or (record << 32 | offset in bytes).
+  int64_t lookup(uint64_t key) const {
+    const Slot& s = slots_[index(key)];
+    if (s.key.load(std::memory_order_acquire) != key) return kUnknown;
+    const int64_t where = s.where.load(std::memory_order_acquire);
+    return s.key.load(std::memory_order_acquire) == key ? where : kUnknown;
+  }
+  void learn(uint64_t key, int64_t where) {
+    Slot& s = slots_[index(key)];
+    s.key.store(0, std::memory_order_release);
+    s.where.store(where, std::memory_order_release);
+    s.key.store(key, std::memory_order_release);
+  }
+  static int64_t at(unsigned record, uint32_t offset) { return static_cast<int64_t>(record) << 32 | offset; }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key{0};
+    std::atomic<int64_t> where{kUnknown};
+  };
+  static size_t index(uint64_t key) { return static_cast<size_t>((key ^ (key >> 17)) & 4095); }
+  Slot slots_[4096];
+};
 
 }  // namespace mlpd::coreclr

@@ -20,6 +20,11 @@ def profiled(args, options):
                                                     CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options))
 
 
+def profiled_env(args, options, **extra):
+    return t.run([DOTNET, DLL] + args, env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
+                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options, **extra))
+
+
 def mlpd_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("mlpd:")]
 
@@ -93,6 +98,30 @@ def main():
     t.check(counts.get("MlpdTests.Payload") == 1000, f"allocs: MlpdTests.Payload count {counts.get('MlpdTests.Payload')}")
     t.check(counts.get("int[]", 0) >= 1000, f"allocs: int[] count {counts.get('int[]')}")
     print(f"ok  allocs: Payload {counts.get('MlpdTests.Payload')}, int[] {counts.get('int[]')}", flush=True)
+
+    # Backtraces from optimised code (tiered compilation off: every method fully optimised), whose
+    # allocation helpers make no frame record: the allocating method is still the innermost frame, not
+    # lost ([no backtrace]) nor its caller (Programs:Main).
+    p = profiled_env(["allocs", "1000"], "nodefaults,alloc,output=allocs_opt.mlpd", DOTNET_TieredCompilation="0")
+    t.check(p.returncode == 0 and "payloads 1000" in p.stdout, f"allocs (optimised): {p.returncode} {p.stdout!r}")
+    check_file("allocs (optimised)", "allocs_opt.mlpd")
+    ex = t.run([t.MLPD, "export", "--what", "alloc", "--format", "collapsed", "-o", "-", "allocs_opt.mlpd"])
+    leaves = {}
+    for line in ex.stdout.splitlines():
+        frames, _, n = line.rpartition(" ")
+        if n.isdigit():
+            leaf = frames.split(";")[-1]
+            leaves[leaf] = leaves.get(leaf, 0) + int(n)
+    in_run = leaves.get("MlpdTests.Allocs:Run (int)", 0)
+    t.check(in_run >= 2000, f"allocs (optimised): {in_run} allocations in Allocs:Run, expected 2000 or more; "
+                            f"by innermost frame: {sorted(leaves.items(), key=lambda kv: -kv[1])[:4]}")
+    t.check(leaves.get("[no backtrace]", 0) < 100 and leaves.get("MlpdTests.Programs:Main (string[])", 0) < 100,
+            f"allocs (optimised): lost or charged to the caller: {sorted(leaves.items(), key=lambda kv: -kv[1])[:4]}")
+    print(f"ok  allocs (optimised code): {in_run} allocations in Allocs:Run", flush=True)
+
+    # The program's name in the header: its assembly (a .NET program is a .dll).
+    r = t.run([t.MLPD, "report", "allocs.mlpd"])
+    t.check("program:  " + DLL in r.stdout, f"report: the program is not named {DLL}: {r.stdout[:300]!r}")
 
     # Options .NET cannot honour: one line naming it, the program unchanged.
     plain = t.run([DOTNET, DLL, "hello"], env=env_with())

@@ -181,10 +181,6 @@ TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET ca
   CHECK_FALSE(f.runtime.install(c, f.env, error));
   CHECK_THAT(error, mlpd_test::contains("calls"));
   c = {};
-  c.sample_mode = runtime::kSampleProcess;
-  CHECK_FALSE(f.runtime.install(c, f.env, error));
-  CHECK_THAT(error, mlpd_test::contains("sample"));
-  c = {};
   c.mask = format::MASK_GC_ALLOC;
   c.alloc_sample = 100000;
   CHECK_FALSE(f.runtime.install(c, f.env, error));

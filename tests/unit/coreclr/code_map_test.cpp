@@ -62,3 +62,35 @@ TEST_CASE("frame-pointer walk: stays in the stack, goes up only", "[coreclr]") {
   CHECK(walk_frame_pointers(at(4), lo, hi, 100, [](uint64_t) { return false; }) == 1);
   CHECK(walk_frame_pointers(at(4), lo, hi, 2, [](uint64_t) { return true; }) == 2);
 }
+
+TEST_CASE("code map: hidden frames learned per chain", "[coreclr]") {
+  using mlpd::coreclr::HiddenFrames;
+  static HiddenFrames h;  // 64 KiB: not on the test's stack
+  const uint64_t chain_a[] = {0x7000'1000, 0x7000'2000, 0x7000'3000};
+  const uint64_t chain_b[] = {0x7000'1000, 0x7000'2000, 0x7000'3001};
+  const uint64_t a = HiddenFrames::key(chain_a, 3), b = HiddenFrames::key(chain_b, 3);
+  CHECK(a != b);
+  CHECK(a != 0);
+  CHECK(HiddenFrames::key(chain_a, 2) != a);  // the chain's length counts
+  CHECK(h.lookup(a) == HiddenFrames::kUnknown);
+  h.learn(a, HiddenFrames::at(2, 24));
+  CHECK(h.lookup(a) == (int64_t{2} << 32 | 24));
+  CHECK(h.lookup(b) == HiddenFrames::kUnknown);
+  h.learn(b, HiddenFrames::kNone);
+  CHECK(h.lookup(b) == HiddenFrames::kNone);
+  CHECK(h.lookup(a) == (int64_t{2} << 32 | 24));  // (a and b in different slots here)
+  h.learn(a, HiddenFrames::kNone);  // learned again: the last answer stands
+  CHECK(h.lookup(a) == HiddenFrames::kNone);
+}
+
+TEST_CASE("code map: the walk gives each record's address too", "[coreclr]") {
+  alignas(16) uint64_t stack[16] = {};
+  const auto lo = reinterpret_cast<uint64_t>(stack), hi = lo + sizeof stack;
+  stack[2] = lo + 8 * 6;  // record at [2]: caller's record at [6]
+  stack[3] = 0xaaaa;
+  stack[6] = 0;           // the outermost: no caller
+  stack[7] = 0xbbbb;
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  CHECK(walk_frame_pointers(lo + 16, lo, hi, 10, [&](uint64_t ret, uint64_t fp) { return seen.emplace_back(ret, fp), true; }) == 2);
+  CHECK(seen == std::vector<std::pair<uint64_t, uint64_t>>{{0xaaaa, lo + 16}, {0xbbbb, lo + 48}});
+}

@@ -302,6 +302,7 @@ class Profile {
   friend class ParallelReplay;  // profile/parallel.cpp
   FileHeader header_;
   std::string program_;
+  bool program_exe_ = false;  // program_ is an .exe (Mono's program), not a .NET program's .dll
   bool header_ok_ = false;
   DecodeSummary summary_;
   std::vector<Problem> problems_;
