@@ -24,16 +24,29 @@ class CodeMap {
                                [](const Range& r, uint64_t s) { return r.start < s; });
     if (it != ranges_.end() && it->start == start) return;
     ranges_.insert(it, Range{start, start + size, method});
+    version_.fetch_add(1, std::memory_order_release);  // every "not found" cached before is stale now
   }
   // The method whose code holds `ip`, 0 when none.
   uint64_t find(uint64_t ip) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    return find_locked(ip);
+    uint64_t m = 0;
+    find_all(&ip, 1, &m);
+    return m;
   }
-  // find() for `n` addresses at once, under one shared lock (a backtrace's return addresses).
+  // find() for `n` addresses at once: each first in the cache of addresses (the same return addresses
+  // come back in every backtrace), the others under one shared lock (a binary search each).
   void find_all(const uint64_t* ips, size_t n, uint64_t* methods) const {
+    const uint64_t version = version_.load(std::memory_order_acquire);
+    size_t missed = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (!cached(ips[i], version, methods[i])) ++missed;
+    if (!missed) return;
     std::shared_lock<std::shared_mutex> lock(mutex_);
-    for (size_t i = 0; i < n; ++i) methods[i] = find_locked(ips[i]);
+    const uint64_t now = version_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      if (cached(ips[i], version, methods[i])) continue;
+      methods[i] = find_locked(ips[i]);
+      if (!(methods[i] & 1)) remember(ips[i], methods[i] ? methods[i] : (now << 1 | 1));  // (an odd id: not cached)
+    }
   }
   size_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -44,6 +57,36 @@ class CodeMap {
   struct Range {
     uint64_t start, end, method;
   };
+  // A lossy cache shared by all threads, lock-free: an address and its method (methods are aligned
+  // pointers: low bit 0), or (map version << 1 | 1) for "in no range" as of that version. A slot is
+  // written address 0 first, then the value, then the address; a reader that sees the same address
+  // before and after reading the value has a value written for that address.
+  struct Slot {
+    std::atomic<uint64_t> ip{0};
+    std::atomic<uint64_t> value{0};
+  };
+  static constexpr size_t kSlots = 8192;
+  static size_t slot_of(uint64_t ip) { return static_cast<size_t>((ip ^ (ip >> 13)) & (kSlots - 1)); }
+  bool cached(uint64_t ip, uint64_t version, uint64_t& method) const {
+    const Slot& s = cache_[slot_of(ip)];
+    if (!ip || s.ip.load(std::memory_order_acquire) != ip) return false;
+    const uint64_t v = s.value.load(std::memory_order_acquire);
+    if (s.ip.load(std::memory_order_acquire) != ip) return false;
+    if (!(v & 1)) {
+      method = v;
+      return v != 0;
+    }
+    if ((v >> 1) != version) return false;
+    method = 0;
+    return true;
+  }
+  void remember(uint64_t ip, uint64_t value) const {
+    if (!ip) return;
+    Slot& s = cache_[slot_of(ip)];
+    s.ip.store(0, std::memory_order_release);
+    s.value.store(value, std::memory_order_release);
+    s.ip.store(ip, std::memory_order_release);
+  }
   uint64_t find_locked(uint64_t ip) const {
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
                                [](uint64_t p, const Range& r) { return p < r.start; });
@@ -53,6 +96,8 @@ class CodeMap {
   }
   mutable std::shared_mutex mutex_;
   std::vector<Range> ranges_;  // by start; ranges do not overlap (one body each)
+  std::atomic<uint64_t> version_{1};
+  mutable Slot cache_[kSlots];
 };
 
 // Walks a frame-pointer chain: from frame `fp`, each frame holds the caller's frame pointer at [fp]

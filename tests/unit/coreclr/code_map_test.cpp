@@ -11,7 +11,7 @@ using mlpd::coreclr::CodeMap;
 using mlpd::coreclr::walk_frame_pointers;
 
 TEST_CASE("code map: ranges to methods", "[coreclr]") {
-  CodeMap m;
+  static CodeMap m;  // its cache is 128 KiB: not on the test's stack
   m.add(0x2000, 0x100, 2);
   m.add(0x1000, 0x80, 1);
   m.add(0x3000, 0x10, 3);
@@ -93,4 +93,29 @@ TEST_CASE("code map: the walk gives each record's address too", "[coreclr]") {
   std::vector<std::pair<uint64_t, uint64_t>> seen;
   CHECK(walk_frame_pointers(lo + 16, lo, hi, 10, [&](uint64_t ret, uint64_t fp) { return seen.emplace_back(ret, fp), true; }) == 2);
   CHECK(seen == std::vector<std::pair<uint64_t, uint64_t>>{{0xaaaa, lo + 16}, {0xbbbb, lo + 48}});
+}
+
+TEST_CASE("code map: the cache of addresses gives what the ranges give", "[coreclr]") {
+  static CodeMap m;
+  m.add(0x10000, 0x100, 0x8000);
+  const uint64_t ips[] = {0x10010, 0x20010, 0x10010, 0x20010};
+  uint64_t methods[4] = {};
+  for (int round = 0; round < 3; ++round) {  // the first fills the cache, the others read it
+    m.find_all(ips, 4, methods);
+    CHECK(methods[0] == 0x8000);
+    CHECK(methods[1] == 0);
+    CHECK(methods[2] == 0x8000);
+    CHECK(methods[3] == 0);
+  }
+  // "In no range" was cached: a body added there afterwards is found at once.
+  m.add(0x20000, 0x100, 0x9000);
+  CHECK(m.find(0x20010) == 0x9000);
+  m.find_all(ips, 4, methods);
+  CHECK(methods[1] == 0x9000);
+  CHECK(methods[3] == 0x9000);
+  // Addresses that share a cache slot (8192 slots) are told apart.
+  const uint64_t a = 0x10020, b = a + (uint64_t{8192} << 13) + 8192;  // same slot_of() not required: checked by value
+  CHECK(m.find(a) == 0x8000);
+  CHECK(m.find(b) == 0);
+  CHECK(m.find(a) == 0x8000);
 }
