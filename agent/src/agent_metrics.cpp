@@ -197,6 +197,21 @@ std::string render_metrics(const MetricsInputs& in) {
     values[Rc::Exceptions] = per_kind[static_cast<size_t>(EventKind::exception_throw)];
   runtime_metrics(p, values);
 
+  if (runtime::GcPauses gp; rt.gc_pauses(gp)) {
+    // Cumulative buckets, the count the +Inf bucket's (so they always agree).
+    p.family("mlpd_gc_pause_seconds", "histogram", "The program's pauses for garbage collection (the world stopped).");
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < runtime::GcPauses::kBounds; ++i) {
+      cumulative += gp.buckets[i];
+      const std::string le = prom_le(static_cast<double>(runtime::GcPauses::kBoundNs[i]) / 1e9);
+      p.sample("mlpd_gc_pause_seconds_bucket", {{"le", le}}, cumulative);
+    }
+    cumulative += gp.buckets[runtime::GcPauses::kBounds];
+    p.sample("mlpd_gc_pause_seconds_bucket", {{"le", "+Inf"}}, cumulative);
+    p.sample("mlpd_gc_pause_seconds_sum", {}, static_cast<double>(gp.sum_ns) / 1e9);
+    p.sample("mlpd_gc_pause_seconds_count", {}, cumulative);
+  }
+
   if (ProcStat ps; read_proc_stat(ps)) {
     p.family("process_cpu_seconds_total", "counter", "CPU time of the process, user and system.");
     p.sample("process_cpu_seconds_total", {}, seconds_of_ticks(ps.utime + ps.stime));

@@ -14,6 +14,13 @@ std::string prom_double(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string prom_le(double v) {
+  if (std::isinf(v) && v > 0) return "+Inf";
+  char buf[400];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : prom_double(v);
+}
+
 std::string prom_escape_label(std::string_view v) {
   std::string out;
   out.reserve(v.size());

@@ -9,6 +9,8 @@ runtime's metrics must say.
   is up; dotnet_gc_collections_total{gc_heap_generation="gen0"|"gen1"} equal GC.CollectionCount(0) and
   (1) exactly (Mono: minor and major collections) after the program's collections; dotnet_exceptions_total
   grows by exactly the program's throws; the JIT, GC pause, process CPU and mlpd_* series are there;
+- mlpd_gc_pause_seconds (histogram): one pause per collection, its sum Mono's GC time within 10%, and
+  Prometheus' histogram_quantile reads it;
 - `promtool check metrics` passes on what the endpoint serves (HELP, TYPE, names, units, lint);
 - hostile clients: 64 slow connections trickling a request, 1 MB of headers, a client that is not
   speaking HTTP: refused or timed out, while the program answers its stdin at once, a direct scrape
@@ -313,6 +315,18 @@ def with_prometheus(workdir):
         exc = prom.wait_value("dotnet_exceptions_total", (base_exc or 0) + thrown)
         t.check(base_exc is not None and exc == base_exc + thrown,
                 f"prometheus: exceptions {exc} - {base_exc} at start, the program threw {thrown}")
+        # Every collection stopped the world once (forced collections are not concurrent): the pause
+        # histogram's count is the collections' (no other stop in this idle program), its sum Mono's
+        # own GC time within 10%.
+        pauses = prom.wait_value("mlpd_gc_pause_seconds_count", float(gen0 + gen1))
+        t.check(pauses == gen0 + gen1, f"prometheus: {pauses} GC pauses, {gen0 + gen1} collections")
+        inf = prom.value('mlpd_gc_pause_seconds_bucket{le="+Inf"}')
+        t.check(inf == pauses, f"prometheus: +Inf bucket {inf}, count {pauses}")
+        psum, gctime = prom.value("mlpd_gc_pause_seconds_sum"), prom.value("dotnet_gc_pause_time_seconds_total")
+        t.check(psum and gctime and abs(psum - gctime) <= 0.1 * gctime + 0.001,
+                f"prometheus: pauses sum {psum} s, Mono's GC time {gctime} s")
+        q = prom.value("histogram_quantile(0.5, mlpd_gc_pause_seconds_bucket)")
+        t.check(q is not None and 0 < q <= 1, f"prometheus: median GC pause {q}")
         for expr in ("dotnet_jit_compiled_methods_total", "dotnet_gc_pause_time_seconds_total",
                      "process_cpu_seconds_total", "process_resident_memory_bytes", 'mlpd_info{runtime="mono"}',
                      "mlpd_written_bytes_total", "mlpd_helper_cpu_seconds_total"):

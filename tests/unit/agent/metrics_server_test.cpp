@@ -27,6 +27,10 @@ TEST_CASE("prometheus text: values, escapes, families", "[metrics]") {
   CHECK(prom_double(std::numeric_limits<double>::infinity()) == "+Inf");
   CHECK(prom_double(-std::numeric_limits<double>::infinity()) == "-Inf");
   CHECK(prom_double(std::nan("")) == "NaN");
+  CHECK(prom_le(0.0001) == "0.0001");
+  CHECK(prom_le(2.5) == "2.5");
+  CHECK(prom_le(1.0) == "1");
+  CHECK(prom_le(std::numeric_limits<double>::infinity()) == "+Inf");
   CHECK(prom_escape_label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
   CHECK(prom_escape_help("x\\y\nz\"") == "x\\\\y\\nz\"");
 

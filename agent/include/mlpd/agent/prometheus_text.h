@@ -34,6 +34,9 @@ class PromText {
 
 // The value forms on their own (unit tests).
 std::string prom_double(double v);
+// A histogram's bucket bound for its `le` label: plain decimal ("0.0001", "2.5"), the way Prometheus'
+// own clients write them, so `le="0.0001"` selects it.
+std::string prom_le(double v);
 std::string prom_escape_label(std::string_view v);
 std::string prom_escape_help(std::string_view v);
 
