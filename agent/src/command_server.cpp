@@ -1,10 +1,9 @@
-// The command port's sockets (CommandServer): the listener, accepting and refusing connections (the
+// The command port's sockets (CommandServer): the listener (tcp_listen, shared with the metrics
+// endpoint: metrics_server.cpp), accepting and refusing connections (the
 // peer check: peer_uid.cpp), reading and writing clients from the helper thread's poll loop. The
 // protocol is CommandSession (command_session.cpp). docs/command-port.md.
 #include "mlpd/agent/command_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,7 +11,6 @@
 #include <cerrno>
 #include <string>
 
-#include "errno_text.h"
 #include "mlpd/agent/metrics_server.h"
 
 namespace mlpd::agent {
