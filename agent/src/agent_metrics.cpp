@@ -237,8 +237,11 @@ std::string render_metrics(const MetricsInputs& in) {
     p.sample("mlpd_samples_dropped_total", {{"reason", "pool_full"}}, st.dropped_pool_full);
     p.sample("mlpd_samples_dropped_total", {{"reason", "stopped"}}, st.dropped_shutdown);
     p.sample("mlpd_samples_dropped_total", {{"reason", "unfinished"}}, st.dropped_unfinished);
-    p.family("mlpd_sample_rate_hertz", "gauge", "Sampling rate asked for.");
-    p.sample("mlpd_sample_rate_hertz", {}, st.freq);
+    p.family("mlpd_sample_rate_asked_hertz", "gauge", "Sampling rate asked for (per second of each thread's clock).");
+    p.sample("mlpd_sample_rate_asked_hertz", {}, st.freq);
+    p.family("mlpd_sample_rate_delivered_hertz", "gauge",
+             "Samples written per second of the sampled threads' clock (CPU time with sample, wall with sample-real).");
+    p.sample("mlpd_sample_rate_delivered_hertz", {}, st.delivered_hz());
     p.family("mlpd_sample_handler_seconds_total", "counter", "Time spent in the sampling signal handler.");
     p.sample("mlpd_sample_handler_seconds_total", {}, static_cast<double>(st.handler_ns) / 1e9);
   }

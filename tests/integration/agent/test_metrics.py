@@ -8,7 +8,8 @@ runtime's metrics must say.
   directory) scrapes the agent every second; its HTTP API (/api/v1/query) gives our series: the target
   is up; dotnet_gc_collections_total{gc_heap_generation="gen0"|"gen1"} equal GC.CollectionCount(0) and
   (1) exactly (Mono: minor and major collections) after the program's collections; dotnet_exceptions_total
-  grows by exactly the program's throws; the JIT, GC pause, process CPU and mlpd_* series are there;
+  grows by exactly the program's throws; the JIT, GC pause, process CPU and mlpd_* series (the sampling
+  health with `sample`: the rate asked, 100 Hz) are there;
 - mlpd_gc_pause_seconds (histogram): one pause per collection, its sum Mono's GC time within 10%, and
   Prometheus' histogram_quantile reads it;
 - `promtool check metrics` passes on what the endpoint serves (HELP, TYPE, names, units, lint);
@@ -283,7 +284,7 @@ def hostile_clients(port, svc, label):
 
 
 def with_prometheus(workdir):
-    svc = Service(workdir, "scraped", "nodefaults,exception,metrics=0")
+    svc = Service(workdir, "scraped", "nodefaults,exception,sample,metrics=0")
     prom = None
     try:
         port = metrics_port(svc)
@@ -333,6 +334,10 @@ def with_prometheus(workdir):
             v = prom.value(expr)
             t.check(v is not None and v > 0, f"prometheus: {expr} = {v}")
         t.check(prom.value("mlpd_events_dropped_total") == 0, "prometheus: events dropped")
+        t.check(prom.value("mlpd_sample_rate_asked_hertz") == 100, "prometheus: sample rate asked is not 100")
+        for expr in ("mlpd_samples_taken_total", "mlpd_samples_written_total", "mlpd_sample_rate_delivered_hertz",
+                     'mlpd_samples_dropped_total{reason="pool_full"}'):
+            t.check(prom.value(expr) is not None, f"prometheus: no {expr}")
         print(f"prometheus: gen0 {g0} gen1 {g1} (program {gen0} {gen1}), exceptions +{exc - base_exc if exc else None} "
               f"(program {thrown}), jit {prom.value('dotnet_jit_compiled_methods_total')}, "
               f"pause {prom.value('dotnet_gc_pause_time_seconds_total')} s", flush=True)
