@@ -143,6 +143,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late, runtime
   agent->set_sink(std::move(sink), where.kind == ResolvedOutput::Kind::File ? where.target : std::string());
   }
   if (wants_command_server(o)) agent->start_server();  // before the header, which carries the port
+  if (o.metrics_port) agent->start_metrics();
   if (std::string why; !agent->write_header(why)) {
     agent->drop_server();
     say((why.empty() ? "mlpd: cannot write the output header" : why) + "; profiling is off");

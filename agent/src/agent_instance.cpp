@@ -20,7 +20,7 @@ Agent::Agent(Options options, runtime::Runtime& runtime)
       pool_(kBufferBytes, kMaxBuffers, kHeapWalkReserve),
       meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
       registry_(shared_),
-      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, this, &runtime_}) {
+      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, &metrics_, this, &runtime_}) {
   shared_.pool = &pool_;
   shared_.queue = &queue_;
   // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
@@ -123,14 +123,25 @@ void Agent::start_server() {
   server_ = std::move(server);
 }
 
+void Agent::start_metrics() {
+  auto server = std::make_unique<MetricsServer>(PeerRules{options_.port_allow_any, options_.port_allow_uids},
+                                                [this] { return helper_.metrics_text(); });
+  std::string error;
+  if (!server->start(options_.bind, options_.metrics_port.value_or(0), error)) {
+    say("mlpd: metrics: " + error + "; profiling goes on without the metrics port");
+    return;
+  }
+  metrics_ = std::move(server);
+}
+
 void Agent::announce_server() {
-  if (!server_) return;
   const std::string& a = options_.bind;
   const bool loopback = a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
-  say("mlpd: command port " + server_->endpoint() +
-      (loopback                 ? ""
-       : options_.port_allow_any ? " (reachable from other hosts, without authentication)"
-                                 : " (other hosts are refused: they cannot be identified; see port-allow)"));
+  const std::string reach = loopback                 ? ""
+                            : options_.port_allow_any ? " (reachable from other hosts, without authentication)"
+                                                      : " (other hosts are refused: they cannot be identified; see port-allow)";
+  if (server_) say("mlpd: command port " + server_->endpoint() + reach);
+  if (metrics_) say("mlpd: metrics at http://" + metrics_->endpoint() + "/metrics" + reach);
 }
 
 void Agent::shutdown() {
@@ -181,6 +192,7 @@ void Agent::forget_after_fork() {
   runtime_.stop();
   registry_.forget_in_fork_child();
   if (server_) server_->forget_after_fork();  // the parent serves the port, not the child
+  if (metrics_) metrics_->forget_after_fork();
   if (sink_) sink_->abandon();
 }
 

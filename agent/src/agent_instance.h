@@ -16,6 +16,7 @@
 #include "helper_thread.h"
 #include "ring_sink.h"
 #include "mlpd/agent/command_server.h"
+#include "mlpd/agent/metrics_server.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/buffer_pool.h"
@@ -87,7 +88,12 @@ class Agent final : private HelperOutput {
   // (port busy, bad address) is one line; profiling goes on without the port.
   void start_server();
   // Profiling did not start after all: the port must not stay open in the host.
-  void drop_server() { server_.reset(); }
+  void drop_server() {
+    server_.reset();
+    metrics_.reset();
+  }
+  // The metrics endpoint (metrics=PORT): a failure is one line; profiling goes on without it.
+  void start_metrics();
   void announce_server();
 
   bool start_helper() { return helper_.start(); }
@@ -178,6 +184,7 @@ class Agent final : private HelperOutput {
   std::vector<std::string> files_;
   std::string rotate_error_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
+  std::unique_ptr<MetricsServer> metrics_;  // metrics=PORT; the same
   HelperThread helper_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> shutdown_done_{false};

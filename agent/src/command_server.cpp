@@ -1,10 +1,9 @@
-// The command port's sockets (CommandServer): the listener, accepting and refusing connections (the
+// The command port's sockets (CommandServer): the listener (tcp_listen, shared with the metrics
+// endpoint: metrics_server.cpp), accepting and refusing connections (the
 // peer check: peer_uid.cpp), reading and writing clients from the helper thread's poll loop. The
 // protocol is CommandSession (command_session.cpp). docs/command-port.md.
 #include "mlpd/agent/command_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,7 +11,7 @@
 #include <cerrno>
 #include <string>
 
-#include "errno_text.h"
+#include "mlpd/agent/metrics_server.h"
 
 namespace mlpd::agent {
 
@@ -32,48 +31,9 @@ CommandServer::CommandServer(CommandHandlers handlers) : handlers_(std::move(han
 CommandServer::~CommandServer() { stop(); }
 
 bool CommandServer::start(const std::string& address, uint16_t port, std::string& error) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    len = sizeof *v4;
-    ipv6_ = false;
-  } else if (inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    len = sizeof *v6;
-    ipv6_ = true;
-  } else {
-    error = "'" + address + "' is not a numeric IPv4 or IPv6 address";
-    return false;
-  }
+  const int fd = tcp_listen(address, port, port_, ipv6_, error);
+  if (fd < 0) return false;
   address_ = address;
-  const std::string where = (ipv6_ ? "[" + address + "]" : address) + ":" + std::to_string(port);
-  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    error = "cannot create a socket for " + where + ": " + errno_text(errno);
-    return false;
-  }
-  const int one = 1;
-  // A restarted program gets its port back while old connections linger in TIME_WAIT.
-  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0) {
-    const int e = errno;
-    ::close(fd);
-    error = "cannot listen on " + where + ": " + errno_text(e);
-    return false;
-  }
-  sockaddr_storage bound{};
-  socklen_t blen = sizeof bound;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) == 0) {
-    port_ = ntohs(ipv6_ ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  } else {
-    port_ = port;
-  }
   listen_fd_ = fd;
   slots_[0].store(fd, std::memory_order_relaxed);
   return true;
@@ -210,18 +170,7 @@ void CommandServer::accept_all(int64_t now_ms) {
 }
 
 bool CommandServer::permitted(int fd, std::string& why) const {
-  if (handlers_.allow_any_user) return true;
-  uint32_t uid = 0;
-  std::string unknown;
-  if (!peer_uid(fd, uid, unknown)) {
-    why = "permission denied: " + unknown + " (the agent option port-allow=any lets anyone in)";
-    return false;
-  }
-  if (uid == 0 || uid == ::geteuid()) return true;
-  if (std::find(handlers_.allowed_uids.begin(), handlers_.allowed_uids.end(), uid) != handlers_.allowed_uids.end())
-    return true;
-  why = "permission denied: uid " + std::to_string(uid) + " may not use this port (option port-allow=UID:UID... or port-allow=any)";
-  return false;
+  return peer_permitted(fd, PeerRules{handlers_.allow_any_user, handlers_.allowed_uids}, why);
 }
 
 void CommandServer::flush_done(bool ok, int64_t now_ms) {

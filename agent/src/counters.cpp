@@ -79,13 +79,18 @@ AgentCounters::AgentCounters(runtime::Runtime& runtime, rt::ThreadRegistry& regi
   sampler_.set_discover(&AgentCounters::discover, this);
 }
 
+void AgentCounters::take_runtime_counters() {
+  std::vector<runtime::Counter> fresh;
+  runtime_.take_new_counters(fresh);
+  for (runtime::Counter& c : fresh) runtime_counters_.emplace_back(std::move(c));
+}
+
 void AgentCounters::discover(CounterSampler& s, void* self) {
   auto* me = static_cast<AgentCounters*>(self);
   me->cpu_.discover(s);
-  std::vector<runtime::Counter> fresh;
-  me->runtime_.take_new_counters(fresh);
-  for (runtime::Counter& c : fresh) {
-    const runtime::Counter& kept = me->runtime_counters_.emplace_back(std::move(c));
+  me->take_runtime_counters();
+  for (; me->runtime_sampled_ < me->runtime_counters_.size(); ++me->runtime_sampled_) {
+    const runtime::Counter& kept = me->runtime_counters_[me->runtime_sampled_];
     CounterSampler::Source src;
     src.desc = kept.desc;
     src.read = &AgentCounters::read_runtime;

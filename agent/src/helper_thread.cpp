@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "agent_metrics.h"
 #include "mlpd/format.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
@@ -80,6 +81,7 @@ int64_t HelperThread::ms_of(std::chrono::steady_clock::time_point t) {
 void HelperThread::main_loop() {
   using Clock = std::chrono::steady_clock;
   CommandServer* server = parts_.server->get();
+  MetricsServer* metrics = parts_.metrics ? parts_.metrics->get() : nullptr;
   auto last_live = Clock::now();
   const auto flush_every = std::chrono::milliseconds(parts_.options->flush_ms);
   bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
@@ -90,6 +92,8 @@ void HelperThread::main_loop() {
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
     if (server) server->add_pollfds(fds, ms_of(now));
+    const size_t server_fds = fds.size() - 1;
+    if (metrics) metrics->add_pollfds(fds, ms_of(now));
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_round - now).count();
     bool woken = false;
     if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait + 1))) > 0 &&
@@ -100,7 +104,8 @@ void HelperThread::main_loop() {
     }
     if (stop_.load(std::memory_order_acquire)) break;
     now = Clock::now();
-    if (server) server->service(fds.data() + 1, fds.size() - 1, ms_of(now));
+    if (server) server->service(fds.data() + 1, server_fds, ms_of(now));
+    if (metrics) metrics->service(fds.data() + 1 + server_fds, fds.size() - 1 - server_fds, ms_of(now));
     parts_.output->service_requests();  // a dump signal's dump, say (it runs its own round)
     const bool flush_asked = server && server->flush_wanted();
     if (!woken && !flush_asked && now < next_round) continue;
@@ -127,6 +132,7 @@ void HelperThread::main_loop() {
     if (i >= 3) sched_yield();
     round(true);
   }
+  if (metrics) metrics->stop();  // nothing is served after the last round
   if (server) {
     // Everything is written now: a `flush` or a `heapshot` already taken is answered OK (twice: a
     // heapshot taken moves on to wait for a flush round, which this also is). Then clients still
@@ -183,6 +189,24 @@ bool HelperThread::round(bool live) {
 void HelperThread::sample_counters() {
   pause_generation_ = parts_.runtime->pause_generation();  // a pause or resume is sampled at the next round
   if (!parts_.output->failed() && (parts_.runtime->event_mask() & format::MASK_COUNTER)) counters_.sample();
+}
+
+std::string HelperThread::metrics_text() {
+  MetricsInputs in;
+  in.runtime = parts_.runtime;
+  in.counters = &counters_;
+  in.flush = &flusher_.stats();
+  in.pool = parts_.pool;
+  in.shared = parts_.shared;
+  in.registry = parts_.registry;
+  in.meta = parts_.meta;
+  in.output_failed = parts_.output->failed();
+  in.rounds = rounds_;
+  if (const MetricsServer* m = parts_.metrics ? parts_.metrics->get() : nullptr) {
+    in.scrapes = m->scrapes() ? m->scrapes() - 1 : 0;  // counted before rendering
+    in.refused = m->refused();
+  }
+  return render_metrics(in);
 }
 
 // The helper thread: the flusher's counters are its own.

@@ -17,6 +17,7 @@
 #include "counters.h"
 #include "mlpd/agent/command_server.h"
 #include "mlpd/agent/flusher.h"
+#include "mlpd/agent/metrics_server.h"
 #include "mlpd/agent/options.h"
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/meta_store.h"
@@ -61,6 +62,7 @@ struct HelperParts {
   rt::MetaLog* meta = nullptr;
   rt::ThreadRegistry* registry = nullptr;
   std::unique_ptr<CommandServer>* server = nullptr;  // the command port, if any; only the helper uses it once started
+  std::unique_ptr<MetricsServer>* metrics = nullptr;  // the metrics endpoint (metrics=), if any; the same
   HelperOutput* output = nullptr;
   runtime::Runtime* runtime = nullptr;  // the runtime profiled: its rounds, statistics and counters
 };
@@ -90,6 +92,9 @@ class HelperThread {
   void seed_metadata(const std::vector<uint8_t>& bytes) { meta_store_.absorb(bytes.data(), bytes.size()); }
   // Detached (the helper has ended): the store's memory given back.
   void drop_metadata() { meta_store_ = rt::MetaStore(); }
+
+  // The metrics endpoint's answer (helper thread; agent_metrics.h).
+  std::string metrics_text();
 
   // The `stats` answer of the command port (helper thread).
   std::string stats_line();

@@ -195,6 +195,14 @@ bool set_port(OptionParser& p, const OptionSpec& s, const Item& it) {
   return true;
 }
 
+bool set_metrics(OptionParser& p, const OptionSpec& s, const Item& it) {
+  if (!it.has_value) return p.missing_value(it.text, s.expect);
+  uint64_t n = 0;
+  if (!p.number(it.text, it.value, s.lo, s.hi, n)) return false;
+  p.o.metrics_port = static_cast<uint16_t>(n);
+  return true;
+}
+
 bool set_bind(OptionParser& p, const OptionSpec& s, const Item& it) {
   if (!it.has_value) return p.missing_value(it.text, s.expect);
   constexpr std::string_view kWhy = "expected a numeric IPv4 or IPv6 address (e.g. 127.0.0.1, 0.0.0.0, ::1)";

@@ -60,6 +60,7 @@ bool set_nocalls(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_nodefaults(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_output(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_port(OptionParser&, const OptionSpec&, const option_syntax::Item&);
+bool set_metrics(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_port_allow(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_ring(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_rotate(OptionParser&, const OptionSpec&, const option_syntax::Item&);

@@ -90,11 +90,14 @@ constexpr OptionSpec kTable[] = {
      "serve the command port on PORTNUM (0: any free port; default: no\n"
      "command port unless bind=, heapshot=ondemand or start-paused is given)", "port=PORT", 0, 65535},
     {"bind", K::String, set_bind, "127.0.0.1", "bind=ADDRESS",
-     "address of the command port (default 127.0.0.1); any other than a\n"
-     "loopback address lets other hosts use the port", "bind=ADDRESS"},
+     "address of the command port and of metrics= (default 127.0.0.1); any\n"
+     "other than a loopback address lets other hosts use the port", "bind=ADDRESS"},
     {"port-allow", K::String, set_port_allow, "owner and root", "port-allow=any|UID[:UID...]",
      "who may use the command port besides the agent's own user and\n"
      "root (default: nobody else; peers identified over loopback)", "port-allow=any or port-allow=UID[:UID...]"},
+    {"metrics", K::Number, set_metrics, "off", "metrics=PORT",
+     "serve GET /metrics (Prometheus text format) on PORT (0: any free\n"
+     "port) at bind='s address, to the users port-allow= admits", "metrics=PORT", 0, 65535},
     {"nochildren", K::Flag, flag<&Options::nochildren>, "children inherit it", "nochildren",
      "exec'd child processes do not inherit the agent (LD_PRELOAD and\n"
      "MLPD_OPTIONS are removed from the environment)", {}},

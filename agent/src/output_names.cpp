@@ -127,7 +127,7 @@ uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept {
 
 bool wants_command_server(const Options& options) noexcept {
   // start-paused: `resume` comes through the port (Mono's LogProfiler has no pause/resume).
-  return options.port.has_value() || options.bind_given || options.heapshot_mode == format::HEAPSHOT_ON_DEMAND ||
+  return options.port.has_value() || (options.bind_given && !options.metrics_port) || options.heapshot_mode == format::HEAPSHOT_ON_DEMAND ||
          options.start_paused;
 }
 

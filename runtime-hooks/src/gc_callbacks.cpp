@@ -1,10 +1,12 @@
 // GC callbacks: collections (with the heapshot engine's steps and the world's sync points), resizes,
 // moves, GC handles, finalization and roots; and the collecting thread's flag (tls_in_own_gc).
+#include <atomic>
 #include <cstring>
 
 #include "callbacks.h"
 #include "heapshot_engine.h"
 #include "mlpd/hooks/late_describer.h"
+#include "mlpd/hooks/sampling.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::hooks::cb {
@@ -28,7 +30,25 @@ void finalization_object(uint8_t event_byte, MonoObject* obj) {
 
 // Mono's order: the GC event, then at world stop the sync point and HEAP_START (heapshot.cpp), at
 // world start the heap walk and HEAP_END, then the sync point.
+namespace {
+// The pause histogram (runtime::GcPauses): one collection stops the world at a time; the helper reads.
+std::atomic<uint64_t> g_stop_ns{0};
+std::atomic<uint64_t> g_pause_buckets[runtime::GcPauses::kBounds + 1];
+std::atomic<uint64_t> g_pause_sum_ns{0};
+}  // namespace
+
 void on_gc_event(MonoProfiler*, MonoProfilerGCEvent event, uint32_t generation, mono_bool serial) {
+  // Every stop of the world, whether or not GC events are recorded: two clock reads per collection.
+  if (event == MONO_GC_EVENT_PRE_STOP_WORLD) {
+    g_stop_ns.store(now_ns(), std::memory_order_relaxed);
+  } else if (event == MONO_GC_EVENT_POST_START_WORLD) {
+    const uint64_t start = g_stop_ns.exchange(0, std::memory_order_relaxed);
+    const uint64_t now = now_ns();
+    if (start && now > start) {
+      g_pause_buckets[runtime::GcPauses::bucket_of(now - start)].fetch_add(1, std::memory_order_relaxed);
+      g_pause_sum_ns.fetch_add(now - start, std::memory_order_relaxed);
+    }
+  }
   // Before the active check, so that a thread's flag cannot stay set if the agent stops meanwhile.
   if (event == MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED) tls_in_own_gc = true;
   if (event == MONO_GC_EVENT_POST_START_WORLD_UNLOCKED) tls_in_own_gc = false;
@@ -111,3 +131,11 @@ void on_root_unregister(MonoProfiler*, const mono_byte* start) {
 }
 
 }  // namespace mlpd::hooks::cb
+
+namespace mlpd::hooks {
+void gc_pauses(runtime::GcPauses& out) {
+  for (size_t i = 0; i <= runtime::GcPauses::kBounds; ++i)
+    out.buckets[i] = cb::g_pause_buckets[i].load(std::memory_order_relaxed);
+  out.sum_ns = cb::g_pause_sum_ns.load(std::memory_order_relaxed);
+}
+}  // namespace mlpd::hooks

@@ -129,6 +129,10 @@ class MonoRuntime final : public runtime::Runtime {
   }
 
   runtime::SampleStats sample_stats() const override { return hooks::sample_stats(); }
+  bool gc_pauses(runtime::GcPauses& out) const override {
+    hooks::gc_pauses(out);
+    return true;
+  }
   std::string cpu_timers_not_used() const override { return hooks::cpu_timers_not_used(); }
   uint64_t alloc_sample_bytes() const override { return hooks::alloc_sample_bytes(); }
   void take_new_counters(std::vector<runtime::Counter>& out) override {

@@ -21,6 +21,7 @@ namespace MlpdTests
                 case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
                 case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
                 case "crunch": return Crunch.Run(args.Length > 1 ? int.Parse(args[1]) : 100);
+                case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
@@ -88,6 +89,21 @@ namespace MlpdTests
             long s = 0;
             for (int i = 0; i < n; i++) s += i % 7;
             return s;
+        }
+    }
+
+    // gcwait N: N full collections and N gen0 ones, then the counts, then waits for a line on stdin
+    // (the metrics test scrapes the agent meanwhile); exit status 5.
+    public static class CollectionsThenWait
+    {
+        public static int Run(int count)
+        {
+            for (int i = 0; i < count; i++) GC.Collect();
+            for (int i = 0; i < count; i++) GC.Collect(0);
+            Console.WriteLine("counts " + GC.CollectionCount(0) + " " + GC.CollectionCount(1) + " " + GC.CollectionCount(2));
+            Console.Out.Flush();
+            Console.ReadLine();
+            return 5;
         }
     }
 

@@ -442,6 +442,24 @@ TEST_CASE("options: report and zip", "[options]") {
   CHECK(parse_err("zip=1") == "mlpd: bad value in 'zip=1': 'zip' takes no value");
 }
 
+TEST_CASE("options: metrics=PORT", "[options][metrics]") {
+  CHECK_FALSE(parse_ok("").metrics_port.has_value());
+  Options o = parse_ok("metrics=9464");
+  REQUIRE(o.metrics_port.has_value());
+  CHECK(*o.metrics_port == 9464);
+  CHECK_FALSE(wants_command_server(o));  // the metrics endpoint is not the command port
+  CHECK(*parse_ok("metrics=0").metrics_port == 0);
+  CHECK(parse_err("metrics=abc") == "mlpd: bad value in 'metrics=abc': expected a number");
+  CHECK(parse_err("metrics=65536") == "mlpd: bad value in 'metrics=65536': expected a number from 0 to 65535");
+  CHECK(parse_err("metrics") == "mlpd: missing value in 'metrics': expected metrics=PORT");
+  // bind= says where both listen; alone with metrics= it does not open the command port, port= does.
+  o = parse_ok("metrics=0,bind=0.0.0.0");
+  CHECK(o.bind == "0.0.0.0");
+  CHECK_FALSE(wants_command_server(o));
+  CHECK(wants_command_server(parse_ok("metrics=0,bind=0.0.0.0,port=0")));
+  CHECK(wants_command_server(parse_ok("bind=0.0.0.0")));
+}
+
 TEST_CASE("options: command port, bind, flush", "[options]") {
   Options o = parse_ok("port=0");
   REQUIRE(o.port.has_value());

@@ -111,6 +111,10 @@ struct Options {
   // port-allow=UID[:UID...].
   bool port_allow_any = false;
   std::vector<uint32_t> port_allow_uids;
+  // metrics=PORT: GET /metrics (Prometheus' text format) on bind='s address, PORT 0: any free port
+  // (docs/fleet.md). With metrics=, bind= alone no longer starts the command port: it is the address
+  // of both.
+  std::optional<uint16_t> metrics_port;
   // nochildren: exec'd children do not inherit the agent (LD_PRELOAD entry and MLPD_OPTIONS are
   // removed from the environment at start).
   bool nochildren = false;
@@ -207,8 +211,8 @@ ResolvedOutput resolve_output(const Options& options, long pid, std::time_t when
 // (cpu_count 0 counts as 1).
 uint64_t max_sample_hits(const Options& options, unsigned cpu_count) noexcept;
 
-// Whether the TCP command server should run: port= or bind= given, heapshot=ondemand (whose
-// heapshots are requested through it) or start-paused (resumed through it).
+// Whether the TCP command server should run: port= given, bind= given without metrics=,
+// heapshot=ondemand (whose heapshots are requested through it) or start-paused (resumed through it).
 bool wants_command_server(const Options& options) noexcept;
 
 // An event name of the option string (exception, gc, gcalloc, alloc, legacy, counters, ...; not the

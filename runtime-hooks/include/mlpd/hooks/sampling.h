@@ -34,6 +34,8 @@ struct SamplingConfig {
 using SampleStats = runtime::SampleStats;
 
 SampleStats sample_stats();
+// The world's stops for collections measured by the GC event callback (gc_callbacks.cpp).
+void gc_pauses(runtime::GcPauses& out);
 // Why `sample` does not run on per-thread CPU timers ("" when it does, or was not asked for).
 std::string cpu_timers_not_used();
 

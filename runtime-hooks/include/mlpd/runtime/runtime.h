@@ -131,6 +131,24 @@ struct SampleStats {
   uint64_t delivered_hz() const { return clock_ns ? static_cast<uint64_t>(static_cast<double>(written) * 1e9 / static_cast<double>(clock_ns) + 0.5) : 0; }
 };
 
+// The program's pauses for garbage collection (the world stopped: from the request to stop to the
+// restart), counted into fixed buckets; the metrics endpoint's `mlpd_gc_pause_seconds` histogram
+// (docs/fleet.md). Relaxed counters the collecting thread adds to; read by the helper.
+struct GcPauses {
+  static constexpr size_t kBounds = 12;
+  // The buckets' upper bounds in nanoseconds (100 us .. 1 s).
+  static constexpr uint64_t kBoundNs[kBounds] = {100'000,    250'000,    500'000,     1'000'000,
+                                                 2'500'000,  5'000'000,  10'000'000,  25'000'000,
+                                                 50'000'000, 100'000'000, 500'000'000, 1'000'000'000};
+  uint64_t buckets[kBounds + 1] = {};  // pauses in (bound i-1, bound i]; the last: above every bound
+  uint64_t sum_ns = 0;
+  static constexpr size_t bucket_of(uint64_t ns) {
+    size_t i = 0;
+    while (i < kBounds && ns > kBoundNs[i]) ++i;
+    return i;
+  }
+};
+
 // One of the runtime's own counters (Mono: mono-counters; CoreCLR: its event counters), as the
 // agent's counter sampler sees it.
 struct Counter {
@@ -246,6 +264,12 @@ class Runtime {
   virtual bool read_counter(const Counter& counter, uint64_t& bits) {
     (void)counter;
     (void)bits;
+    return false;
+  }
+  // The collections' pauses so far; false when the runtime does not measure them (the series is
+  // then left out).
+  virtual bool gc_pauses(GcPauses& out) const {
+    (void)out;
     return false;
   }
   // Every managed thread started so far (exited ones too). Takes a lock; never while the world is
