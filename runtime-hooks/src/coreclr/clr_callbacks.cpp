@@ -100,6 +100,16 @@ HRESULT object_allocated(ProfilerCallback*, ObjectID object, ClassID klass) {
   return kS_OK;
 }
 
+// The runtime's events of our EventPipe session, delivered synchronously on the thread that raised
+// them (seen on .NET 10: the contending thread, the allocating thread; `thread` and the stack are not
+// filled in for a profiler's session).
+HRESULT event_pipe_delivered(ProfilerCallback*, EVENTPIPE_PROVIDER provider, DWORD id, DWORD version, ULONG,
+                             LPCBYTE, ULONG data_size, LPCBYTE data, const Guid*, const Guid*, ThreadID thread,
+                             ULONG frame_count, UINT_PTR* frames) {
+  if (ClrRuntime* r = rt()) r->event_pipe_event(provider, id, version, data, data_size, thread, frame_count, frames);
+  return kS_OK;
+}
+
 }  // namespace
 
 void fill_event_callbacks(CallbackTable11& t) {
@@ -124,6 +134,7 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.ExceptionUnwindFinallyEnter = &finally_enter;
   t.ExceptionSearchFilterEnter = &filter_enter;
   t.ObjectAllocated = &object_allocated;
+  t.EventPipeEventDelivered = &event_pipe_delivered;
 }
 
 }  // namespace mlpd::coreclr

@@ -25,6 +25,14 @@ using rt::now_ns;
 namespace {
 uint64_t self_tid() { return static_cast<uint64_t>(pthread_self()); }
 
+// The lock implementation's own methods (Monitor.Enter and its slow paths, System.Threading.Lock's):
+// a contention's backtrace starts at the code that asked for the lock, as Mono's does (its monitor
+// callback runs under the runtime's own Monitor.Enter, which has no managed frame of its own there).
+bool is_lock_method(std::string_view name) {
+  return name.starts_with("System.Threading.Monitor:") || name.starts_with("System.Threading.Lock:") ||
+         name.starts_with("System.Threading.Lock/");
+}
+
 // What the file's event mask asks of the runtime's callbacks (COR_PRF_MONITOR_* and _HIGH_*). Only
 // JIT, threads, modules and assemblies, suspensions, GC and exceptions so far (docs/dotnet.md).
 void runtime_mask(uint32_t mask, DWORD& low, DWORD& high) {
@@ -51,11 +59,20 @@ std::string ClrRuntime::late_refusal(const runtime::Config&) const {
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
   // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
   if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
-  if ((config.mask & MASK_GC_ALLOC) && config.alloc_sample)
-    return error = "alloc-sample: sampled allocations on .NET (the runtime's AllocationSampled event) are not built yet (issue 35)",
+  // alloc-sample and monitor come through an EventPipe session of the profiler's own (Info12).
+  const bool alloc_sampled = (config.mask & MASK_GC_ALLOC) && config.alloc_sample;
+  if (alloc_sampled && (about_.major < 10 || about_.info_level < 12))
+    return error = "alloc-sample: sampled allocations need .NET 10's AllocationSampled event; this runtime is .NET " +
+                   (about_.version.empty() ? std::to_string(about_.major) : about_.version) +
+                   " (use alloc for every allocation)",
            false;
-  if (config.mask & MASK_MONITOR)
-    return error = "monitor: lock contention on .NET needs the runtime's EventPipe session, not built yet (issue 35)",
+  if (alloc_sampled && config.alloc_sample != event_pipe::kAllocationSamplingMean)
+    return error = "alloc-sample=" + std::to_string(config.alloc_sample) +
+                   ": .NET samples allocations every 100k (102400 bytes) on average, fixed by the runtime; "
+                   "give alloc-sample=100k",
+           false;
+  if ((config.mask & MASK_MONITOR) && about_.info_level < 12)
+    return error = "monitor: lock contention on .NET needs ICorProfilerInfo12's EventPipe session (.NET 5 or later)",
            false;
   if (config.mask & (MASK_GC_HANDLE | MASK_GC_FINALIZATION))
     return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
@@ -85,10 +102,17 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
   // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
   // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
-  // Stack snapshots: the innermost managed frame of an allocation (backtrace()).
-  if (config_.mask & MASK_GC_ALLOC)
-    low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated | monitor::kEnableStackSnapshot;
+  // With alloc-sample, the runtime's AllocationSampled events instead (its fast path kept).
+  alloc_sampled_ = alloc_sampled;
+  if ((config_.mask & MASK_GC_ALLOC) && !alloc_sampled_)
+    low |= monitor::kObjectAllocated | monitor::kEnableObjectAllocated;
+  // Stack snapshots: the innermost managed frame of an allocation or a contention (backtrace()).
+  if (config_.mask & (MASK_GC_ALLOC | MASK_MONITOR)) low |= monitor::kEnableStackSnapshot;
   alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
+  monitor_at_start_ = (config_.mask & MASK_MONITOR) != 0;
+  const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
+                            (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
+  if (keywords) high |= monitor_high::kEventPipe;  // EventPipeEventDelivered
   const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
   if (!succeeded(hr)) {
     char text[16];
@@ -96,6 +120,10 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  if (keywords && !start_event_pipe(keywords, error)) {
+    info_->table->SetEventMask2(info_, 0, 0);
+    return false;
+  }
   // `sample`, `sample-real`: the capture code Mono's attached agent uses (per-thread CPU timers, else
   // our sampler thread signalling every thread), with no managed walk in the handler: the helper
   // unwinds each sample from its stack copy, through the JIT's frame-pointer chains, and the JIT
@@ -107,7 +135,11 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     sc.pool = config_.sample_pool;
     sc.maxframes = std::min<uint32_t>(config_.maxframes, kMaxFrames);
     hooks::set_managed_thread_check(nullptr);
-    if (!hooks::start_late_sampling(sc, env.meta, error)) return false;
+    if (!hooks::start_late_sampling(sc, env.meta, error)) {
+      if (session_) info_->table->EventPipeStopSession(info_, session_);
+      session_ = 0;
+      return false;
+    }
     sampling_ = true;
   }
   set_instance(this);
@@ -174,6 +206,8 @@ void ClrRuntime::detach() {
   stop();
   if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
   sampling_ = false;
+  if (info_ && session_) info_->table->EventPipeStopSession(info_, session_);
+  session_ = 0;
   if (info_) info_->table->SetEventMask2(info_, 0, 0);
 }
 
@@ -193,7 +227,8 @@ void ClrRuntime::set_event_mask(uint32_t mask) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   // What was not asked for at start cannot be switched on (the runtime needs it at Initialize or it
   // is not built): only the kinds recorded here may come and go.
-  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER | (alloc_at_start_ ? MASK_GC_ALLOC : 0);
+  mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER | (alloc_at_start_ ? MASK_GC_ALLOC : 0) |
+          (monitor_at_start_ ? MASK_MONITOR : 0);
   if (paused_.load()) {
     saved_mask_ = mask;
     return;
@@ -328,6 +363,7 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   }
   std::lock_guard<std::mutex> lock(meta_mutex_);
   functions_.insert(function);
+  if (is_lock_method(name)) lock_functions_.insert(function);
 }
 
 // The helper's round: the code of methods named before their code was published.
@@ -569,23 +605,121 @@ void ClrRuntime::ensure_class(ClassID klass) {
   meta(v);
 }
 
-void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
-  if (!recording(MASK_GC_ALLOC) || !klass) return;
-  // The classes described, in a lossy direct-mapped table shared by all threads (relaxed atomics: a
-  // stale or evicted slot only costs a trip to the locked set). Not thread_local: libmlpd.so's TLS is
-  // static (initial-exec, for the hot paths) and must stay small, or dlopen (CORECLR_PROFILER_PATH,
-  // mono --profile) fails with "cannot allocate memory in static TLS block".
+// The classes described, in a lossy direct-mapped table shared by all threads (relaxed atomics: a
+// stale or evicted slot only costs a trip to the locked set). Not thread_local: libmlpd.so's TLS is
+// static (initial-exec, for the hot paths) and must stay small, or dlopen (CORECLR_PROFILER_PATH,
+// mono --profile) fails with "cannot allocate memory in static TLS block".
+void ClrRuntime::note_class(ClassID klass) {
   static std::atomic<uint64_t> seen[1024];
   std::atomic<uint64_t>& slot = seen[(klass >> 4) & 1023];
   if (slot.load(std::memory_order_relaxed) != klass) {
     ensure_class(klass);
     slot.store(klass, std::memory_order_relaxed);
   }
+}
+
+void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
+  if (!recording(MASK_GC_ALLOC) || !klass || alloc_sampled_) return;
+  note_class(klass);
   SIZE_T size = 0;
   info_->table->GetObjectSize2(info_, object, &size);
   rt::Backtrace bt;
   const rt::Backtrace* frames = backtrace(bt);
   if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), klass, object, size, frames);
+}
+
+// ---- the runtime's events through our EventPipe session (`monitor`, `alloc-sample`)
+
+// One session of the profiler's own: the runtime provider with the keywords asked for, at the
+// informational level, no rundown. Its events are delivered synchronously, on the thread that raises
+// them, to EventPipeEventDelivered (COR_PRF_HIGH_MONITOR_EVENT_PIPE, set with the event mask).
+bool ClrRuntime::start_event_pipe(uint64_t keywords, std::string& error) {
+  EventPipeProviderConfig provider{event_pipe::kRuntimeProvider, keywords, event_pipe::kLevelInformational, nullptr};
+  EVENTPIPE_SESSION session = 0;
+  const HRESULT hr = info_->table->EventPipeStartSession(info_, 1, &provider, 0, &session);
+  if (!succeeded(hr) || !session) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
+    error = std::string((keywords & event_pipe::kContentionKeyword) ? "monitor" : "alloc-sample") +
+            ": the runtime refused an EventPipe session (" + text + ")";
+    return false;
+  }
+  session_ = session;
+  return true;
+}
+
+// Whether `provider` is Microsoft-Windows-DotNETRuntime (asked once, then remembered).
+bool ClrRuntime::runtime_provider(EVENTPIPE_PROVIDER provider) {
+  if (!provider) return false;
+  if (provider_.load(std::memory_order_relaxed) == provider) return true;
+  WCHAR name[64];
+  ULONG length = 0;
+  if (!succeeded(info_->table->EventPipeGetProviderInfo(info_, provider, 64, &length, name))) return false;
+  constexpr size_t kLen = sizeof event_pipe::kRuntimeProvider / sizeof(char16_t) - 1;
+  if (length < kLen || length > 64) return false;
+  for (size_t i = 0; i < kLen; ++i)
+    if (name[i] != event_pipe::kRuntimeProvider[i]) return false;
+  if (length > kLen && name[kLen] != 0) return false;
+  provider_.store(provider, std::memory_order_relaxed);
+  return true;
+}
+
+void ClrRuntime::event_pipe_event(EVENTPIPE_PROVIDER provider, DWORD id, DWORD version, const BYTE* data,
+                                  ULONG size, ThreadID, ULONG, const UINT_PTR*) {
+  if (!active() || !runtime_provider(provider)) return;
+  switch (id) {
+    case event_pipe::kContentionStart: contention_started(data, size, version); break;
+    case event_pipe::kContentionStop: contention_stopped(data, size, version); break;
+    case event_pipe::kAllocationSampled: allocation_sampled(data, size); break;
+    default: break;
+  }
+}
+
+namespace {
+// The lock this thread waits for, from its ContentionStart to its ContentionStop (whose payload
+// names none): the file's done event names the same object as its contention (8 bytes of static TLS).
+thread_local uint64_t tls_contended = 0;
+}  // namespace
+
+// Mono's monitor events: contention when a thread finds the lock taken (with its backtrace), done when
+// it has it. The object is the one locked (Monitor.Enter's argument), else the lock's own id.
+void ClrRuntime::contention_started(const BYTE* data, ULONG size, DWORD version) {
+  event_pipe::ContentionStart c;
+  if (!event_pipe::parse_contention_start(data, size, version, c) || c.flags != event_pipe::kContentionManaged)
+    return;
+  const uint64_t object = c.object ? c.object : c.lock_id;
+  tls_contended = object ? object : 1;
+  if (!recording(MASK_MONITOR)) return;
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (frames && bt.count) {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    while (bt.count > 1 && lock_functions_.count(bt.frames[bt.count - 1])) --bt.count;  // innermost last
+  }
+  if (rt::ThreadLog* l = log()) rt::write_monitor(*l, now_ns(), MONITOR_CONTENTION, object, frames);
+}
+
+void ClrRuntime::contention_stopped(const BYTE* data, ULONG size, DWORD version) {
+  event_pipe::ContentionStop c;
+  if (!event_pipe::parse_contention_stop(data, size, version, c) || c.flags != event_pipe::kContentionManaged)
+    return;
+  const uint64_t object = tls_contended;
+  tls_contended = 0;
+  if (!object || !recording(MASK_MONITOR)) return;
+  if (rt::ThreadLog* l = log()) rt::write_monitor(*l, now_ns(), MONITOR_DONE, object == 1 ? 0 : object, nullptr);
+}
+
+// alloc-sample: each AllocationSampled event is one sampled allocation, written as Mono's side writes
+// one (class, object, size, backtrace); the file's alloc-sample=100k gives the reader the weight
+// (1 / (1 - exp(-size / 102400)), the runtime's own sampling probability).
+void ClrRuntime::allocation_sampled(const BYTE* data, ULONG size) {
+  if (!alloc_sampled_ || !recording(MASK_GC_ALLOC)) return;
+  event_pipe::AllocationSampled a;
+  if (!event_pipe::parse_allocation_sampled(data, size, a) || !a.type_id) return;
+  note_class(a.type_id);
+  rt::Backtrace bt;
+  const rt::Backtrace* frames = backtrace(bt);
+  if (rt::ThreadLog* l = log()) rt::write_alloc(*l, now_ns(), a.type_id, a.address, a.size, frames);
 }
 
 // Our own walk: the frame-pointer chain from here up (the runtime's native frames keep theirs; the

@@ -13,6 +13,7 @@
 
 #include "coreclr/clr_names.h"
 #include "coreclr/code_map.h"
+#include "coreclr/event_pipe.h"
 #include "coreclr/profiler.h"
 #include "coreclr/profiling_api.h"
 #include "mlpd/rt/events.h"
@@ -50,7 +51,7 @@ class ClrRuntime final : public runtime::Runtime {
   void final_round(bool) override;
   runtime::SampleStats sample_stats() const override;
   std::string cpu_timers_not_used() const override;
-  uint64_t alloc_sample_bytes() const override { return 0; }
+  uint64_t alloc_sample_bytes() const override { return alloc_sampled_ ? event_pipe::kAllocationSamplingMean : 0; }
   std::vector<runtime::OsThread> os_threads() const override;
   void take_new_counters(std::vector<runtime::Counter>& out) override;
   bool read_counter(const runtime::Counter& counter, uint64_t& bits) override;
@@ -72,6 +73,10 @@ class ClrRuntime final : public runtime::Runtime {
   void exception_thrown(ObjectID object);
   void exception_clause(uint8_t clause, FunctionID function);
   void object_allocated(ObjectID object, ClassID klass);
+  // An event of our EventPipe session (EventPipeEventDelivered): lock contention (`monitor`) and
+  // sampled allocations (`alloc-sample`), on the thread that raised it.
+  void event_pipe_event(EVENTPIPE_PROVIDER provider, DWORD id, DWORD version, const BYTE* data, ULONG size,
+                        ThreadID thread, ULONG frame_count, const UINT_PTR* frames);
   void runtime_shutdown();
 
   // The one runtime of the process (set by the entry point before install; null before).
@@ -101,6 +106,12 @@ class ClrRuntime final : public runtime::Runtime {
   static HRESULT innermost_frame(FunctionID function, UINT_PTR ip, COR_PRF_FRAME_INFO frame, ULONG32 context_size,
                                  BYTE* context, void* data);
   void ensure_class(ClassID klass);
+  void note_class(ClassID klass);  // ensure_class through a lossy cache of the classes seen
+  bool start_event_pipe(uint64_t keywords, std::string& error);
+  bool runtime_provider(EVENTPIPE_PROVIDER provider);
+  void contention_started(const BYTE* data, ULONG size, DWORD version);
+  void contention_stopped(const BYTE* data, ULONG size, DWORD version);
+  void allocation_sampled(const BYTE* data, ULONG size);
   ModuleID class_module(ClassID klass, int depth = 0);
   void write_sync_point(uint8_t type);
   void sync_environment();
@@ -120,6 +131,10 @@ class ClrRuntime final : public runtime::Runtime {
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
+  bool monitor_at_start_ = false;  // the EventPipe session has the contention keyword
+  bool alloc_sampled_ = false;     // alloc-sample: allocations come from AllocationSampled events
+  EVENTPIPE_SESSION session_ = 0;  // our EventPipe session (0: none)
+  std::atomic<EVENTPIPE_PROVIDER> provider_{0};  // Microsoft-Windows-DotNETRuntime, once seen
   std::mutex control_mutex_;
 
   // What has been described (metadata before use), under meta_mutex_.
@@ -130,6 +145,7 @@ class ClrRuntime final : public runtime::Runtime {
   CodeMap code_map_;  // every body described, for backtraces
   std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
+  std::unordered_set<FunctionID> lock_functions_;  // the locks' own methods (Monitor, Lock): not sites
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
 
   // Threads: the runtime's ThreadID -> the file's thread id (pthread_self of the thread).

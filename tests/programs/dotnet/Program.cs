@@ -3,6 +3,7 @@
 // code, so the tests can check that the agent changes neither.
 using System;
 using System.Collections.Generic;
+using System.Runtime.CompilerServices;
 using System.Threading;
 
 namespace MlpdTests
@@ -22,6 +23,8 @@ namespace MlpdTests
                 case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
                 case "crunch": return Crunch.Run(args.Length > 1 ? int.Parse(args[1]) : 100);
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
+                case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
+                case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
@@ -186,6 +189,77 @@ namespace MlpdTests
             long sum = 0;
             foreach (var p in payloads) sum += p.B;
             Console.WriteLine("payloads " + payloads.Count + " arrays " + arrays.Count + " sum " + sum);
+            return 0;
+        }
+    }
+
+    public static class Contention
+    {
+        static readonly object Gate = new object();
+        static int entered;
+
+        // Waits for Gate, which Run holds: one contention (and one acquisition after it) per call.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Waiter(ManualResetEventSlim ready)
+        {
+            ready.Set();
+            lock (Gate) { entered++; }
+        }
+
+        // `rounds` rounds: Run takes Gate, starts a thread that waits for it, holds it 50 ms (longer
+        // than the runtime's spinning, so the waiter blocks: at least `rounds` contentions), lets go.
+        public static int Run(int rounds)
+        {
+            for (int i = 0; i < rounds; i++)
+            {
+                var ready = new ManualResetEventSlim(false);
+                Thread t;
+                lock (Gate)
+                {
+                    t = new Thread(() => Waiter(ready));
+                    t.Start();
+                    ready.Wait();
+                    Thread.Sleep(50);
+                }
+                t.Join();
+            }
+            Console.WriteLine("rounds " + rounds + " entered " + entered);
+            return 0;
+        }
+    }
+
+    public static class Locks
+    {
+        static readonly object Gate = new object();
+        static long counter;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Worker(int count)
+        {
+            for (int i = 0; i < count; i++)
+            {
+                lock (Gate)
+                {
+                    counter += i & 7;
+                    if ((i & 4095) == 0) Thread.Sleep(1);  // the others block meanwhile: real contentions
+                }
+            }
+        }
+
+        // Four threads taking one lock `count` times each (short critical sections, a 1 ms sleep in one of
+        // 4096: contentions);
+        // prints the runtime's own count of contentions (Monitor.LockContentionCount) in the run.
+        public static int Run(int count)
+        {
+            long before = Monitor.LockContentionCount;
+            var threads = new Thread[4];
+            for (int t = 0; t < threads.Length; t++)
+            {
+                threads[t] = new Thread(() => Worker(count));
+                threads[t].Start();
+            }
+            foreach (var t in threads) t.Join();
+            Console.WriteLine("counter " + counter + " contentions " + (Monitor.LockContentionCount - before));
             return 0;
         }
     }

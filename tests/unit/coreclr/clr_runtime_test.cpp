@@ -24,6 +24,13 @@ namespace {
 struct Fake {
   DWORD low = 0, high = 0;
   std::vector<UINT_PTR> starts{0x10000, 0x20000};
+  // EventPipe: what the session was asked for, and whether the runtime grants it.
+  HRESULT session_hr = 0;
+  int sessions = 0, stopped = 0;
+  std::u16string provider;
+  uint64_t keywords = 0;
+  uint32_t level = 0;
+  BOOL rundown = -1;
 } g_fake;
 
 void copy_name(const char16_t* text, ULONG capacity, ULONG* length, WCHAR* out) {
@@ -118,6 +125,23 @@ HRESULT info_assembly(ProfilerInfo*, AssemblyID, ULONG capacity, ULONG* length, 
   return kS_OK;
 }
 
+HRESULT info_ep_start(ProfilerInfo*, UINT32 count, EventPipeProviderConfig* configs, BOOL rundown,
+                      EVENTPIPE_SESSION* session) {
+  if (g_fake.session_hr != 0) return g_fake.session_hr;
+  REQUIRE(count == 1);
+  ++g_fake.sessions;
+  g_fake.provider = configs[0].provider_name;
+  g_fake.keywords = configs[0].keywords;
+  g_fake.level = configs[0].logging_level;
+  g_fake.rundown = rundown;
+  *session = 0x1234;
+  return kS_OK;
+}
+HRESULT info_ep_stop(ProfilerInfo*, EVENTPIPE_SESSION session) {
+  if (session == 0x1234) ++g_fake.stopped;
+  return kS_OK;
+}
+
 InfoTable12 make_info() {
   InfoTable12 t{};
   t.SetEventMask2 = &info_set_mask2;
@@ -129,6 +153,8 @@ InfoTable12 make_info() {
   t.GetCodeInfo4 = &info_code4;
   t.GetModuleInfo = &info_module;
   t.GetAssemblyInfo = &info_assembly;
+  t.EventPipeStartSession = &info_ep_start;
+  t.EventPipeStopSession = &info_ep_stop;
   return t;
 }
 
@@ -158,10 +184,11 @@ struct Fixture {
   runtime::Env env;
   RuntimeInfo about;
   ClrRuntime runtime{&info, about_for()};
-  static RuntimeInfo about_for() {
+  static RuntimeInfo about_for(uint16_t major = 10) {
     RuntimeInfo r;
     r.info_level = 12;
-    r.version = "10.0.12";
+    r.major = major;
+    r.version = std::to_string(major) + ".0.12";
     return r;
   }
   Fixture() {
@@ -369,4 +396,102 @@ TEST_CASE("coreclr runtime: counters named after .NET's metrics", "[coreclr]") {
   CHECK(value("dotnet.thread.count") == 1);
   f.runtime.thread_destroyed(0xB0);
   CHECK(value("dotnet.thread.count") == 0);
+}
+
+TEST_CASE("coreclr runtime: monitor starts an EventPipe session for the contention events", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_MONITOR | format::MASK_GC;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK(g_fake.sessions == 1);
+  CHECK(g_fake.provider == u"Microsoft-Windows-DotNETRuntime");
+  CHECK(g_fake.keywords == 0x4000);
+  CHECK(g_fake.level == 4);
+  CHECK(g_fake.rundown == 0);
+  CHECK((g_fake.high & monitor_high::kEventPipe) != 0);  // EventPipeEventDelivered
+  CHECK((g_fake.low & monitor::kObjectAllocated) == 0);
+  // Asked for at start: monitor may go and come back.
+  f.runtime.set_event_mask(format::MASK_GC);
+  CHECK(f.runtime.event_mask() == format::MASK_GC);
+  f.runtime.set_event_mask(format::MASK_GC | format::MASK_MONITOR);
+  CHECK(f.runtime.event_mask() == (format::MASK_GC | format::MASK_MONITOR));
+  f.runtime.detach();
+  CHECK(g_fake.stopped == 1);
+}
+
+TEST_CASE("coreclr runtime: no session without monitor or alloc-sample; monitor not switched on later", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_GC;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK(g_fake.sessions == 0);
+  CHECK((g_fake.high & monitor_high::kEventPipe) == 0);
+  f.runtime.set_event_mask(format::MASK_GC | format::MASK_MONITOR);
+  CHECK(f.runtime.event_mask() == format::MASK_GC);
+}
+
+TEST_CASE("coreclr runtime: alloc-sample takes the runtime's AllocationSampled events at its fixed mean",
+          "[coreclr]") {
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_GC_ALLOC;
+  SECTION("100k on .NET 10") {
+    Fixture f;
+    c.alloc_sample = 102400;
+    REQUIRE(f.runtime.install(c, f.env, error));
+    CHECK(g_fake.keywords == 0x80000000000ull);
+    CHECK((g_fake.high & monitor_high::kEventPipe) != 0);
+    // Not the exact allocation callbacks (the allocator keeps its fast path).
+    CHECK((g_fake.low & (monitor::kObjectAllocated | monitor::kEnableObjectAllocated)) == 0);
+    CHECK(f.runtime.alloc_sample_bytes() == 102400);
+  }
+  SECTION("with monitor: one session, both keywords") {
+    Fixture f;
+    c.alloc_sample = 102400;
+    c.mask |= format::MASK_MONITOR;
+    REQUIRE(f.runtime.install(c, f.env, error));
+    CHECK(g_fake.sessions == 1);
+    CHECK(g_fake.keywords == (0x80000000000ull | 0x4000));
+  }
+  SECTION("another mean: refused, saying the runtime's") {
+    Fixture f;
+    c.alloc_sample = 512 * 1024;
+    CHECK_FALSE(f.runtime.install(c, f.env, error));
+    CHECK_THAT(error, mlpd_test::contains("alloc-sample=524288"));
+    CHECK_THAT(error, mlpd_test::contains("100k"));
+    CHECK(g_fake.sessions == 0);
+    CHECK(g_fake.low == 0);
+  }
+  SECTION(".NET 9: no AllocationSampled event, refused") {
+    Fixture f;
+    ClrRuntime older{&f.info, Fixture::about_for(9)};
+    c.alloc_sample = 102400;
+    CHECK_FALSE(older.install(c, f.env, error));
+    CHECK_THAT(error, mlpd_test::contains("alloc-sample"));
+    CHECK_THAT(error, mlpd_test::contains(".NET 9.0.12"));
+    CHECK(g_fake.sessions == 0);
+  }
+  SECTION("exact alloc: no session, the allocation callbacks") {
+    Fixture f;
+    REQUIRE(f.runtime.install(c, f.env, error));
+    CHECK(g_fake.sessions == 0);
+    CHECK((g_fake.low & monitor::kObjectAllocated) != 0);
+    CHECK(f.runtime.alloc_sample_bytes() == 0);
+  }
+}
+
+TEST_CASE("coreclr runtime: a session the runtime refuses is one line and nothing asked", "[coreclr]") {
+  Fixture f;
+  g_fake.session_hr = kE_FAIL;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_MONITOR;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("monitor"));
+  CHECK_THAT(error, mlpd_test::contains("0x80004005"));
+  CHECK(error.find('\n') == std::string::npos);
+  CHECK(g_fake.low == 0);  // the event mask taken back
+  CHECK(ClrRuntime::instance() == nullptr);
 }

@@ -4,6 +4,7 @@
 // hand in the IDL. A method left out, doubled or moved changes a count or an offset here.
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 #include "coreclr/profiling_api.h"
 #include "mlpd_catch.h"
@@ -58,6 +59,7 @@ TEST_CASE("coreclr: methods sit in the IDL's slots", "[coreclr]") {
   CHECK(slot(offsetof(CallbackTable11, DynamicMethodJITCompilationFinished)) == 93);
   CHECK(slot(offsetof(CallbackTable11, DynamicMethodUnloaded)) == 94);
   CHECK(slot(offsetof(CallbackTable11, EventPipeEventDelivered)) == 95);
+  CHECK(slot(offsetof(CallbackTable11, EventPipeProviderCreated)) == 96);
   CHECK(slot(offsetof(CallbackTable11, LoadAsNotificationOnly)) == 97);
 
   CHECK(slot(offsetof(InfoTable12, GetCurrentThreadID)) == 13);
@@ -77,7 +79,29 @@ TEST_CASE("coreclr: methods sit in the IDL's slots", "[coreclr]") {
   CHECK(slot(offsetof(InfoTable12, GetNativeCodeStartAddresses)) == 90);
   CHECK(slot(offsetof(InfoTable12, GetCodeInfo4)) == 92);
   CHECK(slot(offsetof(InfoTable12, EventPipeStartSession)) == 101);
+  CHECK(slot(offsetof(InfoTable12, EventPipeAddProviderToSession)) == 102);
+  CHECK(slot(offsetof(InfoTable12, EventPipeStopSession)) == 103);
+  CHECK(slot(offsetof(InfoTable12, EventPipeGetProviderInfo)) == 105);
   CHECK(slot(offsetof(InfoTable12, EventPipeWriteEvent)) == 107);
+}
+
+// The EventPipe structures and parameters the runtime reads from us or hands us (corprof.idl:
+// COR_PRF_EVENTPIPE_PROVIDER_CONFIG; EventPipeEventDelivered's twelve parameters after `this`).
+TEST_CASE("coreclr: EventPipe declarations follow the IDL", "[coreclr]") {
+  CHECK(sizeof(EventPipeProviderConfig) == 32);
+  CHECK(offsetof(EventPipeProviderConfig, keywords) == 8);
+  CHECK(offsetof(EventPipeProviderConfig, logging_level) == 16);
+  CHECK(offsetof(EventPipeProviderConfig, filter_data) == 24);
+  using Delivered = decltype(CallbackTable11::EventPipeEventDelivered);
+  using Expected = HRESULT (*)(ProfilerCallback*, EVENTPIPE_PROVIDER, DWORD, DWORD, ULONG, LPCBYTE, ULONG, LPCBYTE,
+                               const Guid*, const Guid*, ThreadID, ULONG, UINT_PTR*);
+  constexpr bool delivered_ok = std::is_same_v<Delivered, Expected>;
+  CHECK(delivered_ok);
+  using Start = decltype(InfoTable12::EventPipeStartSession);
+  constexpr bool start_ok =
+      std::is_same_v<Start, HRESULT (*)(ProfilerInfo*, UINT32, EventPipeProviderConfig*, BOOL, EVENTPIPE_SESSION*)>;
+  CHECK(start_ok);
+  CHECK(sizeof(EVENTPIPE_SESSION) == 8);
 }
 
 TEST_CASE("coreclr: GUIDs parse as the runtime lays them out", "[coreclr]") {
