@@ -687,6 +687,7 @@ void ClrRuntime::contention_started(const BYTE* data, ULONG size, DWORD version)
   event_pipe::ContentionStart c;
   if (!event_pipe::parse_contention_start(data, size, version, c) || c.flags != event_pipe::kContentionManaged)
     return;
+  counts_[kContentions].fetch_add(1, std::memory_order_relaxed);  // dotnet.monitor.lock_contentions
   const uint64_t object = c.object ? c.object : c.lock_id;
   tls_contended = object ? object : 1;
   if (!recording(MASK_MONITOR)) return;
@@ -848,8 +849,11 @@ void ClrRuntime::take_new_counters(std::vector<runtime::Counter>& out) {
       {kExceptions, "dotnet.exceptions", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
       {kHeapBytes, "dotnet.gc.heap.size", COUNTER_UNIT_BYTES, COUNTER_VARIANCE_VARIABLE},
       {kThreads, "dotnet.thread.count", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_VARIABLE},
+      {kContentions, "dotnet.monitor.lock_contentions", COUNTER_UNIT_COUNT, COUNTER_VARIANCE_MONOTONIC},
   };
   for (const Spec& s : kSpecs) {
+    // Lock contentions are counted from the contention events: only when `monitor` started the session.
+    if (s.id == kContentions && !monitor_at_start_) continue;
     runtime::Counter c;
     c.handle = &counts_[s.id];
     c.desc.section = COUNTER_SECTION_PERFCOUNTERS;

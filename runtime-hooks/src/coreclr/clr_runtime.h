@@ -161,7 +161,7 @@ class ClrRuntime final : public runtime::Runtime {
 
   // The runtime's counters, named after .NET's own metrics (System.Runtime): cheap relaxed counts
   // the callbacks keep; the agent's counter sampler reads them (take_new_counters, read_counter).
-  enum CounterId { kGen0, kGen1, kGen2, kPauseNs, kJitted, kExceptions, kHeapBytes, kThreads, kCounterCount };
+  enum CounterId { kGen0, kGen1, kGen2, kPauseNs, kJitted, kExceptions, kHeapBytes, kThreads, kContentions, kCounterCount };
   std::atomic<uint64_t> counts_[kCounterCount] = {};
   bool counters_given_ = false;
   std::atomic<uint64_t> suspend_start_ns_{0};

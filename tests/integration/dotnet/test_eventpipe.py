@@ -32,8 +32,8 @@ def check_file(label, path):
     return totals, p.stdout
 
 
-def report_json(path):
-    r = t.run([t.MLPD, "report", "--json", "--top", "50", path])
+def report_json(path, top=50):
+    r = t.run([t.MLPD, "report", "--json", "--top", str(top), path])
     t.check(r.returncode == 0, f"mlpd report --json {path}: {r.stderr[-300:]}")
     try:
         return json.loads(r.stdout)
@@ -77,17 +77,23 @@ def main():
     # Exact: four threads on one lock; the runtime's own count of contentions in the run
     # (Monitor.LockContentionCount) against the file's (the runtime's own threads may add one or two
     # outside the program's window).
-    p = profiled(["locks", "300000"], "nodefaults,monitor,output=locks.mlpd")
+    p = profiled(["locks", "300000"], "nodefaults,monitor,counter,output=locks.mlpd")
     m = re.search(r"counter (\d+) contentions (\d+)", p.stdout)
     t.check(p.returncode == 0 and m is not None and int(m.group(1)) == 4 * 300000 // 8 * 28,
             f"locks: {p.returncode} {p.stdout!r}")
     check_file("locks", "locks.mlpd")
-    rep = report_json("locks.mlpd").get("monitor", {})
+    full = report_json("locks.mlpd", top=200)  # every counter
+    rep = full.get("monitor", {})
+    counted = [c.get("value") for c in full.get("counters", {}).get("values", [])
+               if c.get("name") == "System.Runtime/dotnet.monitor.lock_contentions"]
+    t.check(counted == [rep.get("contentions")],
+            f"locks: dotnet.monitor.lock_contentions {counted}, the file's contentions {rep.get('contentions')}")
     if m:
         known = int(m.group(2))
         t.check(known <= rep.get("contentions", 0) <= known + 2 and rep.get("acquired") == rep.get("contentions"),
                 f"locks: the runtime counted {known} contentions, the file {rep}")
-        print(f"ok  locks: the runtime counted {known} contentions, the file {rep.get('contentions')}", flush=True)
+        print(f"ok  locks: the runtime counted {known} contentions, the file {rep.get('contentions')}, "
+              f"dotnet.monitor.lock_contentions {counted}", flush=True)
 
     # alloc-sample=100k: `allocs N` makes exactly N Payload objects (32 bytes each) and N int[10] (64
     # bytes each): the estimated bytes per type within 15% of the known bytes (about 4 and 3 standard

@@ -137,6 +137,12 @@ HRESULT info_ep_start(ProfilerInfo*, UINT32 count, EventPipeProviderConfig* conf
   *session = 0x1234;
   return kS_OK;
 }
+// Provider 0x77 is the runtime's, 0x78 EventPipe's own.
+HRESULT info_ep_provider(ProfilerInfo*, EVENTPIPE_PROVIDER provider, ULONG capacity, ULONG* length, WCHAR* name) {
+  if (provider == 0x77) return copy_name(u"Microsoft-Windows-DotNETRuntime", capacity, length, name), kS_OK;
+  if (provider == 0x78) return copy_name(u"Microsoft-DotNETCore-EventPipe", capacity, length, name), kS_OK;
+  return kE_FAIL;
+}
 HRESULT info_ep_stop(ProfilerInfo*, EVENTPIPE_SESSION session) {
   if (session == 0x1234) ++g_fake.stopped;
   return kS_OK;
@@ -155,6 +161,7 @@ InfoTable12 make_info() {
   t.GetAssemblyInfo = &info_assembly;
   t.EventPipeStartSession = &info_ep_start;
   t.EventPipeStopSession = &info_ep_stop;
+  t.EventPipeGetProviderInfo = &info_ep_provider;
   return t;
 }
 
@@ -494,4 +501,39 @@ TEST_CASE("coreclr runtime: a session the runtime refuses is one line and nothin
   CHECK(error.find('\n') == std::string::npos);
   CHECK(g_fake.low == 0);  // the event mask taken back
   CHECK(ClrRuntime::instance() == nullptr);
+}
+
+TEST_CASE("coreclr runtime: with monitor, dotnet.monitor.lock_contentions counts the runtime's contentions",
+          "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.mask = format::MASK_MONITOR;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  std::vector<runtime::Counter> counters;
+  f.runtime.take_new_counters(counters);
+  REQUIRE(counters.size() == 9);
+  const runtime::Counter& lc = counters.back();
+  CHECK(lc.desc.name == "dotnet.monitor.lock_contentions");
+  // ContentionStart V2 (managed), ContentionStop V1.
+  const uint8_t start[27] = {0, 0, 0, 0x68, 0x22, 0, 0xf0, 0x50, 0x7f, 0, 0, 0x98, 0xc2, 0x09, 0x25, 0x51, 0x7f, 0, 0, 0x64, 2};
+  const uint8_t stop[11] = {};
+  f.runtime.event_pipe_event(0x77, 81, 2, start, sizeof start, 0, 0, nullptr);
+  f.runtime.event_pipe_event(0x77, 91, 1, stop, sizeof stop, 0, 0, nullptr);
+  f.runtime.event_pipe_event(0x77, 81, 2, start, sizeof start, 0, 0, nullptr);
+  f.runtime.event_pipe_event(0x77, 81, 2, start, 20, 0, 0, nullptr);  // cut short: not an event
+  f.runtime.event_pipe_event(0x78, 81, 2, start, sizeof start, 0, 0, nullptr);  // another provider's id 81
+  uint64_t bits = 0;
+  CHECK(f.runtime.read_counter(lc, bits));
+  CHECK(bits == 2);
+}
+
+TEST_CASE("coreclr runtime: no lock-contention counter without monitor", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  std::vector<runtime::Counter> counters;
+  f.runtime.take_new_counters(counters);
+  CHECK(counters.size() == 8);
+  for (const runtime::Counter& c : counters) CHECK(c.desc.name != "dotnet.monitor.lock_contentions");
 }
