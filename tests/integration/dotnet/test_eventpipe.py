@@ -96,9 +96,9 @@ def main():
               f"dotnet.monitor.lock_contentions {counted}", flush=True)
 
     # alloc-sample=100k: `allocs N` makes exactly N Payload objects (32 bytes each) and N int[10] (64
-    # bytes each): the estimated bytes per type within 15% of the known bytes (about 4 and 3 standard
-    # errors at 100 KB per sample).
-    n = 2_000_000
+    # bytes each): the estimated bytes per type within 15% of the known bytes (128 and 256 MB: one
+    # standard error is about 3% and 2% at 100 KB per sample; seen up to 6% at 2 million objects).
+    n = 4_000_000
     plain = t.run([DOTNET, DLL, "allocs", str(n)], env=env_with())
     p = profiled(["allocs", str(n)], "nodefaults,alloc-sample=100k,output=sampled.mlpd")
     t.check(p.stdout == plain.stdout and p.returncode == plain.returncode == 0,
