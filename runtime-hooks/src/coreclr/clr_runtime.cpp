@@ -113,6 +113,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
                             (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
   if (keywords) high |= monitor_high::kEventPipe;  // EventPipeEventDelivered
+  low_ = low;
+  high_ = high;
   const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
   if (!succeeded(hr)) {
     char text[16];
@@ -120,7 +122,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
-  if (keywords && !start_event_pipe(keywords, error)) {
+  if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
   }
@@ -207,7 +209,8 @@ void ClrRuntime::detach() {
   if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
   sampling_ = false;
   if (info_ && session_) info_->table->EventPipeStopSession(info_, session_);
-  session_ = 0;
+  if (info_ && contention_session_) info_->table->EventPipeStopSession(info_, contention_session_);
+  session_ = contention_session_ = 0;
   if (info_) info_->table->SetEventMask2(info_, 0, 0);
 }
 
@@ -225,6 +228,20 @@ rt::ThreadLog* ClrRuntime::log() { return env_.registry ? env_.registry->get() :
 
 void ClrRuntime::set_event_mask(uint32_t mask) {
   std::lock_guard<std::mutex> lock(control_mutex_);
+  // `events +monitor` on a run started without it: a second session of ours, with the contention
+  // keyword only (EventPipe sessions and COR_PRF_HIGH_MONITOR_EVENT_PIPE may come after Initialize).
+  if ((mask & MASK_MONITOR) && !monitor_at_start_.load() && active() && about_.info_level >= 12 &&
+      !contention_session_) {
+    std::string error;
+    if (!(high_ & monitor_high::kEventPipe) &&
+        succeeded(info_->table->SetEventMask2(info_, low_, high_ | monitor_high::kEventPipe)))
+      high_ |= monitor_high::kEventPipe;
+    EVENTPIPE_SESSION session = 0;
+    if ((high_ & monitor_high::kEventPipe) && start_event_pipe(event_pipe::kContentionKeyword, session, error)) {
+      contention_session_ = session;
+      monitor_at_start_.store(true);
+    }
+  }
   // What was not asked for at start cannot be switched on (the runtime needs it at Initialize or it
   // is not built): only the kinds recorded here may come and go.
   mask &= MASK_GC | MASK_EXCEPTION | MASK_JIT | MASK_COUNTER | (alloc_at_start_ ? MASK_GC_ALLOC : 0) |
@@ -633,7 +650,7 @@ void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
 // One session of the profiler's own: the runtime provider with the keywords asked for, at the
 // informational level, no rundown. Its events are delivered synchronously, on the thread that raises
 // them, to EventPipeEventDelivered (COR_PRF_HIGH_MONITOR_EVENT_PIPE, set with the event mask).
-bool ClrRuntime::start_event_pipe(uint64_t keywords, std::string& error) {
+bool ClrRuntime::start_event_pipe(uint64_t keywords, EVENTPIPE_SESSION& out, std::string& error) {
   EventPipeProviderConfig provider{event_pipe::kRuntimeProvider, keywords, event_pipe::kLevelInformational, nullptr};
   EVENTPIPE_SESSION session = 0;
   const HRESULT hr = info_->table->EventPipeStartSession(info_, 1, &provider, 0, &session);
@@ -644,7 +661,7 @@ bool ClrRuntime::start_event_pipe(uint64_t keywords, std::string& error) {
             ": the runtime refused an EventPipe session (" + text + ")";
     return false;
   }
-  session_ = session;
+  out = session;
   return true;
 }
 
@@ -689,8 +706,10 @@ void ClrRuntime::contention_started(const BYTE* data, ULONG size, DWORD version)
     return;
   counts_[kContentions].fetch_add(1, std::memory_order_relaxed);  // dotnet.monitor.lock_contentions
   const uint64_t object = c.object ? c.object : c.lock_id;
-  tls_contended = object ? object : 1;
+  // A done is written only after a contention written (monitor may come on between the two).
+  tls_contended = 0;
   if (!recording(MASK_MONITOR)) return;
+  tls_contended = object ? object : 1;
   rt::Backtrace bt;
   const rt::Backtrace* frames = backtrace(bt);
   if (frames && bt.count) {

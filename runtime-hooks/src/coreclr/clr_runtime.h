@@ -107,7 +107,7 @@ class ClrRuntime final : public runtime::Runtime {
                                  BYTE* context, void* data);
   void ensure_class(ClassID klass);
   void note_class(ClassID klass);  // ensure_class through a lossy cache of the classes seen
-  bool start_event_pipe(uint64_t keywords, std::string& error);
+  bool start_event_pipe(uint64_t keywords, EVENTPIPE_SESSION& session, std::string& error);
   bool runtime_provider(EVENTPIPE_PROVIDER provider);
   void contention_started(const BYTE* data, ULONG size, DWORD version);
   void contention_stopped(const BYTE* data, ULONG size, DWORD version);
@@ -131,9 +131,11 @@ class ClrRuntime final : public runtime::Runtime {
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
-  bool monitor_at_start_ = false;  // the EventPipe session has the contention keyword
+  std::atomic<bool> monitor_at_start_{false};  // a session of ours has the contention keyword
+  DWORD low_ = 0, high_ = 0;       // the event mask asked of the runtime (install, set_event_mask)
   bool alloc_sampled_ = false;     // alloc-sample: allocations come from AllocationSampled events
   EVENTPIPE_SESSION session_ = 0;  // our EventPipe session (0: none)
+  EVENTPIPE_SESSION contention_session_ = 0;  // one started by `events +monitor` after start (0: none)
   std::atomic<EVENTPIPE_PROVIDER> provider_{0};  // Microsoft-Windows-DotNETRuntime, once seen
   std::mutex control_mutex_;
 

@@ -427,7 +427,8 @@ TEST_CASE("coreclr runtime: monitor starts an EventPipe session for the contenti
   CHECK(g_fake.stopped == 1);
 }
 
-TEST_CASE("coreclr runtime: no session without monitor or alloc-sample; monitor not switched on later", "[coreclr]") {
+TEST_CASE("coreclr runtime: no session without monitor or alloc-sample; events +monitor starts one later",
+          "[coreclr]") {
   Fixture f;
   std::string error;
   runtime::Config c;
@@ -435,8 +436,27 @@ TEST_CASE("coreclr runtime: no session without monitor or alloc-sample; monitor 
   REQUIRE(f.runtime.install(c, f.env, error));
   CHECK(g_fake.sessions == 0);
   CHECK((g_fake.high & monitor_high::kEventPipe) == 0);
+  const DWORD low = g_fake.low;
   f.runtime.set_event_mask(format::MASK_GC | format::MASK_MONITOR);
-  CHECK(f.runtime.event_mask() == format::MASK_GC);
+  CHECK(f.runtime.event_mask() == (format::MASK_GC | format::MASK_MONITOR));
+  CHECK(g_fake.sessions == 1);
+  CHECK(g_fake.keywords == 0x4000);
+  CHECK((g_fake.high & monitor_high::kEventPipe) != 0);
+  CHECK(g_fake.low == low);  // nothing else changed
+  f.runtime.set_event_mask(format::MASK_GC);
+  f.runtime.set_event_mask(format::MASK_GC | format::MASK_MONITOR);
+  CHECK(g_fake.sessions == 1);  // one session, kept
+  f.runtime.detach();
+  CHECK(g_fake.stopped == 1);
+}
+
+TEST_CASE("coreclr runtime: events +monitor the runtime refuses stays off", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  REQUIRE(f.runtime.install({}, f.env, error));
+  g_fake.session_hr = kE_FAIL;
+  f.runtime.set_event_mask(format::MASK_MONITOR);
+  CHECK(f.runtime.event_mask() == 0);
 }
 
 TEST_CASE("coreclr runtime: alloc-sample takes the runtime's AllocationSampled events at its fixed mean",
