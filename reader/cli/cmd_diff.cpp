@@ -17,7 +17,7 @@ namespace mlpd::cli {
 namespace {
 
 const char kHelp[] =
-    "usage: mlpd diff [--what W] [--threads] [--jobs N] [-o OUT] A B\n"
+    "usage: mlpd diff [--what W] [--threads] [--managed] [--jobs N] [-o OUT] A B\n"
     "\n"
     "A differential flame graph: how the stacks of profile B (after) differ from those of profile A\n"
     "(before), for one --what (as in 'mlpd export'; the default: cpu when both files have samples,\n"
@@ -31,6 +31,9 @@ const char kHelp[] =
     "                    the input of FlameGraph's 'flamegraph.pl' for differential graphs\n"
     "  --what W          cpu, alloc, alloc-bytes, calls, exceptions, monitor\n"
     "  --threads         one root per thread, matched by name (a thread without a name: by id)\n"
+    "  --managed         the program's managed frames only (no native frames, no runtime wrappers):\n"
+    "                    one program profiled on Mono and on .NET lines up by its own methods\n"
+    "                    (a frame equal to its caller's is kept once: .NET's OSR bodies, recursion)\n"
     "  --jobs N, -j N    read each file on N threads (default: one per core; 1: one thread)\n"
     "\n"
     "Exit status: 0 success, 1 a file has problems or cannot be read, 2 bad usage.\n";
@@ -46,12 +49,13 @@ bool ends_with(const std::string& s, const char* e) {
 
 int cmd_diff(int argc, char** argv) {
   profile::What what = profile::What::cpu;
-  bool what_given = false, threads = false;
+  bool what_given = false, threads = false, managed = false;
   std::string out_path;
   std::vector<std::string> files;
   unsigned jobs = default_jobs();
   const int rc = parse_command(argc, argv, "diff", kHelp,
                                {{"--threads", nullptr, &threads},
+                                {"--managed", nullptr, &managed},
                                 what_option(what, what_given),
                                 {"--output", "-o", nullptr, [&](const std::string& v) {
                                    out_path = v;
@@ -90,6 +94,10 @@ int cmd_diff(int argc, char** argv) {
   }
   auto sa = views::collapse(a, what, threads);
   auto sb = views::collapse(b, what, threads);
+  if (managed) {
+    sa = views::managed_only(sa);
+    sb = views::managed_only(sb);
+  }
   if (threads) {  // two runs have different thread ids: match threads by name ("Main", not "Main (0x...)")
     for (auto* v : {&sa, &sb}) {
       for (views::CollapsedStack& s : *v) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 
@@ -170,6 +171,43 @@ std::vector<CollapsedStack> collapse(const Profile& p, What what, bool threads) 
     out.push_back(CollapsedStack{stack, kinds, weight});
   });
   std::sort(out.begin(), out.end(), [](const CollapsedStack& a, const CollapsedStack& b) { return a.stack < b.stack; });
+  return out;
+}
+
+std::vector<CollapsedStack> managed_only(const std::vector<CollapsedStack>& stacks) {
+  std::map<std::string, CollapsedStack> merged;
+  for (const CollapsedStack& s : stacks) {
+    std::string stack, kinds;
+    size_t at = 0;
+    for (size_t k = 0; k < s.kinds.size() && at <= s.stack.size(); ++k) {
+      // One frame per kind letter, ';' between frames (the last frame runs to the end).
+      const size_t end = k + 1 < s.kinds.size() ? s.stack.find(';', at) : s.stack.size();
+      if (end == std::string::npos) break;
+      const std::string_view frame(s.stack.data() + at, end - at);
+      const char kind = s.kinds[k];
+      // A frame the same as its caller's is shown once: .NET's OSR body runs over its own tier-0
+      // frame, and a method calling itself directly is folded alike on both runtimes.
+      const bool repeat = !kinds.empty() && kinds.back() == kind && stack.size() >= frame.size() &&
+                          std::string_view(stack).substr(stack.size() - frame.size()) == frame &&
+                          (stack.size() == frame.size() || stack[stack.size() - frame.size() - 1] == ';');
+      if (((kind == 'm' && frame.substr(0, 9) != "(wrapper ") || kind == 't') && !repeat) {
+        if (!stack.empty()) stack += ';';
+        stack += frame;
+        kinds += kind;
+      }
+      at = end + 1;
+    }
+    if (kinds.empty() || kinds == "t") {
+      if (!stack.empty()) stack += ';';
+      stack += "[not managed]";
+      kinds += 's';
+    }
+    auto [it, inserted] = merged.try_emplace(stack, CollapsedStack{stack, kinds, 0});
+    it->second.weight += s.weight;
+  }
+  std::vector<CollapsedStack> out;
+  out.reserve(merged.size());
+  for (auto& [_, s] : merged) out.push_back(std::move(s));
   return out;
 }
 

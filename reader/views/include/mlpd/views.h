@@ -90,6 +90,12 @@ struct CollapsedStack {
 };
 // Sorted by stack.
 std::vector<CollapsedStack> collapse(const profile::Profile& p, profile::What what, bool threads);
+// The program's managed frames only (kind m, without the runtime's "(wrapper ...)" frames; a thread
+// root kept): what two runtimes share for one program, whose native frames (Mono's runtime and
+// wrappers, .NET's host and runtime) differ. A frame equal to its caller's is kept once (.NET's OSR
+// body over its tier-0 frame; direct recursion alike on both sides). Stacks that become equal are
+// merged (weights summed); a stack left with no frame becomes "[not managed]". Sorted by stack.
+std::vector<CollapsedStack> managed_only(const std::vector<CollapsedStack>& stacks);
 // The same stacks, streamed without storing them (memory: the merged tree of frame names): fn gets
 // each stack with a non-zero weight, depth first (a stack's callees right after it, by name).
 void for_each_collapsed(const profile::Profile& p, profile::What what, bool threads,
