@@ -58,6 +58,7 @@ struct DrainState {
   // in time (held up: the finalizer busy, the machine loaded), and the frames it would have named
   // would otherwise be cut (kMaxDeferrals, below).
   std::unordered_map<const Record*, uint32_t> deferred;
+  const Pool* deferred_pool = nullptr;  // the pool those records are in
 };
 
 // A sample whose frames the describer did not name in time waits for up to this many later drains
@@ -142,6 +143,11 @@ void drain_samples(bool final) {
   }
   DrainState& d = *g_drain;
   d.batch.clear();
+  // Records kept back belong to their pool: an attach after a detach makes a new one.
+  if (d.deferred_pool != pool) {
+    d.deferred.clear();
+    d.deferred_pool = pool;
+  }
   // Final: close the free stack first, so that a handler that passed the on-check before the stop
   // can no longer take a record (it counts dropped_shutdown). Every record not on the closed stack
   // and not READY now was popped by a handler that has not finished (state WRITING, or not yet
