@@ -22,6 +22,15 @@ namespace MlpdTests
                 case "busy": return Busy.Run(args.Length > 1 ? int.Parse(args[1]) : 2000);
                 case "allocs": return Allocs.Run(args.Length > 1 ? int.Parse(args[1]) : 1000);
                 case "crunch": return Crunch.Run(args.Length > 1 ? int.Parse(args[1]) : 100);
+                case "exit":
+                    // Environment.Exit from a worker thread while the main thread allocates (dotnet_faults).
+                    var exiter = new System.Threading.Thread(() => { System.Threading.Thread.Sleep(300); Console.WriteLine("exiting"); Environment.Exit(3); });
+                    exiter.Start();
+                    var keep = new List<object>();
+                    while (true) { keep.Add(new Payload(keep.Count)); if (keep.Count > 100000) keep.Clear(); }
+                case "unhandled":
+                    Console.WriteLine("throwing");
+                    throw new InvalidOperationException("unhandled on purpose");
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
                 case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
