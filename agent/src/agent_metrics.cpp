@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "cpu_counters.h"
 #include "mlpd/agent/prometheus_text.h"
 #include "mlpd/event.h"
 #include "mlpd/format.h"
@@ -151,27 +152,8 @@ void runtime_metrics(PromText& p, const Values& v) {
 }  // namespace
 
 bool parse_proc_self_stat(std::string_view s, ProcStat& out) {
-  const size_t close = s.rfind(')');  // the command name, in parentheses, may hold anything
-  if (close == std::string_view::npos) return false;
-  size_t pos = close + 1;
   uint64_t fields[25] = {};
-  for (int field = 3; field <= 24; ++field) {
-    while (pos < s.size() && s[pos] == ' ') ++pos;
-    const size_t begin = pos;
-    while (pos < s.size() && s[pos] != ' ' && s[pos] != '\n') ++pos;
-    if (pos == begin) return false;
-    if (field >= 14) {
-      uint64_t v = 0;
-      for (size_t i = begin; i < pos; ++i) {
-        if (s[i] < '0' || s[i] > '9') {
-          if (field == 19 || field == 18) break;  // priority and nice may be negative; not used
-          return false;
-        }
-        v = v * 10 + static_cast<uint64_t>(s[i] - '0');
-      }
-      fields[field] = v;
-    }
-  }
+  if (!proc_stat_fields(s, 24, fields)) return false;
   out.utime = fields[14];
   out.stime = fields[15];
   out.threads = fields[20];

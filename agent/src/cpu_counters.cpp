@@ -41,14 +41,12 @@ std::string comm_of(int task_fd, int tid) {
 
 }  // namespace
 
-bool parse_proc_stat(const char* text, size_t size, CpuTimes& out) {
-  const std::string_view s(text, size);
+bool proc_stat_fields(std::string_view s, int last, uint64_t* fields) {
   const size_t close = s.rfind(')');  // the command name, in parentheses, may hold anything
-  if (close == std::string_view::npos) return false;
-  // After ") ": field 3 (state) onwards. utime is field 14, stime 15, starttime 22.
+  if (close == std::string_view::npos || last < 14) return false;
+  // After ") ": field 3 (state) onwards; the numbers from field 14 (utime) are kept.
   size_t pos = close + 1;
-  uint64_t fields[23] = {};
-  for (int field = 3; field <= 22; ++field) {
+  for (int field = 3; field <= last; ++field) {
     while (pos < s.size() && s[pos] == ' ') ++pos;
     const size_t begin = pos;
     while (pos < s.size() && s[pos] != ' ' && s[pos] != '\n') ++pos;
@@ -56,12 +54,21 @@ bool parse_proc_stat(const char* text, size_t size, CpuTimes& out) {
     if (field >= 14) {
       uint64_t v = 0;
       for (size_t i = begin; i < pos; ++i) {
-        if (s[i] < '0' || s[i] > '9') return false;
+        if (s[i] < '0' || s[i] > '9') {
+          if (field == 18 || field == 19) break;  // priority and nice may be negative; not used
+          return false;
+        }
         v = v * 10 + static_cast<uint64_t>(s[i] - '0');
       }
       fields[field] = v;
     }
   }
+  return true;
+}
+
+bool parse_proc_stat(const char* text, size_t size, CpuTimes& out) {
+  uint64_t fields[23] = {};
+  if (!proc_stat_fields(std::string_view(text, size), 22, fields)) return false;
   out.user = fields[14];
   out.system = fields[15];
   out.start = fields[22];

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct CpuTimes {
 };
 // Parses the text of a /proc/.../stat file (the command name may hold spaces and parentheses).
 bool parse_proc_stat(const char* text, size_t size, CpuTimes& out);
+// The numeric fields 14..`last` of such a text into fields[14..last] (fields has last + 1 slots;
+// priority and nice, which may be negative, are read as 0). False when the text is not one.
+bool proc_stat_fields(std::string_view text, int last, uint64_t* fields);
 
 class CpuCounters {
  public:
