@@ -12,24 +12,13 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with  # noqa: E402
+from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with, mlpd_lines, profiled  # noqa: E402,F401
 
 
-def profiled(args, options):
-    return t.run([DOTNET, DLL] + args, env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
-                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options))
 
 
-def mlpd_lines(stderr):
-    return [l for l in stderr.splitlines() if l.startswith("mlpd:")]
 
 
-def check_file(label, path):
-    rc, v, p = t.verify_json(path, strict=True)
-    t.check(rc == 0 and v and v["ok"], f"{label}: {path} does not verify --strict: {v and v.get('errors', [])[:3]} {p.stderr[-300:]}")
-    rc, totals, p = t.mprof_report(path, "--traces")
-    t.check(rc == 0, f"{label}: mprof-report failed on {path}: {p.stdout[-300:]} {p.stderr[-300:]}")
-    return totals, p.stdout
 
 
 def report_json(path, top=50):

@@ -12,34 +12,12 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with  # noqa: E402,F401
-
-
-def profiled(args, options):
-    return t.run([DOTNET, DLL] + args, env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
-                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options))
-
-
-def profiled_env(args, options, **extra):
-    return t.run([DOTNET, DLL] + args, env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
-                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options, **extra))
-
-
-def mlpd_lines(stderr):
-    return [l for l in stderr.splitlines() if l.startswith("mlpd:")]
+from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with, check_file, mlpd_lines, profiled  # noqa: E402,F401
 
 
 def dump_events(path):
     p = t.run([t.MLPD, "dump", "--json", path])
     return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
-
-
-def check_file(label, path):
-    rc, v, p = t.verify_json(path, strict=True)
-    t.check(rc == 0 and v and v["ok"], f"{label}: {path} does not verify --strict: {v and v.get('errors', [])[:3]} {p.stderr[-300:]}")
-    rc, totals, p = t.mprof_report(path, "--traces")
-    t.check(rc == 0, f"{label}: mprof-report failed on {path}: {p.stdout[-300:]} {p.stderr[-300:]}")
-    return totals, p.stdout
 
 
 def main():
@@ -102,7 +80,7 @@ def main():
     # Backtraces from optimised code (tiered compilation off: every method fully optimised), whose
     # allocation helpers make no frame record: the allocating method is still the innermost frame, not
     # lost ([no backtrace]) nor its caller (Programs:Main).
-    p = profiled_env(["allocs", "1000"], "nodefaults,alloc,output=allocs_opt.mlpd", DOTNET_TieredCompilation="0")
+    p = profiled(["allocs", "1000"], "nodefaults,alloc,output=allocs_opt.mlpd", DOTNET_TieredCompilation="0")
     t.check(p.returncode == 0 and "payloads 1000" in p.stdout, f"allocs (optimised): {p.returncode} {p.stdout!r}")
     check_file("allocs (optimised)", "allocs_opt.mlpd")
     ex = t.run([t.MLPD, "export", "--what", "alloc", "--format", "collapsed", "-o", "-", "allocs_opt.mlpd"])

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with  # noqa: E402
+from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with  # noqa: E402
 
 SPIN = "MlpdTests.Busy:Spin (int)"
 MAIN = "MlpdTests.Programs:Main (string[])"
@@ -46,11 +46,6 @@ def stacks(path):
     return out
 
 
-def check_file(label, path):
-    rc, v, p = t.verify_json(path, strict=True)
-    t.check(rc == 0 and v and v["ok"], f"{label}: {path} does not verify --strict: {v and v.get('errors', [])[:3]} {p.stderr[-300:]}")
-    rc, _, p = t.mprof_report(path, "--traces")
-    t.check(rc == 0, f"{label}: mprof-report failed on {path}: {p.stdout[-300:]} {p.stderr[-300:]}")
 
 
 def main():

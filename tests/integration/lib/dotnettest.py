@@ -4,6 +4,8 @@ any profiler variable of ours or the runtime's."""
 import os
 import shutil
 
+import mlpdtest as t
+
 AGENT = os.path.realpath(os.environ["MLPD_AGENT"])
 DOTNET = os.environ.get("DOTNET") or shutil.which("dotnet")
 PROGRAMS = os.environ.get("MLPD_DOTNET_PROGRAMS", "")
@@ -19,3 +21,24 @@ def env_with(**kw):
     env = {k: v for k, v in os.environ.items() if k not in OUR_VARS}
     env.update(kw)
     return env
+
+
+def profiled(args, options, **extra):
+    """`dotnet DLL args` with the agent (the CORECLR_ variables) and MLPD_OPTIONS=options, plus `extra`."""
+    return t.run([DOTNET, DLL] + args, env=env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID,
+                                                    CORECLR_PROFILER_PATH=AGENT, MLPD_OPTIONS=options, **extra))
+
+
+def mlpd_lines(stderr):
+    """The agent's lines in a program's standard error."""
+    return [l for l in stderr.splitlines() if l.startswith("mlpd:")]
+
+
+def check_file(label, path):
+    """`path` passes mlpd verify --strict and Mono's mprof-report reads it; returns mprof-report's
+    totals and text."""
+    rc, v, p = t.verify_json(path, strict=True)
+    t.check(rc == 0 and v and v["ok"], f"{label}: {path} does not verify --strict: {v and v.get('errors', [])[:3]} {p.stderr[-300:]}")
+    rc, totals, p = t.mprof_report(path, "--traces")
+    t.check(rc == 0, f"{label}: mprof-report failed on {path}: {p.stdout[-300:]} {p.stderr[-300:]}")
+    return totals, p.stdout
