@@ -1,7 +1,7 @@
 // Allocation, exception and monitor callbacks: the object events that carry a backtrace
 // (collect_backtrace, callbacks.h). on_allocation is the `gcalloc` hot path: what it uses per
 // allocation is inline (the thread's log, the described cache, the backtrace check, the writer).
-#include "alloc_sampler.h"
+#include "capture/alloc_sampler.h"
 #include "callbacks.h"
 #include "described.h"
 #include "mlpd/hooks/mono_api.h"

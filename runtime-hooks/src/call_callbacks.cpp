@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "call_stack.h"
+#include "capture/call_stack.h"
 #include "callbacks.h"
 #include "described.h"
 #include "mlpd/hooks/mono_api.h"

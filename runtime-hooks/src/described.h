@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "direct_mapped_set.h"
+#include "capture/direct_mapped_set.h"
 
 namespace mlpd::hooks::described {
 

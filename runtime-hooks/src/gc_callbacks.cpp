@@ -6,7 +6,8 @@
 #include "callbacks.h"
 #include "heapshot_engine.h"
 #include "mlpd/hooks/late_describer.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
+#include "mono/sampling_start.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::hooks::cb {

@@ -14,17 +14,17 @@
 #include <new>
 #include <unordered_set>
 
-#include "alloc_sampler.h"
+#include "capture/alloc_sampler.h"
 #include "callbacks.h"
 #include "described.h"
 #include "heapshot_engine.h"
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/late_describer.h"
-#include "mlpd/hooks/late_sampler.h"
+#include "mlpd/capture/late_sampler.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/hooks/runtime_counters.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/hooks/stack_walker.h"
 #include "mono/optional.h"
 #include "mono/runtime_version.h"
@@ -187,6 +187,7 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
   }
   if (config.sample_mode != kSampleOff) {
     set_managed_thread_check(mono_thread_sampled_managed);
+    use_mono_sampling(config.late);
     SamplingConfig sc;
     sc.mode = config.sample_mode;
     sc.freq = config.sample_freq;

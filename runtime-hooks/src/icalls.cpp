@@ -45,7 +45,8 @@
 //   changes (read-modify-write of the mask). The command port changes the mask through the same hooks
 //   API without this mutex; a race between the two can lose one change, never corrupt anything.
 #include "mlpd/hooks/icalls.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
+#include "mono/sampling_start.h"
 
 #include <mono/metadata/loader.h>
 #include <mono/metadata/profiler.h>

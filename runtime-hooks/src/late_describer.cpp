@@ -10,7 +10,7 @@
 
 #include "described.h"
 #include "mlpd/hooks/mono_api.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "state.h"
 
 namespace mlpd::hooks {

@@ -15,7 +15,7 @@
 #include "mlpd/hooks/stack_walker.h"
 #include "mlpd/rt/clock.h"
 #include "mono/optional.h"
-#include "os_threads.h"
+#include "capture/os_threads.h"
 
 namespace mlpd::hooks::cb {
 

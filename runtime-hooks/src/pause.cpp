@@ -7,7 +7,8 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/icalls.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
+#include "mono/sampling_start.h"
 #include "mlpd/rt/clock.h"
 #include "state.h"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "jitdump.h"
+#include "capture/jitdump.h"
 #include "mlpd/hooks/mono_api.h"
 
 namespace mlpd::hooks::perf {

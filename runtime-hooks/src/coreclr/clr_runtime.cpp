@@ -12,8 +12,8 @@
 
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
-#include "mlpd/hooks/late_sampler.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/late_sampler.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 

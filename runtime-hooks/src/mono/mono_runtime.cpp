@@ -17,7 +17,10 @@
 #include "mlpd/hooks/icalls.h"
 #include "mlpd/hooks/perf_output.h"
 #include "mlpd/hooks/runtime_counters.h"
-#include "mlpd/hooks/sampling.h"
+#include "capture/alloc_sampler.h"
+#include "capture/os_threads.h"
+#include "mlpd/capture/sampling.h"
+#include "mono/sampling_start.h"
 #include "mono/aot_images.h"
 
 namespace mlpd::mono {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "code_index.h"
+#include "capture/code_index.h"
 
 #pragma GCC visibility push(hidden)
 namespace mlpd::hooks::walker {

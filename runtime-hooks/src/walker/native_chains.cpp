@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "unwind_binding.h"
+#include "capture/unwind_binding.h"
 #include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
 namespace mlpd::hooks::walker {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "alloc_sampler.h"
+#include "capture/alloc_sampler.h"
 
 using namespace mlpd::hooks;
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "call_stack.h"
+#include "capture/call_stack.h"
 
 using mlpd::hooks::CallStack;
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "code_index.h"
+#include "capture/code_index.h"
 
 using mlpd::hooks::walker::CodeIndex;
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu_timers.h"
+#include "capture/cpu_timers.h"
 #include "mlpd_catch.h"
 
 namespace {

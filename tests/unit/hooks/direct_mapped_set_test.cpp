@@ -2,7 +2,7 @@
 #include "mlpd_catch.h"
 #include <cstdlib>
 
-#include "direct_mapped_set.h"
+#include "capture/direct_mapped_set.h"
 
 using mlpd::hooks::DirectMappedSet;
 

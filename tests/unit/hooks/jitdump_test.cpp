@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "jitdump.h"
+#include "capture/jitdump.h"
 #include "mlpd/arch/machine.h"
 #include "temp_dir.h"
 

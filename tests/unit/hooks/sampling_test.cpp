@@ -22,11 +22,11 @@
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/format.h"
 #include "mlpd/header_decoder.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/rt/meta_log.h"
 
-#include "elf_symbols.h"
-#include "sample_pool.h"
+#include "capture/elf_symbols.h"
+#include "capture/sample_pool.h"
 
 using namespace mlpd::hooks;
 using namespace mlpd::hooks::sampling_detail;

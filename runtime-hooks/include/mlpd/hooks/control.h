@@ -1,5 +1,4 @@
-// Issue 15's run-time controls of the hooks: pause/resume, the managed threads' OS ids and names (for
-// the per-thread CPU counters) and sampled allocations (alloc-sample=BYTES).
+// Issue 15's run-time controls of Mono's hooks: pause/resume.
 #pragma once
 
 #include <cstdint>
@@ -28,18 +27,7 @@ uint64_t pause_generation();
 // "Profiling paused"; read by the helper only), else 0.
 uint64_t paused_since_last_read();
 
-// -- managed threads' OS ids (runtime-hooks/src/os_threads.cpp)
-
-// os_tid: gettid(); tid: the thread id of the file's thread events (pthread_self); name: the managed
-// name (thread_name event), empty until one is given (runtime.h's OsThread).
-using OsThread = runtime::OsThread;
-// Every managed thread started so far (exited ones too; the caller notices those by their /proc
-// entry being gone). Takes a lock; never called while the world is stopped.
-std::vector<OsThread> os_threads();
-
-// -- sampled allocations (runtime-hooks/src/alloc_callbacks.cpp, alloc_sampler.h)
-
-// The mean interval in bytes of alloc-sample (0: every allocation is recorded).
-uint64_t alloc_sample_bytes();
+// The managed threads' OS ids (os_threads()) and the alloc-sample interval (alloc_sample_bytes())
+// are the capture room's: capture/os_threads.h, capture/alloc_sampler.h.
 
 }  // namespace mlpd::hooks

@@ -11,7 +11,7 @@
 
 #include "mono/optional.h"
 #include "mono/v6_8/layouts.h"
-#include "unwind_binding.h"
+#include "capture/unwind_binding.h"
 #include "walker/code_table.h"
 #include "walker/thread_state.h"
 

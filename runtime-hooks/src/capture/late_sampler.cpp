@@ -1,5 +1,5 @@
 // Our own sampler for an attached agent (late_sampler.h).
-#include "mlpd/hooks/late_sampler.h"
+#include "mlpd/capture/late_sampler.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <cstring>
 #include <string>
 
-#include "mlpd/hooks/sampling.h"
-#include "mono/sampling_start.h"
+#include "mlpd/capture/sampling.h"
+#include "sample_capture.h"
 #include "cpu_timers.h"
 #include "rt_signals.h"
 
@@ -126,7 +126,7 @@ bool start_late_sampling(const SamplingConfig& config, rt::MetaLog* meta, std::s
     error = "sampling is running already";
     return false;
   }
-  if (!start_sampling(nullptr, config, meta, error)) return false;
+  if (!start_sample_pool(config, meta, error)) return false;
   // `sample`: per-thread CPU-time timers (cpu_timers.h) when the kernel has them; else our sampler
   // thread below, as before.
   if (config.mode == kSampleProcess && cpu_timers::start(1'000'000'000u / std::max<uint32_t>(config.freq, 1))) return true;

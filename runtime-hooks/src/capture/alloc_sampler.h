@@ -7,12 +7,16 @@
 
 #include <cstdint>
 
-#include "state.h"
+
+namespace mlpd::hooks {
+// The mean interval in bytes of alloc-sample (0: every allocation is recorded).
+uint64_t alloc_sample_bytes();
+}  // namespace mlpd::hooks
 
 namespace mlpd::hooks::alloc_sampler {
 
-// The mean interval in bytes; 0: every allocation is recorded. Set by install().
-extern MLPD_HOOKS_HIDDEN uint64_t g_mean;
+// The mean interval in bytes; 0: every allocation is recorded. Set by the runtime's install.
+extern __attribute__((visibility("hidden"))) uint64_t g_mean;
 
 // Bytes left before this thread's next sampling point. 0 before the thread's first allocation
 // (the slow path then draws its first interval).

@@ -1,5 +1,6 @@
-// The signal-context half of sampling: Mono's sampler thread signals each attached thread and the
-// runtime calls on_sample_hit() in that thread's signal handler.
+// The signal-context half of sampling, for every runtime: a signal (a thread's CPU-time timer, our
+// sampler thread's, or the runtime's own sampler through its hook: Mono's sample-hit callback) lands
+// in take_sample() on the interrupted thread, which fills a record of the pool.
 //
 // What the handler may do, and why each step is safe there:
 // * pop a record from the pool's lock-free stack (CAS on a preallocated word; no lock);
@@ -7,8 +8,9 @@
 // * copy the top of the interrupted stack with process_vm_readv(2) on our own pid: a system call
 //   (async-signal-safe) that stops at the first unmapped page instead of faulting, so it needs no
 //   knowledge of where the thread's stack ends;
-// * walk the managed frames with mono_stack_walk_async_safe (the runtime's async-safe walker, made
-//   for exactly this; Mono's log profiler calls it from the same place);
+// * walk the managed frames with the runtime's async-safe walk when it gave one (set_handler_walk:
+//   Mono's mono_stack_walk_async_safe, made for exactly this; .NET gives none: its frames are
+//   unwound by the helper from the stack copy);
 // * in CPU-time mode read the thread's CPU clock (clock_gettime, a system call) and look at the
 //   interrupted instruction, to record only threads that used CPU (ThreadClock below); the
 //   thread's clock state is in initial-exec TLS (no allocation, no lock, no dynamic linker).
@@ -30,11 +32,10 @@
 #include <new>
 
 #include "mlpd/format.h"
-#include "mlpd/hooks/mono_api.h"
-#include "mono/sampling_start.h"
 #include "mlpd/rt/clock.h"
 #include "cpu_timers.h"
 #include "sample_pool.h"
+#include "sample_capture.h"
 
 namespace mlpd::hooks {
 
@@ -50,11 +51,11 @@ namespace {
 
 std::atomic<bool> g_sampling_on{false};
 std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by change_sampling()
-MonoProfilerHandle g_handle = nullptr;      // set when sampling was set up at start
 pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 std::atomic<uint64_t> g_period_ns{10'000'000};  // 1e9 / the rate asked for
 std::atomic<uint32_t> g_freq{0};
-bool g_timers = false;  // preload: `sample` runs on per-thread CPU timers (cpu_timers.h), not Mono's sampler
+std::atomic<HandlerWalk> g_handler_walk{nullptr};   // the runtime's async-safe walk of managed frames
+std::atomic<const char*> g_runtime_sampler{nullptr};  // the runtime's sampler thread signals (its name)
 
 // Each thread's clock as its signals saw it. `sample` (CPU time): Mono's sampler signals EVERY
 // attached thread each time the process has used one period of CPU, so charging every signal
@@ -133,21 +134,6 @@ void account_wall() {
 
 inline void count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-mono_bool on_frame(MonoMethod* method, MonoDomain*, void* base_address, int offset, void* data) {
-  auto* r = static_cast<Record*>(data);
-  if (r->nframes >= g_pool->maxframes) {  // one frame more than kept: the stack is deeper, cut it here
-    r->truncated = 1;
-    return 1;
-  }
-  if (r->nframes == 0) {
-    r->leaf_offset = offset;
-    r->leaf_code_start = reinterpret_cast<uint64_t>(base_address);
-  }
-  r->code[r->nframes] = reinterpret_cast<uint64_t>(base_address);
-  r->methods[r->nframes++] = reinterpret_cast<uint64_t>(method);
-  return 0;
-}
-
 #if MLPD_ARCH_NATIVE_UNWIND
 // Copies [sp, sp + kStackCopyBytes) as far as it is mapped, page by page so that the copy stops at
 // the end of the stack mapping (process_vm_readv transfers whole iovec elements up to the first
@@ -174,16 +160,13 @@ uint32_t copy_stack(uint64_t sp, unsigned char* out) {
 }
 #endif
 
-void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_t timer_periods);
-void on_sample_hit(MonoProfiler*, const mono_byte* ip, const void* context) { take_sample(ip, context, true, 0); }
-
 // `managed`: the thread is attached to the runtime (Mono's sampler signals only those; ours signals
 // every thread and asks the runtime in its handler). `timer_periods`: 0 for a signal of a sampler
 // thread (Mono's or ours), which the thread's own clock then charges (charge_cpu, account_wall);
 // else the signal is the expiry of this thread's CPU-time timer (cpu_timers.h): it stands for
 // exactly that many periods of this thread's CPU (1 + the timer's overrun: the periods that passed
 // before the kernel's tick found the thread running are in the clock, not in the hits).
-void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_t timer_periods) {
+void take_sample(const void* ip, const void* context, bool managed, uint64_t timer_periods) {
   const int saved_errno = errno;
   if (!g_sampling_on.load(std::memory_order_relaxed)) {
     count(g_counters.dropped_shutdown);
@@ -239,7 +222,9 @@ void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_
     r->stack_addr = r->regs[arch::kRegSp];
 #endif
     r->leaf_offset = -1;
-    if (g_pool->maxframes && managed) mono.mono_stack_walk_async_safe(on_frame, const_cast<void*>(context), r);
+    if (g_pool->maxframes && managed) {
+      if (HandlerWalk walk = g_handler_walk.load(std::memory_order_relaxed)) walk(context, r);
+    }
     // The leaf is managed code when the innermost managed frame is at the interrupted IP itself:
     // there are no native frames to unwind, so the stack copy (most of the handler's cost) is skipped.
     const bool managed_leaf = r->nframes > 0 && r->leaf_offset >= 0 &&
@@ -266,8 +251,7 @@ void take_sample(const mono_byte* ip, const void* context, bool managed, uint64_
 
 }  // namespace
 
-bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt::MetaLog* meta,
-                    std::string& error) {
+bool start_sample_pool(const SamplingConfig& config, rt::MetaLog* meta, std::string& error) {
   if (config.mode == kSampleOff) return true;
   const uint64_t want = std::clamp<uint64_t>(config.pool, 1, kMaxSamplePool);
   // Address space only: a record's pages are touched (faulted in) when a handler first fills it (the
@@ -303,31 +287,7 @@ bool start_sampling(MonoProfilerHandle handle, const SamplingConfig& config, rt:
   g_freq.store(config.freq);
   g_period_ns.store(1'000'000'000u / std::max<uint32_t>(config.freq, 1));
   g_pid = getpid();
-  if (!handle) {  // attached late: late_sampler.cpp starts the timers or our own sampler thread
-    g_sampling_on.store(true, std::memory_order_release);
-    return true;
-  }
-  if (!mono.mono_profiler_enable_sampling(handle)) {
-    error = "sampling must be enabled before the runtime starts (use LD_PRELOAD or --profile=mlpd)";
-    return false;
-  }
-  // `sample`: per-thread CPU-time timers when the kernel gives them (cpu_timers.h); Mono's sampler
-  // stays enabled, its mode NONE (its thread waits), so that a change to `sample-real` at run time
-  // (change_sampling) still has it. Else Mono's sampler in PROCESS mode, as before.
-  const bool timers = config.mode == kSampleProcess && cpu_timers::start(g_period_ns.load());
-  const MonoProfilerSampleMode mode = config.mode == kSampleReal ? MONO_PROFILER_SAMPLE_MODE_REAL
-                                      : timers                   ? MONO_PROFILER_SAMPLE_MODE_NONE
-                                                                 : MONO_PROFILER_SAMPLE_MODE_PROCESS;
-  if (!mono.mono_profiler_set_sample_mode(handle, mode, config.freq)) {
-    // Another profiler set the mode first: Mono keeps that one (and says so); ours would not apply.
-    if (timers) cpu_timers::stop();
-    error = "another profiler already set the sampling mode";
-    return false;
-  }
-  g_timers = timers;
-  g_handle = handle;
   g_sampling_on.store(true, std::memory_order_release);
-  mono.mono_profiler_set_sample_hit_callback(handle, on_sample_hit);
   return true;
 }
 
@@ -335,14 +295,14 @@ void sample_from_signal(const void* context, bool managed) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   uint64_t regs[arch::kSignalRegs] = {};
   arch::signal_registers(*uc, regs);
-  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed, 0);
+  take_sample(reinterpret_cast<const void*>(regs[arch::kRegIp]), context, managed, 0);
 }
 
 void sample_from_timer(const void* context, bool managed, uint64_t periods) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   uint64_t regs[arch::kSignalRegs] = {};
   arch::signal_registers(*uc, regs);
-  take_sample(reinterpret_cast<const mono_byte*>(regs[arch::kRegIp]), context, managed, periods ? periods : 1);
+  take_sample(reinterpret_cast<const void*>(regs[arch::kRegIp]), context, managed, periods ? periods : 1);
 }
 
 namespace {
@@ -358,19 +318,17 @@ bool sampled_thread_managed() {
 
 bool managed_walk_in_handler() { return g_managed_check.load(std::memory_order_acquire) != nullptr; }
 
-bool change_sampling(uint8_t mode, uint32_t freq) {
-  if (!g_handle || freq == 0) return false;  // the sampler exists only if it was asked for at start
-  // With the timers, `sample` is theirs (Mono's sampler waits in mode NONE); any other mode stops them.
-  const MonoProfilerSampleMode m = mode == kSampleReal                   ? MONO_PROFILER_SAMPLE_MODE_REAL
-                                   : mode == kSampleProcess && !g_timers ? MONO_PROFILER_SAMPLE_MODE_PROCESS
-                                                                         : MONO_PROFILER_SAMPLE_MODE_NONE;
-  if (!mono.mono_profiler_set_sample_mode(g_handle, m, freq)) return false;
-  if (g_timers) cpu_timers::set_period(mode == kSampleProcess ? 1'000'000'000u / freq : 0);
-  g_period_ns.store(1'000'000'000u / freq, std::memory_order_relaxed);
+void set_sample_rate(uint8_t mode, uint32_t freq) {
+  g_period_ns.store(1'000'000'000u / std::max<uint32_t>(freq, 1), std::memory_order_relaxed);
   g_freq.store(mode == kSampleOff ? 0 : freq, std::memory_order_relaxed);
   g_mode.store(mode, std::memory_order_relaxed);
-  return true;
 }
+
+void sample_hit(const void* ip, const void* context) { take_sample(ip, context, true, 0); }
+
+void set_handler_walk(HandlerWalk walk) { g_handler_walk.store(walk, std::memory_order_release); }
+
+void set_runtime_sampler(const char* name) { g_runtime_sampler.store(name, std::memory_order_release); }
 
 void stop_sampling() { g_sampling_on.store(false, std::memory_order_release); }
 
@@ -401,8 +359,9 @@ SampleStats sample_stats() {
   s.clock_ns = c.clock_ns.load(std::memory_order_relaxed);
   s.freq = g_freq.load(std::memory_order_relaxed);
   const uint8_t mode = g_mode.load(std::memory_order_relaxed);
+  const char* runtime_sampler = g_runtime_sampler.load(std::memory_order_acquire);
   s.engine = mode == kSampleProcess && cpu_timers::running() ? "per-thread CPU timers"
-             : g_handle                                       ? "Mono's sampler thread"
+             : runtime_sampler                                ? runtime_sampler
                                                               : "mlpd-sampler thread";
   s.threads_without_timer = cpu_timers::threads_without_timer();
   return s;

@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "mlpd/hooks/control.h"
 #include "mlpd/rt/clock.h"
 
 namespace mlpd::hooks {

@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "mlpd/arch/signal_regs.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 
 namespace mlpd::hooks::sampling_detail {
 

@@ -1,5 +1,4 @@
-// The managed threads' OS ids and names (mlpd/hooks/control.h), for the helper's per-thread CPU
-// counters: Mono raises thread_started on the new thread itself, where gettid() is its OS id.
+// The managed threads' OS ids and names (os_threads.h).
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,7 +7,6 @@
 #include <new>
 #include <unordered_set>
 
-#include "mlpd/hooks/control.h"
 #include "os_threads.h"
 
 namespace mlpd::hooks {
@@ -18,7 +16,7 @@ std::mutex& threads_mutex() {
   static std::mutex* m = new std::mutex;  // never destroyed: threads may start during exit
   return *m;
 }
-std::vector<OsThread>* g_threads = nullptr;  // under threads_mutex(); allocated on first use
+std::vector<runtime::OsThread>* g_threads = nullptr;  // under threads_mutex(); allocated on first use
 // The threads the runtime named (thread_name), started before the agent or not; under
 // threads_mutex(). Bounded: past kMaxNamed it is cleared (a thread then may get its OS name too,
 // after its runtime name, in an attached session's samples: sample_drain.cpp).
@@ -32,15 +30,15 @@ void started(uint64_t tid) {
   if (tid != static_cast<uint64_t>(pthread_self())) return;  // not raised on the thread itself
   const int os_tid = static_cast<int>(syscall(SYS_gettid));
   std::lock_guard<std::mutex> lock(threads_mutex());
-  if (!g_threads && !(g_threads = new (std::nothrow) std::vector<OsThread>)) return;
-  for (OsThread& t : *g_threads) {
+  if (!g_threads && !(g_threads = new (std::nothrow) std::vector<runtime::OsThread>)) return;
+  for (runtime::OsThread& t : *g_threads) {
     if (t.os_tid == os_tid) {  // an OS id reused by a new thread
       t.tid = tid;
       t.name.clear();
       return;
     }
   }
-  g_threads->push_back(OsThread{os_tid, tid, {}});
+  g_threads->push_back(runtime::OsThread{os_tid, tid, {}});
 }
 
 void named(uint64_t tid, const char* name) {
@@ -50,7 +48,7 @@ void named(uint64_t tid, const char* name) {
     g_named->insert(tid);
   }
   if (!g_threads) return;
-  for (OsThread& t : *g_threads) {
+  for (runtime::OsThread& t : *g_threads) {
     if (t.tid == tid) t.name = name ? name : "";
   }
 }
@@ -62,9 +60,9 @@ bool has_name(uint64_t tid) {
 
 }  // namespace thread_ids
 
-std::vector<OsThread> os_threads() {
+std::vector<runtime::OsThread> os_threads() {
   std::lock_guard<std::mutex> lock(threads_mutex());
-  return g_threads ? *g_threads : std::vector<OsThread>{};
+  return g_threads ? *g_threads : std::vector<runtime::OsThread>{};
 }
 
 }  // namespace mlpd::hooks

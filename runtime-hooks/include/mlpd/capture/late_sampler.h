@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/rt/meta_log.h"
 
 namespace mlpd::hooks {

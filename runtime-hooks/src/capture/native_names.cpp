@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cxxabi.h>
 
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "sample_pool.h"
 

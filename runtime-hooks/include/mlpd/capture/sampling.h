@@ -1,9 +1,10 @@
 // Statistical sampling (`sample`, `sample-real`): per-thread CPU-time timers (`sample`, when the
-// kernel has them: src/cpu_timers.h) or Mono's sampler thread, which signals every attached
-// thread; our sample-hit callback runs in signal context and records the sample into a preallocated
-// lock-free pool (sampler.cpp). The helper thread drains the pool each flush round, unwinds the
-// native frames from the copied registers and stack top, names native code, and writes
-// TYPE_SAMPLE_HIT / TYPE_SAMPLE_USYM events into the MetaLog (sample_drain.cpp).
+// kernel has them: src/capture/cpu_timers.h), our sampler thread (late_sampler.h) or the runtime's
+// own (Mono's, which signals every attached thread); the handler runs in signal context and records
+// the sample into a preallocated lock-free pool (capture/sample_capture.cpp). The helper thread drains
+// the pool each flush round, unwinds the native frames from the copied registers and stack top, names
+// native code, and writes TYPE_SAMPLE_HIT / TYPE_SAMPLE_USYM events into the MetaLog
+// (capture/sample_drain.cpp). The runtime-neutral capture room: no runtime's header here.
 // docs/design.md, "Sampling", has the safety argument.
 #pragma once
 
@@ -34,12 +35,11 @@ struct SamplingConfig {
 using SampleStats = runtime::SampleStats;
 
 SampleStats sample_stats();
-// The world's stops for collections measured by the GC event callback (gc_callbacks.cpp).
-void gc_pauses(runtime::GcPauses& out);
 // Why `sample` does not run on per-thread CPU timers ("" when it does, or was not asked for).
 std::string cpu_timers_not_used();
 
-// start_sampling (Mono's sampler on a profiler handle): mono/sampling_start.h.
+// start_sampling (Mono's sampler on a profiler handle) and change_sampling: mono/sampling_start.h;
+// what a runtime gives the capture: src/capture/sample_capture.h.
 
 // Attached late: the pool only (handle nullptr to start_sampling); our own sampler's signal handler
 // calls this with its ucontext_t. `managed`: the thread is attached to the runtime (its managed frames
@@ -75,11 +75,6 @@ using DescribeMethods = void (*)(const uint64_t* methods, const uint64_t* code, 
 void set_describe_methods(DescribeMethods fn);
 // resolved[i] when the describer did not answer (held up, or not running yet): ask again later.
 inline constexpr uint64_t kNotAnswered = ~uint64_t{0};
-
-// Changes the mode and rate at run time (Mono.Profiler.Log.LogProfiler.SampleMode/SampleFrequency).
-// Only when sampling was set up at start (Mono's sampler is configured before the runtime starts);
-// false otherwise or when Mono refuses. kSampleOff pauses sampling.
-bool change_sampling(uint8_t mode, uint32_t freq);
 
 // Signals arriving from now on are counted as dropped_shutdown. Safe from any thread.
 void stop_sampling();

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "rt_signals.h"
 
 namespace mlpd::hooks::cpu_timers {

@@ -17,15 +17,14 @@
 #include <utility>
 #include <vector>
 
-#include "described.h"
 #include "mlpd/format.h"
-#include "mlpd/hooks/sampling.h"
+#include "mlpd/capture/sampling.h"
 #include "mlpd/rt/clock.h"
 #include "native_names.h"
 #include "native_unwind.h"
 #include "os_threads.h"
+#include "sample_capture.h"
 #include "sample_pool.h"
-#include "state.h"
 
 namespace mlpd::hooks {
 
@@ -126,7 +125,18 @@ void describe_marker(uint64_t& described_in, uint64_t method, const char* name) 
   described_in = g_sample_meta->serial();
 }
 
+std::atomic<bool (*)(uint64_t)> g_method_known{nullptr};
+std::atomic<bool> g_late{false};
+
+bool method_known(uint64_t method) {
+  bool (*known)(uint64_t) = g_method_known.load(std::memory_order_acquire);
+  return !known || known(method);
+}
+
 }  // namespace
+
+void set_method_known(bool (*known)(uint64_t method)) { g_method_known.store(known, std::memory_order_release); }
+void set_attached_late(bool late) { g_late.store(late, std::memory_order_release); }
 
 std::atomic<DescribeMethods> g_describe_methods{nullptr};
 void set_describe_methods(DescribeMethods fn) { g_describe_methods.store(fn, std::memory_order_release); }
@@ -173,14 +183,14 @@ void drain_samples(bool final) {
   // async context). A thread attached to the runtime describes them now, before the samples that name
   // them (late_describer.h), and names the method-0 frames by their code start.
   // Attached late (not the preload describer of AOT frames): pre-attach JIT code and thread names.
-  const bool late = state::g && state::g->cfg.late;
+  const bool late = g_late.load(std::memory_order_acquire);
   bool not_answered = false;  // the describer was asked and did not answer in time
   if (DescribeMethods describe = g_describe_methods.load(std::memory_order_acquire)) {
     std::vector<std::pair<uint64_t, uint64_t>> unknown;  // (method or 0, code start or 0)
     for (const Pending& p : d.batch) {
       for (uint32_t i = 0; i < p.record->nframes; ++i) {
         const uint64_t m = p.record->methods[i], c = p.record->code[i];
-        if (m ? described::method_known(m) : (!c || d.by_code.count(c))) continue;
+        if (m ? method_known(m) : (!c || d.by_code.count(c))) continue;
         unknown.emplace_back(m, c);
       }
     }
@@ -257,7 +267,7 @@ void drain_samples(bool final) {
       // its shutdown began). The chain stops at the first such frame, and the frames above it are
       // left out too: skipping only that frame would join its callee to its caller (A -> C for
       // A -> B -> C), a call that never happened.
-      if (!method || !described::method_known(method)) {
+      if (!method || !method_known(method)) {
         unnamed = true;
         break;
       }
