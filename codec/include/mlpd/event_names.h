@@ -2,7 +2,7 @@
 // the command port's `events +NAME -NAME` spell them, and as Mono.Profiler.Log.LogProfiler's
 // properties do (`GCAllocationEvents` is Get/SetGCAllocationEvents). One table for the option
 // parser (agent/src/option_table.cpp, which adds the aliases alloc and legacy), the command server
-// and the LogProfiler icalls (runtime-hooks/src/icalls.cpp).
+// and the LogProfiler icalls (runtime-hooks/src/mono/icalls.cpp).
 #pragma once
 
 #include <cstdint>

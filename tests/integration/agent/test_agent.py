@@ -193,7 +193,7 @@ def check_default_name(workdir):
 
 
 def check_logprofiler_api(workdir):
-    """Mono.Profiler.Log.LogProfiler (the icalls of runtime-hooks/src/icalls.cpp) under our agent."""
+    """Mono.Profiler.Log.LogProfiler (the icalls of runtime-hooks/src/mono/icalls.cpp) under our agent."""
     label = "logprofiler_api [alloc]"
     ours = os.path.join(workdir, "logprofiler_api.mlpd")
     p = t.run([t.MONO, t.program("logprofiler_api"), "raw"],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`sample` on per-thread CPU-time timers (runtime-hooks/src/cpu_timers.h): threads that run in short
+"""`sample` on per-thread CPU-time timers (runtime-hooks/src/capture/cpu_timers.h): threads that run in short
 bursts are sampled as much as a spinning thread, per CPU-second.
 
 bursty.exe: 6 threads each doing 0.3 ms of CPU then sleeping 5-15 ms, 500 times (a server's request

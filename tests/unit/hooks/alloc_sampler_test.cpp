@@ -1,4 +1,4 @@
-// alloc-sample's per-thread sampler (runtime-hooks/src/alloc_sampler.h): off means every allocation;
+// alloc-sample's per-thread sampler (runtime-hooks/src/capture/alloc_sampler.h): off means every allocation;
 // on, the number of samples over many bytes is about bytes / interval (a Poisson process), objects much
 // larger than the interval are (nearly) always taken, and each sample's weight 1/p(size) makes the
 // estimated bytes match the bytes allocated.

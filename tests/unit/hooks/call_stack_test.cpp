@@ -1,4 +1,4 @@
-// CallStack (runtime-hooks/src/call_stack.h): the shadow stack that gives every recorded enter
+// CallStack (runtime-hooks/src/capture/call_stack.h): the shadow stack that gives every recorded enter
 // exactly one leave.
 #include "mlpd_catch.h"
 #include <utility>

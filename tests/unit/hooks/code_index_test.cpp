@@ -1,4 +1,4 @@
-// CodeIndex (runtime-hooks/src/code_index.h): the stack walker's code ranges, ordered by start, with
+// CodeIndex (runtime-hooks/src/capture/code_index.h): the stack walker's code ranges, ordered by start, with
 // ordered indexes by method and by domain for removals in logarithmic time.
 #include "mlpd_catch.h"
 

@@ -1,4 +1,4 @@
-// Per-thread CPU timers (runtime-hooks/src/cpu_timers.h): one POSIX timer per live thread, deleted
+// Per-thread CPU timers (runtime-hooks/src/capture/cpu_timers.h): one POSIX timer per live thread, deleted
 // when its thread ends and at stop (none leaked), the signal's action put back.
 #include <signal.h>
 #include <sys/syscall.h>

@@ -1,4 +1,4 @@
-// What has been described (runtime-hooks/src/described.h): dependencies first, each pointer once
+// What has been described (runtime-hooks/src/mono/described.h): dependencies first, each pointer once
 // (unless forced), the per-thread cache that skips the lock, and the queries of the heap walk and
 // the sample drain. Mono is replaced by fakes in the bound API table (mlpd::hooks::mono).
 #include "mlpd_catch.h"

@@ -1,4 +1,4 @@
-// DirectMappedSet (runtime-hooks/src/direct_mapped_set.h): the per-thread caches' set type.
+// DirectMappedSet (runtime-hooks/src/capture/direct_mapped_set.h): the per-thread caches' set type.
 #include "mlpd_catch.h"
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-// The jitdump/perf map writer (runtime-hooks/src/jitdump.h): files decoded here by a reader written
+// The jitdump/perf map writer (runtime-hooks/src/capture/jitdump.h): files decoded here by a reader written
 // from the specification (tools/perf/Documentation/jitdump-specification.txt), not from the writer.
 #include <elf.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-// The stack walker's code table (runtime-hooks/src/walker/code_table.h): jit_done, method_free and
+// The stack walker's code table (runtime-hooks/src/mono/walker/code_table.h): jit_done, method_free and
 // domain_unloading on code ranges with recorded prologues.
 #include "mlpd_catch.h"
 

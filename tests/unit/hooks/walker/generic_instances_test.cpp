@@ -1,4 +1,4 @@
-// Shared generic code in the stack walker (runtime-hooks/src/walker/generic_instances.h): the learned
+// Shared generic code in the stack walker (runtime-hooks/src/mono/walker/generic_instances.h): the learned
 // (code entry, context) pairs, and a frame's context read from its stack slot.
 #include "mlpd_catch.h"
 

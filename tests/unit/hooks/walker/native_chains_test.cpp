@@ -1,4 +1,4 @@
-// The learned native chains (runtime-hooks/src/walker/native_chains.h): a chain's slots checked on a
+// The learned native chains (runtime-hooks/src/mono/walker/native_chains.h): a chain's slots checked on a
 // synthetic stack, publishing, and learning a real chain with libunwind on this thread's stack.
 #include "mlpd_catch.h"
 

@@ -1,4 +1,4 @@
-// The stack walker's per-thread state (runtime-hooks/src/walker/thread_state.h): the thread's stack
+// The stack walker's per-thread state (runtime-hooks/src/mono/walker/thread_state.h): the thread's stack
 // bounds, the IP cache in front of the code table, the counts, the memory copies, the bounds checks.
 #include "mlpd_catch.h"
 

@@ -1,4 +1,4 @@
-// The stack walker's fast walk (runtime-hooks/src/walker/walk.h) on synthetic stacks: a learned bottom
+// The stack walker's fast walk (runtime-hooks/src/mono/walker/walk.h) on synthetic stacks: a learned bottom
 // chain from the walker's frame to the innermost managed frame, a fixed frame (recorded prologue of
 // Shapes:Leaf, sub $0x18,%rsp), a frame-pointer frame (Shapes:WithTry), and a learned top chain.
 #include "mlpd_catch.h"

@@ -1,4 +1,4 @@
-// The arm64 frame shapes of our stack walker (runtime-hooks/src/walker/aarch64/frame_shapes.h, issue 23
+// The arm64 frame shapes of our stack walker (runtime-hooks/src/mono/walker/aarch64/frame_shapes.h, issue 23
 // item 2; machine-independent, so tested on every build machine): the prologue classifier and the
 // throw-trampoline decoder on code bytes recorded from Mono 6.8.0.105's arm64 JIT (Debian
 // 6.8.0.105+dfsg-3.3+deb12u1 arm64, under qemu-user in scripts/mono-root.sh's arm64 root): the code

@@ -1,4 +1,4 @@
-// The x86-64 frame shapes of our stack walker (runtime-hooks/src/walker/x86_64/frame_shapes.h): the
+// The x86-64 frame shapes of our stack walker (runtime-hooks/src/mono/walker/x86_64/frame_shapes.h): the
 // prologue classifier and the throw-trampoline decoder on code bytes recorded from Mono 6.8.0.105's JIT
 // on the project's machine (Debian 6.8.0.105+dfsg-3.3+deb12u1, x86-64): the code load records of the
 // jitdump file `MLPD_OPTIONS=jitdump` wrote for a small C# program (methods with a frame pointer, with

@@ -2,7 +2,7 @@
 // the learning that follows a walk of Mono's. Everything here may run on any managed thread inside an
 // allocation: the fast path takes no lock, makes no syscall and allocates nothing (a thread's first
 // backtrace allocates its cache; learning and cache misses take a mutex, rarely).
-// The walker's rooms (runtime-hooks/src/walker/): walk.* (the fast walk), code_table.* (the JIT'd code
+// The walker's rooms (runtime-hooks/src/mono/walker/): walk.* (the fast walk), code_table.* (the JIT'd code
 // ranges; jit_done, method_free, domain_unloading), thread_state.* (per-thread caches and counts),
 // native_chains.* (the learned native chains, libunwind), generic_instances.* (shared generic code),
 // x86_64/frame_shapes.* (the machine code: prologues, trampolines, frame steps, the LMF); Mono 6.8's

@@ -9,7 +9,7 @@
 
 namespace mlpd::hooks {
 
-// -- pause and resume (runtime-hooks/src/pause.cpp)
+// -- pause and resume (runtime-hooks/src/mono/pause.cpp)
 //
 // pause(): no event is recorded until resume(): the event mask in effect becomes 0 (the callbacks
 // that cost something are uninstalled, as `events -NAME` does), enter/leave recording stops (call
