@@ -124,8 +124,9 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     if (!g_runtime) g_runtime = new (std::nothrow) mono_runtime::Runtime;
     if (g_runtime) *g_runtime = detected;
     // walker= (MLPD_WALKER): 1 `mono`: all by mono_stack_walk_no_il; 2 `check`: all compared.
-    const bool internals = detected.internals != mono_runtime::Internals::off;
-    walker::init(internals && config.walker != 1, config.walker == 2, config.verbose);
+    // The version's row of layouts, read by the walker from now on (none: internals off).
+    mono_layouts::select(detected.layouts);
+    walker::init(detected.layouts && config.walker != 1, config.walker == 2, config.verbose);
   }
   if (config.calls && !config.callspec.empty()) {
     // Mono's own callspec parser (the --trace syntax): exported by the runtime but not in its public

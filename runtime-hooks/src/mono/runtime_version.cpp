@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "mono/v6_8/layouts.h"
+
 namespace mlpd::hooks::mono_runtime {
 
 Version parse_version(std::string_view s) {
@@ -38,15 +40,15 @@ namespace {
 
 struct Known {
   int major, minor;
-  Internals internals;
+  const mono_layouts::MonoLayouts* layouts;
 };
 
 // One row per release line whose layouts the readers were checked against. 6.12 keeps every layout
 // the agent reads from 6.8 (MonoMethod, MonoGenericInst, MonoLMF, MonoJitInfo, MonoGenericJitInfo,
 // the amd64 prologue and throw trampolines): docs/design.md, "Porting".
 constexpr Known kKnown[] = {
-    {6, 8, Internals::v6_8},
-    {6, 12, Internals::v6_8},
+    {6, 8, &mono_v6_8::kLayouts},
+    {6, 12, &mono_v6_8::kLayouts},
 };
 
 std::string version_text(const Version& v) {
@@ -56,13 +58,7 @@ std::string version_text(const Version& v) {
 
 }  // namespace
 
-const char* internals_name(Internals i) {
-  switch (i) {
-    case Internals::v6_8: return "v6_8";
-    case Internals::off: break;
-  }
-  return "off";
-}
+const char* internals_name(const mono_layouts::MonoLayouts* layouts) { return layouts ? layouts->name : "off"; }
 
 Runtime detect(const char* build_info) {
   Runtime r;
@@ -80,7 +76,7 @@ Runtime detect(const char* build_info) {
   r.text = version_text(r.version);
   for (const Known& k : kKnown) {
     if (k.major == r.version.major && k.minor == r.version.minor) {
-      r.internals = k.internals;
+      r.layouts = k.layouts;
       return r;
     }
   }
@@ -89,9 +85,13 @@ Runtime detect(const char* build_info) {
 }
 
 std::string describe(const Runtime& r) {
-  std::string line = "runtime: Mono " + r.text + ", internals " + internals_name(r.internals);
-  if (r.internals == Internals::off) line += ": " + r.why_off;
+  std::string line = "runtime: Mono " + r.text + ", internals " + internals_name(r.layouts);
+  if (!r.layouts) line += ": " + r.why_off;
   return line;
 }
 
 }  // namespace mlpd::hooks::mono_runtime
+
+namespace mlpd::hooks::mono_layouts {
+const MonoLayouts* g_selected = nullptr;
+}  // namespace mlpd::hooks::mono_layouts

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "mono/layouts.h"
+
 namespace mlpd::hooks::mono_runtime {
 
 struct Version {
@@ -21,14 +23,12 @@ struct Version {
 // dotted numbers (two to four of them). Anything else is not ok.
 Version parse_version(std::string_view build_info);
 
-// The layout readers a runtime gets. v6_8: Mono 6.8's layouts, which Mono 6.12 keeps for every field
-// the agent reads (checked against both versions' sources: docs/design.md).
-enum class Internals { off, v6_8 };
-
 struct Runtime {
   Version version;
   std::string text;  // the version as the runtime gave it ("6.8.0.105"), or "unknown"
-  Internals internals = Internals::off;
+  // The row of layouts this version gets (mono/layouts.h; 6.8 and 6.12: mono_v6_8::kLayouts, whose
+  // every field Mono 6.12 keeps: docs/design.md); nullptr: internals off.
+  const mono_layouts::MonoLayouts* layouts = nullptr;
   std::string why_off;  // when off: why, in a few words
 };
 
@@ -39,6 +39,7 @@ Runtime detect(const char* build_info);
 // "runtime: Mono 7.0.0.1, internals off: no layout readers for this version".
 std::string describe(const Runtime& r);
 
-const char* internals_name(Internals i);
+// The row's name ("v6_8"), "off" for none.
+const char* internals_name(const mono_layouts::MonoLayouts* layouts);
 
 }  // namespace mlpd::hooks::mono_runtime

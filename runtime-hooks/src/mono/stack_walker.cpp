@@ -82,7 +82,7 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
     }
     if (why != kNoTop) return;
     // The top is unknown too: learn it with this bottom, and keep both only if the whole walk agrees.
-    if (!learn_top(r.top_ip, r.top_sp, r.top_rbp, t, top)) return;
+    if (!learn_top(r.top_ip, r.top_sp, r.top_fp, t, top)) return;
     if (fast_walk(anchor, t, ours, max, &bottom, &top, r) != kOk) return;
     if (same(ours, r.n, expected, n_expected)) {
       publish(*g_bottom, bottom);
@@ -92,7 +92,7 @@ void learn(uintptr_t anchor, ThreadWalk& t, int why, MonoMethod* const* expected
   }
   if (why != kNoTop) return;
   if (fast_walk(anchor, t, ours, max, nullptr, nullptr, r, nullptr, lmf) != kNoTop) return;
-  if (!learn_top(r.top_ip, r.top_sp, r.top_rbp, t, top)) return;
+  if (!learn_top(r.top_ip, r.top_sp, r.top_fp, t, top)) return;
   if (fast_walk(anchor, t, ours, max, nullptr, &top, r, nullptr, lmf) != kOk) return;
   if (same(ours, r.n, expected, n_expected)) publish(*g_top, top);
 }
@@ -171,8 +171,8 @@ void learn_aot(uintptr_t anchor, ThreadWalk& t, int why, const FastResult& r, bo
     return;
   }
   if (why == kNoManaged && r.n == 0 && lmf) {  // an allocation's walk from the LMF into AOT code
-    uint64_t ip, sp, rbp;
-    if (lmf_frame(t, b, ip, sp, rbp) == kLmfFrame) learn_aot_ip(t, ip);
+    uint64_t ip, sp, fp;
+    if (lmf_frame(mono_layouts::selected(), t, b, ip, sp, fp) == kLmfFrame) learn_aot_ip(t, ip);
   }
 }
 
@@ -208,7 +208,7 @@ void init(bool use_ours, bool check_all, bool verbose) {
   take_pid();
   const bool chains = make_signature_sets();
   const bool key = make_thread_key();
-  g_use_ours.store(use_ours && table && chains && key);
+  g_use_ours.store(use_ours && walk_for(mono_layouts::g_selected) && table && chains && key);
 }
 
 __attribute__((noinline)) uint32_t collect(MonoMethod** frames, uint32_t max, bool alloc) {

@@ -1,6 +1,9 @@
 #include "mlpd_catch.h"
 
+#include <string>
+
 #include "mono/runtime_version.h"
+#include "mono/v6_8/layouts.h"
 
 using namespace mlpd::hooks::mono_runtime;
 
@@ -19,22 +22,38 @@ TEST_CASE("parse_version reads the runtimes' build info") {
   CHECK_FALSE(parse_version("1234567890123.1").ok);  // more digits than a part may have
 }
 
-TEST_CASE("detect picks the layout readers of known versions only") {
+TEST_CASE("detect picks the layout row of known versions only") {
   Runtime r = detect("6.8.0.105 (Debian)");
-  CHECK(r.internals == Internals::v6_8);
+  CHECK(r.layouts == &mlpd::hooks::mono_v6_8::kLayouts);
   CHECK(describe(r) == "runtime: Mono 6.8.0.105, internals v6_8");
   r = detect("6.12.0.199 (tarball)");
-  CHECK(r.internals == Internals::v6_8);
+  CHECK(r.layouts == &mlpd::hooks::mono_v6_8::kLayouts);
   CHECK(describe(r) == "runtime: Mono 6.12.0.199, internals v6_8");
   r = detect("6.10.0.104 (tarball)");
-  CHECK(r.internals == Internals::off);
+  CHECK(r.layouts == nullptr);
   CHECK(describe(r) == "runtime: Mono 6.10.0.104, internals off: no layout readers for this version");
   r = detect("7.0.0.1");
-  CHECK(r.internals == Internals::off);
+  CHECK(r.layouts == nullptr);
   r = detect(nullptr);
-  CHECK(r.internals == Internals::off);
+  CHECK(r.layouts == nullptr);
   CHECK(describe(r) == "runtime: Mono unknown, internals off: the runtime does not give its version");
   r = detect("garbage");
-  CHECK(r.internals == Internals::off);
+  CHECK(r.layouts == nullptr);
   CHECK(describe(r).find("unreadable version 'garbage'") != std::string::npos);
+}
+
+TEST_CASE("the v6_8 row holds Mono 6.8's offsets and readers") {
+  const mlpd::hooks::mono_layouts::MonoLayouts& l = mlpd::hooks::mono_v6_8::kLayouts;
+  CHECK(std::string(l.name) == "v6_8");
+  CHECK(internals_name(&l) == std::string("v6_8"));
+  CHECK(internals_name(nullptr) == std::string("off"));
+  CHECK((l.jit_tls_lmf == 16 && l.jit_tls_first_lmf == 24 && l.jit_tls_end_of_stack == 0));
+  CHECK((l.lmf_ext_bit == 2 && l.lmf_tramp_bit == 4 && l.lmf_previous(0x1006) == 0x1000));
+  CHECK(l.clause_address(0x1000, 2) == 0x1000 + 56 + 2 * 64 + 8);
+  CHECK(l.generic_jit_info_address(0x1000, 3) == 0x1000 + 56 + 3 * 64);
+  CHECK((l.parse_jit_info_head && l.parse_generic_jit_info && l.context_slot && l.wrapper_type && l.open_instantiation));
+#if defined(__x86_64__)
+  CHECK((l.lmf.fp == 8 && l.lmf.sp == 16 && l.lmf.tramp_ctx == 24));
+  CHECK((l.lmf.ctx_sp == 32 && l.lmf.ctx_fp == 40 && l.lmf.ctx_ip == 128));
+#endif
 }

@@ -5,7 +5,7 @@
 
 namespace mlpd::hooks::mono_v6_8 {
 
-JitInfoHead parse_jit_info_head(const uint8_t (&head)[kJiHead]) {
+JitInfoHead parse_jit_info_head(const uint8_t* head) {
   JitInfoHead h;
   uint32_t bits;
   std::memcpy(&h.method, head, 8);
@@ -17,7 +17,7 @@ JitInfoHead parse_jit_info_head(const uint8_t (&head)[kJiHead]) {
   return h;
 }
 
-GenericJitInfo parse_generic_jit_info(const uint8_t (&gi)[kGenericJiSize]) {
+GenericJitInfo parse_generic_jit_info(const uint8_t* gi) {
   GenericJitInfo g;
   std::memcpy(&g.nlocs, gi + 8, 4);
   std::memcpy(&g.locations, gi + 16, 8);

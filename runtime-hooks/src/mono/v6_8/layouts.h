@@ -1,13 +1,15 @@
 // Mono 6.8's internal layouts the agent reads raw (Mono 6.12 keeps every one of them: see
 // mono/runtime_version.h), one reader per structure. Pure functions over bytes the caller copied or
 // may load: no Mono call, no memory access beyond the bytes given (tests/unit/hooks/v6_8_layouts_test.cpp
-// holds them to blobs recorded from Mono 6.8.0.105 on x86-64). The x86-64 register slots of MonoLMF and
-// MonoContext are the machine's: walker/x86_64/frame_shapes.h.
+// holds them to blobs recorded from Mono 6.8.0.105 on x86-64), and the version's row of MonoLayouts
+// (mono/layouts.h), kLayouts, which also holds the machine's MonoLMF and MonoContext slots.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "mono/layouts.h"
 
 #pragma GCC visibility push(hidden)
 namespace mlpd::hooks::mono_v6_8 {
@@ -63,39 +65,79 @@ inline constexpr size_t kJiHead = 56, kClauseSize = 64, kClauseAddrs = 8, kGener
 inline constexpr uint32_t kMaxClauses = 1024, kMaxLocs = 64;
 inline constexpr size_t kLocSize = 20;
 
-struct JitInfoHead {
-  uint64_t method = 0, code_start = 0;
-  int32_t code_size = 0;
-  uint32_t clauses = 0;
-  bool has_generic_jit_info = false;
-};
+using mono_layouts::ContextSlot;
+using mono_layouts::GenericJitInfo;
+using mono_layouts::JitInfoHead;
 // The first kJiHead bytes of a MonoJitInfo.
-JitInfoHead parse_jit_info_head(const uint8_t (&head)[kJiHead]);
+JitInfoHead parse_jit_info_head(const uint8_t* head);
 // Where the clauses and the MonoGenericJitInfo of a MonoJitInfo at `ji` lie.
 inline uint64_t clause_address(uint64_t ji, uint32_t i) { return ji + kJiHead + uint64_t{i} * kClauseSize + kClauseAddrs; }
 inline uint64_t generic_jit_info_address(uint64_t ji, uint32_t clauses) { return ji + kJiHead + uint64_t{clauses} * kClauseSize; }
 
-struct GenericJitInfo {
-  int32_t nlocs = 0;
-  uint64_t locations = 0;
-  int32_t this_offset = 0;
-  uint8_t this_reg = 0;
-  bool has_this = false, this_in_reg = false;
-};
-GenericJitInfo parse_generic_jit_info(const uint8_t (&gi)[kGenericJiSize]);
+// The kGenericJiSize bytes of a MonoGenericJitInfo.
+GenericJitInfo parse_generic_jit_info(const uint8_t* gi);
 
 // Where a frame of shared generic code keeps its generic context, as Mono's walk reads it
 // (mini-exceptions.c, get_generic_info_from_stack_frame): with a location list, from the first entry
 // whose [from, to) holds the frame's code offset (to 0: up to the end); without one, from this_reg, or
 // [this_reg + this_offset]. Here: the one place that holds from some code offset to the end of code
 // `code_size` bytes long (earlier entries all end before it starts), in a stack slot [reg + offset].
-struct ContextSlot {
-  int32_t reg = 0, offset = 0;
-  uint32_t from = 0;
-};
 // `locs`: nlocs entries of kLocSize bytes (may be null when nlocs is 0). False when the context is in
 // a register or the list has no such entry.
 bool context_slot(const GenericJitInfo& g, const uint8_t* locs, uint64_t code_size, ContextSlot& out);
+
+// ---- the row -----------------------------------------------------------------------------------
+
+// The machine's MonoLMF, MonoLMFTramp and MonoContext in Mono 6.8 and 6.12.
+constexpr mono_layouts::LmfSlots machine_slots() {
+  mono_layouts::LmfSlots s;
+#if defined(__x86_64__)
+  // amd64: MonoLMF {gpointer previous_lmf; guint64 rbp; guint64 rsp} (mini/mini-amd64.h), MonoLMFTramp
+  // {MonoLMF lmf; MonoContext *ctx; ...}, MonoContext's gregs[] (utils/mono-context.h: rsp 4, rbp 5,
+  // rip 16).
+  s.fp = 8;
+  s.sp = 16;
+  s.tramp_ctx = 24;
+  s.ctx_sp = 4 * 8;
+  s.ctx_fp = 5 * 8;
+  s.ctx_ip = 16 * 8;
+  s.ctx_bytes = 17 * 8;
+  s.lmf_bytes = 24;
+#endif
+  // Other machines: no slots read yet (our walker is built for x86-64 only: docs/design.md, "Porting").
+  return s;
+}
+
+// Mono 6.8's (and 6.12's) MonoLayouts, with this machine's MonoLMF and MonoContext slots. constexpr:
+// the fast walk is compiled for it (walker/walk.cpp), so its offsets are immediates there.
+inline constexpr mono_layouts::MonoLayouts kLayouts = {
+    "v6_8",
+    wrapper_type,
+    open_instantiation,
+    kJitTlsEndOfStack,
+    kJitTlsLmf,
+    kJitTlsFirstLmf,
+    kJitTlsWords,
+    kLmfExtBit,
+    kLmfTrampBit,
+    7,
+    machine_slots(),
+    kJiHead,
+    kClauseSize,
+    kClauseAddrs,
+    kGenericJiSize,
+    kLocSize,
+    kMaxClauses,
+    kMaxLocs,
+    parse_jit_info_head,
+    parse_generic_jit_info,
+    context_slot,
+};
+
+static_assert(kJiHead <= mono_layouts::kMaxJiHead && kGenericJiSize <= mono_layouts::kMaxGenericJi &&
+              kLocSize <= mono_layouts::kMaxLocSize && kMaxLocs <= mono_layouts::kMaxLocs &&
+              kJitTlsWords <= mono_layouts::kMaxJitTlsWords && kJitTlsFirstLmf / 8 < kJitTlsWords &&
+              kJitTlsLmf / 8 < kJitTlsWords && kJitTlsEndOfStack / 8 < kJitTlsWords);
 
 }  // namespace mlpd::hooks::mono_v6_8
 #pragma GCC visibility pop

@@ -5,7 +5,7 @@
 #include <new>
 
 #include "mlpd/hooks/stack_walker.h"
-#include "mono/v6_8/layouts.h"
+#include "mono/layouts.h"
 #include "walker/generic_instances.h"
 #include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
 
@@ -34,13 +34,14 @@ const CodeEntry* lookup_slow(uint64_t ip) {
 
 void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, MonoDomain* domain, uint64_t start,
                 uint64_t size) {
-  if (!g_table || !m || !start || !size) return;
+  // No row of layouts (internals off): our walker is off, and its table is not read.
+  if (!g_table || !mono_layouts::g_selected || !m || !start || !size) return;
   // A method compiled as a wrapper (an icall such as string:FastAllocateString, a pinvoke, a
   // synchronized method): jit_done names the method asked for while the code is the wrapper's, and
   // Mono's walk names the wrapper (the JIT info's method) for its frames, as it then reports
   // jit_done for the wrapper too. Its frames are ours, named as Mono names them. Told apart from shared
   // generic code below: a wrapper is no open instantiation.
-  if (jit_method && jit_method != m && mono_v6_8::wrapper_type(jit_method) != 0 && mono_v6_8::wrapper_type(m) == 0) {
+  if (jit_method && jit_method != m && mono_layouts::selected().wrapper_type(jit_method) != 0 && mono_layouts::selected().wrapper_type(m) == 0) {
     m = jit_method;
   }
   {
@@ -78,7 +79,7 @@ void code_added(MonoMethod* m, const MonoJitInfo* ji, MonoMethod* jit_method, Mo
   bool shared = jit_method != m || !mono_optional.mono_method_get_context;
   if (!shared) {
     if (void* const* ctx = static_cast<void* const*>(mono_optional.mono_method_get_context(m))) {
-      shared = mono_v6_8::open_instantiation(ctx[0]) || mono_v6_8::open_instantiation(ctx[1]);
+      shared = mono_layouts::selected().open_instantiation(ctx[0]) || mono_layouts::selected().open_instantiation(ctx[1]);
     }
   }
   if (shared && (e->kind == kUnsure || !read_generic_jit_info(ji, jit_method, start, size, *e))) e->kind = kUnsure;

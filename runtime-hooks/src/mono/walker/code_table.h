@@ -19,8 +19,8 @@ namespace mlpd::hooks::walker {
 
 constexpr uint8_t kNative = 0;        // not JIT code we know: the end of a managed segment
 constexpr uint8_t kUnsure = 1;        // JIT code whose frame or method we cannot trust: ask Mono
-constexpr uint8_t kFramePointer = 2;  // push rbp; mov rbp,rsp: [rbp] = caller's rbp, [rbp+8] = return
-constexpr uint8_t kFixedFrame = 3;    // sub rsp,N (no frame pointer): return at [sp+N], rbp saved or kept
+constexpr uint8_t kFramePointer = 2;  // a frame record: [fp] = caller's fp, the return address beside it (amd64: push rbp; mov rbp,rsp)
+constexpr uint8_t kFixedFrame = 3;    // a fixed frame of N bytes, no frame record: the return address at sp+N, fp saved or kept
 
 // One cache line (a walk reads kind, method, body and the frame's shape of every frame's entry).
 struct alignas(64) CodeEntry {
@@ -33,12 +33,12 @@ struct alignas(64) CodeEntry {
   // its memory reused): a thread's cached lookup of it is then stale (see lookup()).
   std::atomic<bool> gone{false};
   uint32_t frame = 0;     // kFixedFrame: N
-  int32_t rbp_save = -1;  // kFixedFrame: where the prologue saved rbp ([sp+rbp_save]); -1: rbp untouched
+  int32_t fp_save = -1;  // kFixedFrame: where the prologue saved the frame pointer ([sp+fp_save]); -1: untouched
   // Shared generic code (ctx != kCtxNone): Mono's walk names the instantiation it reads from the frame's
-  // generic context, kept in a stack slot at [rsp or rbp + ctx_offset] from code offset ctx_from on.
+  // generic context, kept in a stack slot at [sp or fp + ctx_offset] from code offset ctx_from on.
   // The method is then looked up by (this entry, context value) in what Mono's walks taught us.
   uint8_t ctx = 0;        // kCtxNone, kCtxValue (the slot holds a vtable or mrgctx), kCtxThis (`this`)
-  uint8_t ctx_base = 0;   // 4: rsp, 5: rbp (Mono's amd64 register numbers)
+  uint8_t ctx_base = 0;   // the slot's base, in Mono's register numbers of the machine (frame_shapes.h: context_base)
   int32_t ctx_offset = 0;
   uint32_t ctx_from = 0;
 };

@@ -3,7 +3,7 @@
 
 #include <new>
 
-#include "mono/v6_8/layouts.h"
+#include "mono/layouts.h"
 
 namespace mlpd::hooks::walker {
 
@@ -48,42 +48,42 @@ void forget_generic_instances() {
 }
 
 // Mono 6.8 exports no reader for a method's MonoGenericJitInfo (where a frame of shared generic code
-// keeps its generic context): its layout is read raw (mono/v6_8/layouts.h), checked against this
+// keeps its generic context): its layout is read raw (the selected row's readers: mono/layouts.h), checked against this
 // runtime's JIT info. The context is a method runtime generic context when the method has a method
 // instantiation, a vtable when it is static or of a value type, else `this` (whose vtable is used).
 // Only stack slots off the machine's stack or frame pointer are read here (context_base_ok): another
 // register would need the callee-saved registers of every frame (such frames stay with Mono's walk).
 bool read_generic_jit_info(const MonoJitInfo* ji, MonoMethod* jit_method, uint64_t start, uint64_t size,
                            CodeEntry& e) {
-  namespace v = mono_v6_8;
+  const mono_layouts::MonoLayouts& L = mono_layouts::selected();
   if (!ji || !jit_method || !mono_optional.mono_method_get_context || !mono_optional.mono_method_get_flags || !mono_optional.mono_method_get_class || !mono_optional.mono_class_is_valuetype) {
     return false;
   }
   const auto at = reinterpret_cast<uint64_t>(ji);
-  uint8_t head[v::kJiHead];
-  if (!read_memory(at, head, sizeof head)) return false;
-  const v::JitInfoHead h = v::parse_jit_info_head(head);
+  uint8_t head[mono_layouts::kMaxJiHead];
+  if (!read_memory(at, head, L.ji_head)) return false;
+  const mono_layouts::JitInfoHead h = L.parse_jit_info_head(head);
   // The layout is this runtime's only if the fields the API gives are where we read them.
   if (h.method != reinterpret_cast<uint64_t>(jit_method) || h.code_start != start || h.code_size <= 0 ||
       static_cast<uint64_t>(h.code_size) != size || !h.has_generic_jit_info) {
     return false;
   }
-  if (h.clauses > v::kMaxClauses) return false;
+  if (h.clauses > L.max_clauses) return false;
   for (uint32_t i = 0; i < h.clauses; ++i) {  // each clause's try and handler inside the code: the size is right
     uint64_t addrs[3];
-    if (!read_memory(v::clause_address(at, i), reinterpret_cast<uint8_t*>(addrs), sizeof addrs)) return false;
+    if (!read_memory(L.clause_address(at, i), reinterpret_cast<uint8_t*>(addrs), sizeof addrs)) return false;
     for (uint64_t a : addrs) {
       if (a < start || a > start + size) return false;
     }
   }
-  uint8_t gi[v::kGenericJiSize];
-  if (!read_memory(v::generic_jit_info_address(at, h.clauses), gi, sizeof gi)) return false;
-  const v::GenericJitInfo g = v::parse_generic_jit_info(gi);
-  if (!g.has_this || g.nlocs < 0 || static_cast<uint32_t>(g.nlocs) > v::kMaxLocs) return false;
-  uint8_t locs[v::kMaxLocs * v::kLocSize];
-  if (g.nlocs > 0 && (!g.locations || !read_memory(g.locations, locs, g.nlocs * v::kLocSize))) return false;
-  v::ContextSlot slot;
-  if (!v::context_slot(g, locs, size, slot) || !context_base_ok(slot.reg)) return false;
+  uint8_t gi[mono_layouts::kMaxGenericJi];
+  if (!read_memory(L.generic_jit_info_address(at, h.clauses), gi, L.generic_ji_size)) return false;
+  const mono_layouts::GenericJitInfo g = L.parse_generic_jit_info(gi);
+  if (!g.has_this || g.nlocs < 0 || static_cast<uint32_t>(g.nlocs) > L.max_locs) return false;
+  uint8_t locs[mono_layouts::kMaxLocs * mono_layouts::kMaxLocSize];
+  if (g.nlocs > 0 && (!g.locations || !read_memory(g.locations, locs, g.nlocs * L.loc_size))) return false;
+  mono_layouts::ContextSlot slot;
+  if (!L.context_slot(g, locs, size, slot) || !context_base_ok(slot.reg)) return false;
   void* const* context = static_cast<void* const*>(mono_optional.mono_method_get_context(jit_method));
   if (!context) return false;
   uint32_t iflags = 0;

@@ -120,10 +120,10 @@ inline uint64_t object_vtable(ThreadWalk& t, uint64_t obj, uint64_t& epoch) {
 // The context value of a shared generic frame (a vtable or a method runtime generic context), read as
 // Mono's walk reads it (mini-exceptions.c, get_generic_info_from_stack_frame): from the stack slot the
 // JIT info names, and for `this`, the object's vtable. 0 when it cannot be read.
-inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, uint64_t sp, uint64_t rbp,
+inline uint64_t generic_context(ThreadWalk& t, const CodeEntry& e, uint64_t ip, uint64_t sp, uint64_t fp,
                                 const Bounds& b, uint64_t& epoch) {
   if (ip - e.start < e.ctx_from) return 0;
-  const uint64_t base = context_base(e, sp, rbp);
+  const uint64_t base = context_base(e, sp, fp);
   if (!readable(b, base, e.ctx_offset)) return 0;
   uint64_t v = load(base + static_cast<int64_t>(e.ctx_offset));
   if (v == 0 || (v & 7) != 0) return 0;

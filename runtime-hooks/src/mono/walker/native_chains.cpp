@@ -28,7 +28,7 @@ int g_unw_state = 0;  // 0 not tried, 1 bound, -1 unavailable (guarded by g_lear
 
 // Only frames in code of a loaded ELF object are stepped with libunwind: those have CFI. JIT-made code
 // we do not know (trampolines, code of methods whose jit_done we have not seen) has none, and libunwind
-// would guess from rbp, which there may hold anything.
+// would guess from the frame pointer register, which there may hold anything.
 bool in_loaded_object(uint64_t ret) {
   void* pc = reinterpret_cast<void*>(ret - 1);
   if (g_find_object) {
@@ -69,11 +69,12 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
   unw_cursor_t c;
   if (g_unw.getcontext(&uc) != 0 || g_unw.init_local(&c, &uc) != 0) return false;
   unw_word_t ip = 0, sp = 0;
-  // Up to collect()'s caller: its SP is collect()'s CFA (anchor + 16: collect() keeps a frame pointer).
-  for (int i = 0; i < 8 && sp != anchor + 16; ++i) {
+  // Up to collect()'s caller: its SP is collect()'s CFA (collect() keeps a frame pointer: its CFA is
+  // kCfaAboveFrame above the anchor, its frame address).
+  for (int i = 0; i < 8 && sp != anchor + kCfaAboveFrame; ++i) {
     if (g_unw.step(&c) <= 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
   }
-  if (sp != anchor + 16) return false;
+  if (sp != anchor + kCfaAboveFrame) return false;
   s.n = 0;
   for (;;) {
     if (g_unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
@@ -82,8 +83,8 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
     if (e->kind != kNative) {
       uint64_t fp_at;
       if (!unwind_saved_fp(g_unw, &c, fp_at)) return false;
-      s.managed_slot = static_cast<int64_t>(sp - 8 - anchor);
-      s.rbp_loc = static_cast<int64_t>(fp_at - anchor);
+      s.managed_slot = static_cast<int64_t>(return_slot(sp) - anchor);
+      s.fp_loc = static_cast<int64_t>(fp_at - anchor);
       set_bounds(s);
       return s.n > 0;
     }
@@ -92,42 +93,42 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
       TrampolineFrame f;
       if (read_trampoline(ip, f)) {
         const uint64_t ret_slot = sp + f.size;
-        if (ret_slot < sp || ret_slot < anchor || ret_slot + 8 > t.hi) return false;
+        if (ret_slot < sp || ret_slot < anchor || ret_slot + kWord > t.hi) return false;
         const CodeEntry* m = lookup(t, load(ret_slot));
         if (m->kind == kNative || m->kind == kUnsure) return false;
-        int64_t rbp_loc;
-        if (f.rbp_save >= 0) {
-          rbp_loc = static_cast<int64_t>(sp + static_cast<uint32_t>(f.rbp_save) - anchor);
+        int64_t fp_loc;
+        if (f.fp_save >= 0) {
+          fp_loc = static_cast<int64_t>(sp + static_cast<uint32_t>(f.fp_save) - anchor);
         } else {
           uint64_t fp_at;
           if (!unwind_saved_fp(g_unw, &c, fp_at)) return false;
-          rbp_loc = static_cast<int64_t>(fp_at - anchor);
+          fp_loc = static_cast<int64_t>(fp_at - anchor);
         }
-        s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
+        s.off[s.n] = static_cast<int64_t>(return_slot(sp) - anchor);
         s.val[s.n] = ip;
         ++s.n;
         s.managed_slot = static_cast<int64_t>(ret_slot - anchor);
-        s.rbp_loc = rbp_loc;
+        s.fp_loc = fp_loc;
         set_bounds(s);
         return true;
       }
     }
     if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
-    s.off[s.n] = static_cast<int64_t>(sp - 8 - anchor);
+    s.off[s.n] = static_cast<int64_t>(return_slot(sp) - anchor);
     s.val[s.n] = ip;
     ++s.n;
     if (g_unw.step(&c) <= 0) return false;
   }
 }
 
-bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_rbp, ThreadWalk& t, Signature& s) {
+bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_fp, ThreadWalk& t, Signature& s) {
   unw_context_t uc;
   if (g_unw.getcontext(&uc) != 0) return false;
-  unwind_set_start(uc, top_ip - 1, top_sp, top_rbp);  // inside the call: its CFI row
+  unwind_set_start(uc, top_ip - 1, top_sp, top_fp);  // inside the call: its CFI row
   unw_cursor_t c;
   if (g_unw.init_local(&c, &uc) != 0) return false;
   s.n = 1;
-  s.off[0] = -8;  // the outermost managed frame's return address, the value the walk ended on
+  s.off[0] = -kReturnSlotBelowSp;  // the outermost managed frame's return address, the value the walk ended on
   s.val[0] = top_ip;
   if (!in_loaded_object(top_ip)) return false;
   for (;;) {
@@ -146,7 +147,7 @@ bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_rbp, ThreadWalk& t
     if (sp <= top_sp || sp > t.hi) return false;
     if (lookup(t, ip)->kind != kNative) return false;  // more managed code above: leave it to Mono
     if (!in_loaded_object(ip)) return false;
-    s.off[s.n] = static_cast<int64_t>(sp - 8 - top_sp);
+    s.off[s.n] = static_cast<int64_t>(return_slot(sp) - top_sp);
     s.val[s.n] = ip;
     ++s.n;
   }
@@ -162,7 +163,7 @@ bool publish(SignatureSet& set, const Signature& s) {
   std::memcpy(d.off, s.off, sizeof d.off);
   std::memcpy(d.val, s.val, sizeof d.val);
   d.managed_slot = s.managed_slot;
-  d.rbp_loc = s.rbp_loc;
+  d.fp_loc = s.fp_loc;
   d.checks_left.store(kChecksPerSignature, std::memory_order_relaxed);
   set.count.store(n + 1, std::memory_order_release);
   return true;

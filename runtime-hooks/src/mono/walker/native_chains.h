@@ -28,9 +28,9 @@ struct Signature {
   int64_t lowest = 0, highest = 0;  // the lowest and highest slot offsets: one bounds check per signature
   int64_t off[kMaxPairs];
   uint64_t val[kMaxPairs];
-  // bottom only: the innermost managed frame's return-address slot and where its rbp is saved
+  // bottom only: the innermost managed frame's return-address slot and where its frame pointer is saved
   int64_t managed_slot = 0;
-  int64_t rbp_loc = 0;
+  int64_t fp_loc = 0;
   std::atomic<int> checks_left{kChecksPerSignature};
 };
 
@@ -63,9 +63,9 @@ bool publish(SignatureSet& set, const Signature& s);
 bool bind_unwind();
 // The native chain from `anchor` (collect()'s frame) up to the first managed frame (g_learn_mutex held).
 bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Signature& s);
-// The native chain above the outermost managed frame (return address top_ip, found at top_sp - 8, with
-// rbp top_rbp), up to the thread's first frame (g_learn_mutex held).
-bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_rbp, ThreadWalk& t, Signature& s);
+// The native chain above the outermost managed frame (return address top_ip, found at return_slot(top_sp), with
+// frame pointer top_fp), up to the thread's first frame (g_learn_mutex held).
+bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_fp, ThreadWalk& t, Signature& s);
 
 }  // namespace mlpd::hooks::walker
 #pragma GCC visibility pop

@@ -5,6 +5,8 @@
 // code-table miss (lookup_slow) or a `this` outside the nursery (one copy).
 #pragma once
 
+#include "mono/layouts.h"
+
 #include <cstdint>
 
 #include "walker/generic_instances.h"
@@ -18,7 +20,7 @@ struct FastResult {
   uint32_t n = 0;
   Signature* bottom = nullptr;
   Signature* top = nullptr;
-  uint64_t top_ip = 0, top_sp = 0, top_rbp = 0;  // the native caller of the outermost managed frame
+  uint64_t top_ip = 0, top_sp = 0, top_fp = 0;  // the native caller of the outermost managed frame
   GenericSlot* generic = nullptr;  // a learned generic pair this walk used whose cross-checks are due
   bool lmf = false;                // the innermost managed frame came from the thread's last LMF
   bool lmf_top = false;            // the walk ended as Mono's does at the thread's first LMF
@@ -30,6 +32,10 @@ struct FastResult {
 // extra_bottom / extra_top: a chain being learned, tried after the published ones. misses: shared
 // generic frames the learned pairs do not know are noted there (null: such a frame ends the walk with
 // kNoGeneric). allow_lmf: an allocation's walk, which may start from the thread's last LMF.
+// Picks the fast walk compiled for `row` (the selected row of layouts): false when the walker has none
+// for it (our walker then stays off).
+bool walk_for(const mono_layouts::MonoLayouts* row);
+
 int fast_walk(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t max, Signature* extra_bottom,
               Signature* extra_top, FastResult& r, Misses* misses = nullptr, bool allow_lmf = false);
 

@@ -45,13 +45,13 @@ TEST_CASE("native chains: published chains are copies, their checks due again") 
   s.off[1] = 16;
   s.val[1] = 2;
   s.managed_slot = 24;
-  s.rbp_loc = 32;
+  s.fp_loc = 32;
   set_bounds(s);
   s.checks_left.store(0);
   REQUIRE(publish(set, s));
   CHECK(set.count.load() == 1);
   const Signature& d = set.sigs[0];
-  CHECK((d.n == 2 && d.off[1] == 16 && d.val[1] == 2 && d.managed_slot == 24 && d.rbp_loc == 32));
+  CHECK((d.n == 2 && d.off[1] == 16 && d.val[1] == 2 && d.managed_slot == 24 && d.fp_loc == 32));
   CHECK((d.lowest == 8 && d.highest == 16));
   CHECK(d.checks_left.load() == kChecksPerSignature);
   for (unsigned i = 1; i < kMaxSignatures; ++i) REQUIRE(publish(set, s));

@@ -14,7 +14,7 @@ namespace {
 constexpr uint64_t kNativeRet = 0x7000, kTopRet = 0x7777, kAboveTop = 0x8888;
 
 // stack[0..]: the walker's frame is the anchor (stack + 0).
-//   [0]  rbp of the innermost managed frame (the bottom chain's rbp_loc 0)
+//   [0]  rbp of the innermost managed frame (the bottom chain's fp_loc 0)
 //   [1]  a native return address (the bottom chain's one slot)
 //   [2]  return address into Leaf (fixed frame, 0x18): Leaf's sp is stack + 24
 //   [6]  Leaf's return address, into WithTry (frame pointer): WithTry's sp is stack + 56
@@ -47,7 +47,7 @@ struct Fixture {
     bottom.off[0] = 8;
     bottom.val[0] = kNativeRet;
     bottom.managed_slot = 16;
-    bottom.rbp_loc = 0;
+    bottom.fp_loc = 0;
     set_bounds(bottom);
     top.n = 2;
     top.off[0] = -8;

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "mono/v6_8/layouts.h"
 #include "walker/code_table.h"
 #include "walker/generic_instances.h"
 #include "walker/native_chains.h"
 #include "walker/thread_state.h"
+#include "walker/walk.h"
 
 namespace walker_test {
 
@@ -50,6 +52,8 @@ inline void set_up() {
   REQUIRE(make_thread_key());
   take_pid();
   mlpd::hooks::mono_optional.mono_method_get_context = [](MonoMethod*) -> void* { return nullptr; };
+  mlpd::hooks::mono_layouts::select(&mlpd::hooks::mono_v6_8::kLayouts);  // the row hooks.cpp selects for 6.8
+  REQUIRE(walk_for(&mlpd::hooks::mono_v6_8::kLayouts));
 }
 
 // A thread state for a synthetic stack [lo, hi), its caches empty and valid now.

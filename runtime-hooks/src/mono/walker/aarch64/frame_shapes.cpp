@@ -95,7 +95,7 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
   e.kind = kFramePointer;
   e.frame = n;
   e.body = e.start + i + 4;
-  e.rbp_save = -1;
+  e.fp_save = -1;
 }
 
 // Mono's arm64 throw trampolines (mini/exceptions-arm64.c, get_throw_trampoline) push a frame record

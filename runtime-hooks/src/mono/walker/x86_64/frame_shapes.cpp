@@ -50,7 +50,7 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
     return;
   }
   if (n == 0 || (!probed && n >= kPage) || (n % 8) != 0) return;
-  int32_t rbp_save = -1;
+  int32_t fp_save = -1;
   // mov %reg,(%rsp) / mov %reg,disp8(%rsp) / mov %reg,disp32(%rsp): REX.W(+R) 89 modrm 24 [disp]
   while (i + 4 <= size && (c[i] == 0x48 || c[i] == 0x4c) && c[i + 1] == 0x89 && (c[i + 2] & 7) == 4 && c[i + 3] == 0x24) {
     const uint8_t mod = c[i + 2] >> 6;
@@ -68,16 +68,16 @@ void classify(const uint8_t* c, uint64_t size, CodeEntry& e) {
     } else if (mod != 0) {
       break;
     }
-    if (reg == 5) rbp_save = disp;
+    if (reg == 5) fp_save = disp;
     i += len;
   }
   // A second rsp adjustment or a probe right after would mean the frame is not what we read.
   if (i + 3 <= size && c[i] == 0x48 && (c[i + 1] == 0x83 || c[i + 1] == 0x81) && c[i + 2] == 0xec) return;
-  if (rbp_save != -1 && (rbp_save < 0 || static_cast<uint32_t>(rbp_save) + 8 > n)) return;
+  if (fp_save != -1 && (fp_save < 0 || static_cast<uint32_t>(fp_save) + 8 > n)) return;
   e.kind = kFixedFrame;
   e.body = e.start + i;
   e.frame = n;
-  e.rbp_save = rbp_save;
+  e.fp_save = fp_save;
 }
 
 // Mono's throw trampolines (mini/exceptions-amd64.c, get_throw_trampoline) are JIT-made code without
@@ -152,7 +152,7 @@ bool decode_trampoline(const uint8_t* code, size_t len, TrampolineFrame& f) {
         if (i + 8 > end) break;
         std::memcpy(&d, code + i + 4, 4);
       }
-      if (d >= 0 && static_cast<uint32_t>(d) + 8 <= n) f.rbp_save = d;
+      if (d >= 0 && static_cast<uint32_t>(d) + 8 <= n) f.fp_save = d;
       break;
     }
   }
@@ -189,18 +189,24 @@ void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
   if (!info) return;
   uint64_t words[256];
   if (!read_memory(info, reinterpret_cast<uint8_t*>(words), sizeof words)) return;
+  const mono_layouts::MonoLayouts& L = mono_layouts::selected();
   for (const uint64_t w : words) {
     if (!w || (w & 7) || (w >= t.lo && w <= t.hi)) continue;
-    uint64_t j[mono_v6_8::kJitTlsWords];
-    if (!read_memory(w, reinterpret_cast<uint8_t*>(j), sizeof j)) continue;
-    if (j[0] < anchor || j[0] > t.hi) continue;                      // end_of_stack
-    if (!j[3] || (j[3] & 7) != 0) continue;                          // first_lmf
+    uint64_t j[mono_layouts::kMaxJitTlsWords];
+    if (!read_memory(w, reinterpret_cast<uint8_t*>(j), L.jit_tls_words * 8)) continue;
+    const uint64_t end_of_stack = j[L.jit_tls_end_of_stack / 8], lmf = j[L.jit_tls_lmf / 8], first = j[L.jit_tls_first_lmf / 8];
+    if (end_of_stack < anchor || end_of_stack > t.hi) continue;
+    if (!first || (first & 7) != 0) continue;
     // lmf: on this stack above us, or the first one (no managed frame called into native code yet,
     // or a throw's allocations: see lmf_frame)
-    if (j[2] != j[3] && (j[2] < anchor || j[2] >= t.hi || (j[2] & 7) != 0)) continue;
+    if (lmf != first && (lmf < anchor || lmf >= t.hi || (lmf & 7) != 0)) continue;
     // first_lmf is the top entry: allocated zeroed when the thread was set up, never written since
-    uint64_t top[3];
-    if (!read_memory(j[3], reinterpret_cast<uint8_t*>(top), sizeof top) || top[0] || top[1] || top[2]) continue;
+    uint64_t top[mono_layouts::kMaxJitTlsWords] = {};
+    const size_t top_bytes = static_cast<size_t>(L.lmf.lmf_bytes);
+    if (top_bytes > sizeof top || !read_memory(first, reinterpret_cast<uint8_t*>(top), top_bytes)) continue;
+    bool zero = true;
+    for (size_t i = 0; i < top_bytes / 8; ++i) zero = zero && top[i] == 0;
+    if (!zero) continue;
     t.jit_tls = w;
     return;
   }

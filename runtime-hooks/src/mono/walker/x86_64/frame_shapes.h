@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "mono/optional.h"
-#include "mono/v6_8/layouts.h"
+#include "mono/layouts.h"
 #include "capture/unwind_binding.h"
 #include "walker/code_table.h"
 #include "walker/thread_state.h"
@@ -21,14 +21,14 @@ namespace mlpd::hooks::walker {
 // ---- prologues ---------------------------------------------------------------------------------
 
 // The frame shape of the code at `c` (`size` bytes; e.start is its address): sets e.kind
-// (kFramePointer, kFixedFrame or kUnsure), e.body, and for a fixed frame e.frame and e.rbp_save.
+// (kFramePointer, kFixedFrame or kUnsure), e.body, and for a fixed frame e.frame and e.fp_save.
 void classify(const uint8_t* c, uint64_t size, CodeEntry& e);
 
 // ---- throw trampolines -------------------------------------------------------------------------
 
 struct TrampolineFrame {
   uint32_t size = 0;
-  int32_t rbp_save = -1;
+  int32_t fp_save = -1;
 };
 constexpr size_t kTrampolineScan = 512;
 
@@ -39,22 +39,36 @@ bool decode_trampoline(const uint8_t* code, size_t len, TrampolineFrame& f);
 // memory is an error, not a fault).
 bool read_trampoline(uint64_t ret, TrampolineFrame& f);
 
+// ---- where a call keeps its return address -----------------------------------------------------
+// The machine facts the shared walk (walk.cpp, native_chains.cpp) asks instead of doing the arithmetic
+// itself. amd64: `call` pushes the return address, so it lies in the word just below the caller's
+// stack pointer as it is once the call has returned; a function that keeps a frame pointer has its
+// caller's stack pointer (its CFA) 16 bytes above its frame address (the saved rbp, the return
+// address).
+inline constexpr int64_t kWord = 8;
+inline constexpr int64_t kReturnSlotBelowSp = 8;
+inline constexpr uint64_t kCfaAboveFrame = 16;
+// The slot of the return address into the frame whose stack pointer after the return is `sp`.
+inline uint64_t return_slot(uint64_t sp) { return sp - kReturnSlotBelowSp; }
+// The stack pointer after the return of the call whose return address lies at `slot`.
+inline uint64_t sp_after_return(uint64_t slot) { return slot + kReturnSlotBelowSp; }
+
 // ---- one frame up ------------------------------------------------------------------------------
 
 // The caller of a managed frame (ip in entry e, stack pointer sp, rbp) inside stack bounds ending at
 // hi: its return address, stack pointer and rbp. False when the frame cannot be stepped.
 inline bool caller_frame(const CodeEntry& e, uintptr_t hi, uint64_t sp, uint64_t rbp, uint64_t& ret,
-                         uint64_t& caller_sp, uint64_t& caller_rbp) {
+                         uint64_t& caller_sp, uint64_t& caller_fp) {
   if (e.kind == kFramePointer) {
     if (rbp < sp || rbp > hi || hi - rbp < 16) return false;
-    caller_rbp = load(rbp);
+    caller_fp = load(rbp);
     ret = load(rbp + 8);
     caller_sp = rbp + 16;
   } else {
     if (sp > hi || hi - sp < uint64_t{e.frame} + 8) return false;
     ret = load(sp + e.frame);
     caller_sp = sp + e.frame + 8;
-    caller_rbp = e.rbp_save >= 0 ? load(sp + static_cast<uint32_t>(e.rbp_save)) : rbp;
+    caller_fp = e.fp_save >= 0 ? load(sp + static_cast<uint32_t>(e.fp_save)) : rbp;
   }
   return true;
 }
@@ -70,32 +84,31 @@ inline uint64_t context_base(const CodeEntry& e, uint64_t sp, uint64_t rbp) { re
 
 constexpr int kLmfUnknown = 0, kLmfFrame = 1, kLmfNone = 2;  // lmf_frame's answers
 
-// amd64's MonoLMF {gpointer previous_lmf; guint64 rbp; guint64 rsp} (mini/mini-amd64.h), a
-// MonoLMFTramp {MonoLMF lmf; MonoContext *ctx; ...}, and MonoContext's gregs[] (utils/mono-context.h:
-// rsp 4, rbp 5, rip 16).
-constexpr int64_t kLmfRbp = 8, kLmfRsp = 16, kLmfTrampCtx = 24;
-constexpr int64_t kCtxRsp = 4 * 8, kCtxRbp = 5 * 8, kCtxRip = 16 * 8;
+// The MonoLMF, MonoLMFTramp and MonoContext slots are the Mono version's layouts for this machine:
+// the selected row's `lmf` (mono/layouts.h; Mono 6.8's amd64 slots in mono/v6_8/layouts.cpp).
 
 // True when `lmf` is the thread's top LMF entry (allocated zeroed at attach: rsp 0, no previous).
-inline bool lmf_is_top(uint64_t lmf) { return load(lmf + kLmfRsp) == 0 && load(lmf) == 0; }
+// `L`: the selected row (the fast walk is compiled for each row: its offsets are immediates there).
+[[gnu::always_inline]] inline bool lmf_is_top(const mono_layouts::MonoLayouts& L, uint64_t lmf) { return load(lmf + L.lmf.sp) == 0 && load(lmf) == 0; }
 
 
 // The managed frame LMF record `lmf` names (kLmfFrame), read inside `b`, or kLmfUnknown. Inline: the
 // fast walk reads one per walk that starts from the LMF, and keeps its state in registers across it.
-inline int lmf_record(const Bounds& b, uint64_t lmf, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
-  if ((lmf & 7) != 0 || !readable(b, lmf, 16)) return kLmfUnknown;
+[[gnu::always_inline]] inline int lmf_record(const mono_layouts::MonoLayouts& L, const Bounds& b, uint64_t lmf, uint64_t& ip, uint64_t& sp,
+                      uint64_t& rbp) {
+  if ((lmf & 7) != 0 || !readable(b, lmf, L.lmf.lmf_bytes - 8)) return kLmfUnknown;
   const uint64_t prev = load(lmf);
-  if (prev & mono_v6_8::kLmfExtBit) return kLmfUnknown;
-  if (prev & mono_v6_8::kLmfTrampBit) {
-    if (!readable(b, lmf, kLmfTrampCtx)) return kLmfUnknown;
-    const uint64_t ctx = load(lmf + kLmfTrampCtx);
-    if ((ctx & 7) != 0 || !readable(b, ctx, 16 * 8)) return kLmfUnknown;
-    ip = load(ctx + kCtxRip);
-    sp = load(ctx + kCtxRsp);
-    rbp = load(ctx + kCtxRbp);
+  if (prev & L.lmf_ext_bit) return kLmfUnknown;
+  if (prev & L.lmf_tramp_bit) {
+    if (!readable(b, lmf, L.lmf.tramp_ctx)) return kLmfUnknown;
+    const uint64_t ctx = load(lmf + L.lmf.tramp_ctx);
+    if ((ctx & 7) != 0 || !readable(b, ctx, L.lmf.ctx_bytes - 8)) return kLmfUnknown;
+    ip = load(ctx + L.lmf.ctx_ip);
+    sp = load(ctx + L.lmf.ctx_sp);
+    rbp = load(ctx + L.lmf.ctx_fp);
   } else {
-    sp = load(lmf + kLmfRsp);
-    rbp = load(lmf + kLmfRbp);
+    sp = load(lmf + L.lmf.sp);
+    rbp = load(lmf + L.lmf.fp);
     if (!readable(b, sp, -8)) return kLmfUnknown;
     ip = load(sp - 8);
   }
@@ -111,7 +124,8 @@ void find_jit_tls(ThreadWalk& t, uintptr_t anchor);
 // every allocation of a throw (the trace_ips array, a stack overflow's or an exception's made by the
 // runtime): managed code calls the throw trampoline directly, which pushes no LMF
 // (mini/exceptions-amd64.c, get_throw_trampoline). kLmfUnknown: left to Mono.
-inline int lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp, uint64_t& rbp) {
+[[gnu::always_inline]] inline int lmf_frame(const mono_layouts::MonoLayouts& L, ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp,
+                     uint64_t& rbp) {
   if (!t.jit_tls) {
     // Until the JIT has set the thread up (the main thread's first allocations) its MonoThreadInfo
     // does not point to it yet: looked for again at the 2nd, 4th, 8th ... 256th walk that wanted it,
@@ -121,14 +135,14 @@ inline int lmf_frame(ThreadWalk& t, const Bounds& b, uint64_t& ip, uint64_t& sp,
     find_jit_tls(t, b.lo);
     if (!t.jit_tls) return kLmfUnknown;
   }
-  const uint64_t lmf = load(t.jit_tls + mono_v6_8::kJitTlsLmf);
-  if (lmf == load(t.jit_tls + mono_v6_8::kJitTlsFirstLmf)) {
+  const uint64_t lmf = load(t.jit_tls + L.jit_tls_lmf);
+  if (lmf == load(t.jit_tls + L.jit_tls_first_lmf)) {
     // The first LMF: MonoLMF {previous_lmf, rbp, rsp}, on the heap (g_new0), Mono's for the thread's
     // life; rsp 0 marks the top entry (always, but checked).
     if (lmf == 0 || (lmf & 7) != 0) return kLmfUnknown;
-    return lmf_is_top(lmf) ? kLmfNone : kLmfUnknown;
+    return lmf_is_top(L, lmf) ? kLmfNone : kLmfUnknown;
   }
-  return lmf_record(b, lmf, ip, sp, rbp);
+  return lmf_record(L, b, lmf, ip, sp, rbp);
 }
 
 // ---- libunwind (local) -------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frame_shapes.h"  // walker/<MLPD_ARCH>/: the machine's JIT frame shapes
+#include "mono/v6_8/layouts.h"
 
 using namespace mlpd::hooks::walker;
 
@@ -123,7 +124,7 @@ TEST_CASE("classify: Mono 6.8's amd64 prologues") {
     classified(kLeaf, e);
     CHECK(e.kind == kFixedFrame);
     CHECK(e.frame == 0x18);
-    CHECK(e.rbp_save == -1);
+    CHECK(e.fp_save == -1);
     // sub (4), mov %r14,(%rsp) (4); `mov %rdi,%r14` ends the saves
     CHECK(e.body == e.start + 8);
   }
@@ -139,7 +140,7 @@ TEST_CASE("classify: Mono 6.8's amd64 prologues") {
     classified(kHugeFrame, e);
     CHECK(e.kind == kFixedFrame);
     CHECK(e.frame == 0x2000 + 0x338);
-    CHECK(e.rbp_save == -1);
+    CHECK(e.fp_save == -1);
     CHECK(e.body == e.start + 0x21);
   }
   SECTION("the allocator wrapper saves rbp at [rsp + 8]") {
@@ -147,7 +148,7 @@ TEST_CASE("classify: Mono 6.8's amd64 prologues") {
     classified(kProfilerAllocSmall, e);
     CHECK(e.kind == kFixedFrame);
     CHECK(e.frame == 0x38);
-    CHECK(e.rbp_save == 8);
+    CHECK(e.fp_save == 8);
     CHECK(e.body == e.start + 0x21);
   }
   SECTION("code that is neither: left to Mono") {
@@ -172,11 +173,11 @@ TEST_CASE("decode_trampoline: Mono 6.8's throw trampolines") {
   TrampolineFrame f;
   REQUIRE(decode_trampoline(kThrowTrampoline, sizeof kThrowTrampoline, f));
   CHECK(f.size == 0x1d8);
-  CHECK(f.rbp_save == 0x48);
+  CHECK(f.fp_save == 0x48);
   TrampolineFrame g;
   REQUIRE(decode_trampoline(kThrowTrampolineB, sizeof kThrowTrampolineB, g));
   CHECK(g.size == 0x1d8);
-  CHECK(g.rbp_save == 0x48);
+  CHECK(g.fp_save == 0x48);
   // call_filter: a call, but no fixed frame before it.
   TrampolineFrame h;
   CHECK_FALSE(decode_trampoline(kRestoreContext, sizeof kRestoreContext, h));
@@ -192,7 +193,7 @@ TEST_CASE("read_trampoline copies the code before a return address") {
   TrampolineFrame f;
   REQUIRE(read_trampoline(reinterpret_cast<uint64_t>(code.data() + code.size()), f));
   CHECK(f.size == 0x1d8);
-  CHECK(f.rbp_save == 0x48);
+  CHECK(f.fp_save == 0x48);
 }
 
 TEST_CASE("caller_frame: one frame up on a synthetic stack") {
@@ -217,14 +218,14 @@ TEST_CASE("caller_frame: one frame up on a synthetic stack") {
     CodeEntry e;
     e.kind = kFixedFrame;
     e.frame = 0x38;
-    e.rbp_save = 8;
+    e.fp_save = 8;
     stack[1] = 0x3333;  // [sp + 8]
     stack[7] = 0x4444;  // [sp + 0x38]
     REQUIRE(caller_frame(e, hi, base, 0x9999, ret, sp, rbp));
     CHECK(ret == 0x4444);
     CHECK(rbp == 0x3333);
     CHECK(sp == base + 0x40);
-    e.rbp_save = -1;
+    e.fp_save = -1;
     REQUIRE(caller_frame(e, hi, base, 0x9999, ret, sp, rbp));
     CHECK(rbp == 0x9999);
     e.frame = sizeof stack;  // the return address would lie beyond the stack
@@ -243,7 +244,7 @@ TEST_CASE("lmf_record: the frame a MonoLMF or a trampoline's MonoLMFTramp names"
     stack[3] = 0x5555;            // rbp
     stack[4] = base + 8 * 20;     // rsp
     stack[19] = 0x40001234;       // [rsp - 8]
-    REQUIRE(lmf_record(b, lmf, ip, sp, rbp) == kLmfFrame);
+    REQUIRE(lmf_record(mlpd::hooks::mono_v6_8::kLayouts, b, lmf, ip, sp, rbp) == kLmfFrame);
     CHECK(ip == 0x40001234);
     CHECK(sp == base + 8 * 20);
     CHECK(rbp == 0x5555);
@@ -256,22 +257,22 @@ TEST_CASE("lmf_record: the frame a MonoLMF or a trampoline's MonoLMFTramp names"
     stack[30 + 4] = base + 8 * 28;  // gregs[rsp]
     stack[30 + 5] = 0x6666;       // gregs[rbp]
     stack[30 + 16] = 0x40005678;  // gregs[rip]
-    REQUIRE(lmf_record(b, lmf, ip, sp, rbp) == kLmfFrame);
+    REQUIRE(lmf_record(mlpd::hooks::mono_v6_8::kLayouts, b, lmf, ip, sp, rbp) == kLmfFrame);
     CHECK(ip == 0x40005678);
     CHECK(sp == base + 8 * 28);
     CHECK(rbp == 0x6666);
   }
   SECTION("a MonoLMFExt, a misaligned record, a record off the stack: left to Mono") {
     stack[2] = mlpd::hooks::mono_v6_8::kLmfExtBit;
-    CHECK(lmf_record(b, base + 16, ip, sp, rbp) == kLmfUnknown);
-    CHECK(lmf_record(b, base + 17, ip, sp, rbp) == kLmfUnknown);
-    CHECK(lmf_record(b, base + sizeof stack, ip, sp, rbp) == kLmfUnknown);
+    CHECK(lmf_record(mlpd::hooks::mono_v6_8::kLayouts, b, base + 16, ip, sp, rbp) == kLmfUnknown);
+    CHECK(lmf_record(mlpd::hooks::mono_v6_8::kLayouts, b, base + 17, ip, sp, rbp) == kLmfUnknown);
+    CHECK(lmf_record(mlpd::hooks::mono_v6_8::kLayouts, b, base + sizeof stack, ip, sp, rbp) == kLmfUnknown);
   }
   SECTION("the top entry") {
     alignas(8) uint64_t top[3] = {};
-    CHECK(lmf_is_top(reinterpret_cast<uint64_t>(top)));
+    CHECK(lmf_is_top(mlpd::hooks::mono_v6_8::kLayouts, reinterpret_cast<uint64_t>(top)));
     top[2] = 1;
-    CHECK_FALSE(lmf_is_top(reinterpret_cast<uint64_t>(top)));
+    CHECK_FALSE(lmf_is_top(mlpd::hooks::mono_v6_8::kLayouts, reinterpret_cast<uint64_t>(top)));
   }
 }
 
