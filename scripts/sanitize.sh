@@ -4,7 +4,8 @@
 #    and calls, heapshots, sampling, threads with zip, zip with the threads compressing every buffer, the
 #    command port with on-demand heapshots) with the reader (also under ASan+UBSan) checking each file;
 #  * TSan build (build-tsan/): the writer's lock-free tests (buffer pool, flush queue, zip's producers'
-#    help with the flush rounds' claims) and the reader's parallel profile build (its workers and replay).
+#    help with the flush rounds' claims), the .NET code map's lock-free cache (threads sharing a slot)
+#    and the reader's parallel profile build (its workers and replay).
 # Any sanitizer report fails the script. Mono itself is not instrumented: the ASan and UBSan runtimes are
 # preloaded before our agent (docs/fuzzing.md, "Sanitizer runs"). About 10 minutes on 2 cores, mostly
 # the two builds.
@@ -63,7 +64,8 @@ echo "-- TSan build: the writer's lock-free tests, the parallel profile build ($
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLPD_WERROR=OFF -DMLPD_BENCH=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=thread" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build build-tsan -j "$jobs" --target writer_concurrency_tests profile_parallel_tests
+cmake --build build-tsan -j "$jobs" --target writer_concurrency_tests coreclr_concurrency_tests profile_parallel_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/writer_concurrency_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/coreclr_concurrency_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/unit/profile_parallel_tests
 echo "-- sanitizers: all clean ($SECONDS s)"

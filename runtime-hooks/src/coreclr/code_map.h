@@ -58,10 +58,14 @@ class CodeMap {
     uint64_t start, end, method;
   };
   // A lossy cache shared by all threads, lock-free: an address and its method (methods are aligned
-  // pointers: low bit 0), or (map version << 1 | 1) for "in no range" as of that version. A slot is
-  // written address 0 first, then the value, then the address; a reader that sees the same address
-  // before and after reading the value has a value written for that address.
+  // pointers: low bit 0), or (map version << 1 | 1) for "in no range" as of that version. Each slot is
+  // a sequence lock: a writer makes the count odd (one writer at a time: another that finds it odd, or
+  // loses the exchange, does not write: the cache is lossy), writes the pair, makes it even again; a
+  // reader takes the pair only if the count was even and the same before and after reading it. (Two
+  // writers interleaving address and value words could otherwise leave one address with the other's
+  // method.)
   struct Slot {
+    std::atomic<uint32_t> seq{0};
     std::atomic<uint64_t> ip{0};
     std::atomic<uint64_t> value{0};
   };
@@ -69,9 +73,12 @@ class CodeMap {
   static size_t slot_of(uint64_t ip) { return static_cast<size_t>((ip ^ (ip >> 13)) & (kSlots - 1)); }
   bool cached(uint64_t ip, uint64_t version, uint64_t& method) const {
     const Slot& s = cache_[slot_of(ip)];
-    if (!ip || s.ip.load(std::memory_order_acquire) != ip) return false;
-    const uint64_t v = s.value.load(std::memory_order_acquire);
-    if (s.ip.load(std::memory_order_acquire) != ip) return false;
+    const uint32_t before = s.seq.load(std::memory_order_acquire);
+    if (!ip || (before & 1)) return false;
+    const uint64_t at = s.ip.load(std::memory_order_relaxed);
+    const uint64_t v = s.value.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.seq.load(std::memory_order_relaxed) != before || at != ip) return false;
     if (!(v & 1)) {
       method = v;
       return v != 0;
@@ -83,9 +90,12 @@ class CodeMap {
   void remember(uint64_t ip, uint64_t value) const {
     if (!ip) return;
     Slot& s = cache_[slot_of(ip)];
-    s.ip.store(0, std::memory_order_release);
-    s.value.store(value, std::memory_order_release);
-    s.ip.store(ip, std::memory_order_release);
+    uint32_t seq = s.seq.load(std::memory_order_relaxed);
+    if ((seq & 1) || !s.seq.compare_exchange_strong(seq, seq + 1, std::memory_order_relaxed)) return;
+    std::atomic_thread_fence(std::memory_order_release);
+    s.ip.store(ip, std::memory_order_relaxed);
+    s.value.store(value, std::memory_order_relaxed);
+    s.seq.store(seq + 2, std::memory_order_release);
   }
   uint64_t find_locked(uint64_t ip) const {
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
