@@ -6,6 +6,7 @@ Both files verify --strict; the program's methods carry the same names in both; 
 lines up their CPU stacks and allocation stacks by those names (a stack with weight on both sides)."""
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -82,6 +83,23 @@ def main():
     t.check(a >= 20000 and b >= 10000 and "CrossRt.Work:Main (string[])" in both,
             f"alloc: under Main {a} on Mono, {b} on .NET, stacks on both sides {both}; {sorted(alloc.items(), key=lambda kv: -sum(kv[1]))[:4]}")
     print(f"ok  alloc: under Main {a} on Mono, {b} on .NET; on both sides: {both}", flush=True)
+
+    # The same diff as the interactive flame graph, in a real browser: the program's frames on the page
+    # (the widths from the .NET file), no runtime's frame (--managed), the leaf found by the page's search.
+    html = os.path.abspath("crossrt-diff.html")
+    p = t.run([t.MLPD, "diff", "--managed", "--what", "cpu", "-o", html, "mono.mlpd", "dotnet.mlpd"], timeout=300)
+    t.check(p.returncode == 0, f"diff --managed -o html: exit {p.returncode}: {p.stderr[-300:]}")
+    dom = t.chromium(["--window-size=1400,800", "--dump-dom", "file://" + html + "#search=CrossRt.Work:Leaf"])
+    t.check(dom.returncode == 0, f"chromium --dump-dom: exit {dom.returncode}: {dom.stderr[-300:]}")
+    frames = re.findall(r'<div class="f[^"]*"[^>]*>([^<]*)</div>', dom.stdout)
+    named = [f for f in frames if f]
+    t.check(any(f.startswith("CrossRt.Work:Main") for f in named) and any(f.startswith("CrossRt.Work:Leaf") for f in named),
+            f"the diff page does not show Main and Leaf: {named[:10]}")
+    native = [f for f in named if "libcoreclr" in f or "libmono" in f or f.startswith(("mono_", "coreclr_"))]
+    t.check(not native, f"the --managed diff page shows runtime frames: {native[:5]}")
+    matches = [m for m in re.findall(r'<div class="f match"[^>]*>([^<]*)</div>', dom.stdout) if m]
+    t.check(matches and all("CrossRt.Work:Leaf" in m for m in matches), f"search did not highlight Leaf: {matches[:5]}")
+    print(f"ok  diff page: {len(named)} frames drawn, Leaf highlighted in {len(matches)}", flush=True)
     t.finish("dotnet_crossruntime")
 
 

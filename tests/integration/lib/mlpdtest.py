@@ -6,8 +6,10 @@ MLPD, MLPD_AGENT, MLPD_PROGRAMS, MLPD_TOOLS, MLPD_SOURCE, MONO, MPROF_REPORT, ML
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 MLPD = os.environ.get("MLPD", "mlpd")
 MONO = os.environ.get("MONO", "mono")
@@ -74,6 +76,21 @@ def run(cmd, timeout=120, input_bytes=None, env=None, cwd=None):
     p.stdout = p.stdout.decode("utf-8", "replace")
     p.stderr = p.stderr.decode("utf-8", "replace")
     return p
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+
+
+def chromium(args, timeout=120):
+    """Debian's chromium, headless, on a throw-away profile (the pages' tests: flame graphs, heat maps)."""
+    profile_dir = tempfile.mkdtemp(prefix="mlpd-chromium-")
+    try:
+        return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage", f"--user-data-dir={profile_dir}", "--virtual-time-budget=5000",
+                    *args], timeout=timeout)
+    finally:
+        shutil.rmtree(profile_dir, ignore_errors=True)
 
 
 def program(name):

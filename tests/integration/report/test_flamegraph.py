@@ -5,29 +5,13 @@ widest frame at its depth, and searching for it (the page's #search= address) hi
 reports its share. A screenshot is kept as flamegraph.png next to this test's output."""
 import os
 import re
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from mlpdtest import MLPD, MONO, check, finish, program, run  # noqa: E402
+from mlpdtest import MLPD, MONO, check, chromium, finish, program, run  # noqa: E402
 
 AGENT = os.environ.get("MLPD_AGENT", "libmlpd.so")
 WORK = os.path.join(os.getcwd(), "flamegraph-work")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
-
-
-def chromium(args, timeout=120):
-    profile_dir = tempfile.mkdtemp(prefix="mlpd-chromium-")
-    try:
-        return run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    "--disable-dev-shm-usage", f"--user-data-dir={profile_dir}", "--virtual-time-budget=5000",
-                    *args], timeout=timeout)
-    finally:
-        shutil.rmtree(profile_dir, ignore_errors=True)
-
-
 def main():
     os.makedirs(WORK, exist_ok=True)
     path = os.path.join(WORK, "sample.mlpd")

@@ -5,7 +5,6 @@ that second (#from=1&to=2) shows Hot() among the range's frames and in the flame
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 
@@ -13,20 +12,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mlpdtest as t  # noqa: E402
 
 AGENT = os.environ["MLPD_AGENT"]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
-
-
-def chromium(args, timeout=120):
-    profile_dir = tempfile.mkdtemp(prefix="mlpd-chromium-")
-    try:
-        return t.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                      "--disable-dev-shm-usage", f"--user-data-dir={profile_dir}", "--virtual-time-budget=5000",
-                      *args], timeout=timeout)
-    finally:
-        shutil.rmtree(profile_dir, ignore_errors=True)
-
-
 def main():
     with tempfile.TemporaryDirectory(prefix="mlpd-heatmap-") as workdir:
         prof = os.path.join(workdir, "spike.mlpd")
@@ -48,7 +33,7 @@ def main():
         hottest = max(range(len(per_second)), key=lambda c: per_second[c]) if per_second else -1
         t.check(hottest in (1, 2), f"hottest second {hottest}, expected the spike at 1-2 s")
         url = "file://" + page
-        dom = chromium(["--window-size=1400,900", "--dump-dom", f"{url}#from={hottest}&to={hottest + 1}"])
+        dom = t.chromium(["--window-size=1400,900", "--dump-dom", f"{url}#from={hottest}&to={hottest + 1}"])
         t.check(dom.returncode == 0, f"chromium: exit {dom.returncode}: {dom.stderr[-300:]}")
         out = dom.stdout
         cells = re.findall(r'class="cell[^"]*" id="s\d+" data-count="(\d+)"', out)
@@ -59,11 +44,11 @@ def main():
         t.check(srcdoc and "SpikeProgram:Hot" in srcdoc.group(1), "selected range: no flame graph with Hot()")
         t.check("Selected " in out and " samples" in out, "no selection line")
         # A range away from the spike (second 0) has no Hot().
-        dom = chromium(["--window-size=1400,900", "--dump-dom", f"{url}#from=0&to=0.9"])
+        dom = t.chromium(["--window-size=1400,900", "--dump-dom", f"{url}#from=0&to=0.9"])
         top = re.search(r'<ol id="top">(.*?)</ol>', dom.stdout, re.S)
         t.check(top is not None and "SpikeProgram:Hot" not in top.group(1), "range 0-0.9 s shows Hot()")
         shot = os.path.join(os.getcwd(), "heatmap.png")
-        chromium(["--window-size=1400,900", f"--screenshot={shot}", f"{url}#from={hottest}&to={hottest + 1}"])
+        t.chromium(["--window-size=1400,900", f"--screenshot={shot}", f"{url}#from={hottest}&to={hottest + 1}"])
     t.finish("report_heatmap")
 
 
