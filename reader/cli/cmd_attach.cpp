@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "attach_proc.h"
 #include "commands.h"
 
@@ -397,34 +398,31 @@ bool parse_pid(const char* s, long& pid) {
 
 }  // namespace
 
+const char kAttachHelp[] =
+    "usage: mlpd attach PID [--for SECONDS] [OPTIONS]\n"
+    "  Loads the agent into the running Mono process PID and starts profiling with OPTIONS\n"
+    "  (MLPD_OPTIONS syntax; output= defaults to mlpd.PID.TIME.mlpd here). With --for, waits\n"
+    "  SECONDS, detaches and verifies the file. Not after attach: alloc, alloc-sample, calls\n"
+    "  (docs/attach.md).\n";
+
 int cmd_attach(int argc, char** argv) {
   long pid = 0;
   int seconds = -1;
-  std::string options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("usage: mlpd attach PID [--for SECONDS] [OPTIONS]\n"
-                  "  Loads the agent into the running Mono process PID and starts profiling with OPTIONS\n"
-                  "  (MLPD_OPTIONS syntax; output= defaults to mlpd.PID.TIME.mlpd here). With --for, waits\n"
-                  "  SECONDS, detaches and verifies the file. Not after attach: alloc, alloc-sample, calls\n"
-                  "  (docs/attach.md).\n");
-      return 0;
-    }
-    if (a == "--for" && i + 1 < argc) {
-      seconds = std::atoi(argv[++i]);
-    } else if (!pid && parse_pid(argv[i], pid)) {
-    } else if (options.empty()) {
-      options = a;
-    } else {
-      std::fprintf(stderr, "mlpd attach: unexpected '%s' (usage: mlpd attach PID [--for SECONDS] [OPTIONS])\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!pid) {
-    std::fprintf(stderr, "usage: mlpd attach PID [--for SECONDS] [OPTIONS]\n");
-    return 2;
-  }
+  std::vector<std::string> words;  // PID, then OPTIONS
+  const int parsed = parse_command(argc, argv, "attach", kAttachHelp,
+                               {{"--for", nullptr, nullptr, [&](const std::string& v) {
+                                   char* end = nullptr;
+                                   const long n = std::strtol(v.c_str(), &end, 10);
+                                   if (v.empty() || !end || *end || n < 0 || n > 86400 * 365)
+                                     return "--for takes a number of seconds, not '" + v + "'";
+                                   seconds = static_cast<int>(n);
+                                   return std::string();
+                                 }}},
+                               words);
+  if (parsed >= 0) return parsed;
+  if (words.empty() || !parse_pid(words[0].c_str(), pid)) return usage_error("attach", "give the process id first");
+  if (words.size() > 2) return usage_error("attach", "unexpected '" + words[2] + "' (OPTIONS is one word: a,b=c,...)");
+  std::string options = words.size() > 1 ? words[1] : std::string();
   if (!has_output_option(options)) {
     options += std::string(options.empty() ? "" : ",") + "output=mlpd.%p.%t.mlpd";
   }
@@ -454,10 +452,11 @@ int cmd_attach(int argc, char** argv) {
 
 int cmd_detach(int argc, char** argv) {
   long pid = 0;
-  if (argc != 2 || !parse_pid(argv[1], pid)) {
-    std::fprintf(stderr, "usage: mlpd detach PID\n");
-    return 2;
-  }
+  std::vector<std::string> words;
+  const int rc = parse_command(argc, argv, "detach", "usage: mlpd detach PID\n  Stops the agent attached to process PID and closes its file.\n",
+                               {}, words);
+  if (rc >= 0) return rc;
+  if (words.size() != 1 || !parse_pid(words[0].c_str(), pid)) return usage_error("detach", "give one process id");
   return run_command(pid, "detach");
 }
 
