@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with  # noqa: E402
+from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with, require_programs  # noqa: E402
 
 
 def agent_env(options):
@@ -28,9 +28,7 @@ def counts(path, strict):
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_faults: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_faults")
 
     plain = t.run([DOTNET, DLL, "exit"], env=env_with())
     p = t.run([DOTNET, DLL, "exit"], env=agent_env("alloc,sample,output=exit.mlpd"))
