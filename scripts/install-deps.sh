@@ -21,6 +21,7 @@ packages=(
   file dpkg-dev  # cpack's Debian package: its shared-library dependencies (dpkg-shlibdeps; CPackDeb needs file)
   linux-perf  # perf record/inject/report: the jitdump and perfmap tests (docs/perf.md)
   prometheus  # a real Prometheus server and promtool: the metrics= tests (docs/fleet.md)
+  wrk  # HTTP load on the .NET HttpListener server (dotnet_server, docs/dotnet.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -351,16 +351,38 @@ std::vector<CodeInfo> ClrRuntime::code_bodies(FunctionID function) {
 // Every body of `function` not described yet, each with its own range, so a sample in any body
 // resolves. A method is named once; one whose code the runtime has not published yet (ReadyToRun code
 // at its cached-function search) is described without code now and its code later (round()).
+//
+// A dynamic method (`dynamic`: its DynamicMethodJITCompilationFinished) is compiled once in its life,
+// but the runtime frees its code and its FunctionID when it is collected and gives both to later
+// dynamic methods (compiled Expressions do this all the time): each compilation is a new method. The
+// first keeps its FunctionID as the file's method id; a later one that reuses it gets a new id (the
+// FunctionID with a generation above bit 48, never a user-space pointer), its code replaces whatever
+// the map had there, and it is always described (with the new name), so samples, backtraces and
+// clauses in it name it, not the method that was there before.
+uint64_t ClrRuntime::file_method_id(FunctionID function) {
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  const auto it = dynamic_generation_.find(function);
+  return it == dynamic_generation_.end() ? function : (uint64_t{it->second} << 48 | function);
+}
+
 void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (!function) return;
   const std::vector<CodeInfo> bodies = code_bodies(function);
   bool named;
+  uint64_t id = function;
   std::vector<CodeInfo> fresh;
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     named = functions_.count(function) != 0;
+    if (dynamic && named) {  // a FunctionID given again to a new dynamic method
+      uint32_t& generation = dynamic_generation_[function];
+      generation = (generation + 1) & 0x7fff;
+      named = false;
+    }
+    if (const auto it = dynamic_generation_.find(function); it != dynamic_generation_.end())
+      id = uint64_t{it->second} << 48 | function;
     for (const CodeInfo& b : bodies)
-      if (bodies_.insert(b.start_address).second) fresh.push_back(b);
+      if (bodies_.insert(b.start_address).second || dynamic) fresh.push_back(b);
     if (bodies.empty()) without_code_.insert(function);
     else without_code_.erase(function);
   }
@@ -369,10 +391,11 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (name.empty()) name = names_.dynamic_method_name(function);
   if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
   for (const CodeInfo& b : fresh) {
-    code_map_.add(b.start_address, b.size, function);
+    if (dynamic) code_map_.replace(b.start_address, b.size, id);
+    else code_map_.add(b.start_address, b.size, id);
     Event e;
     e.kind = EventKind::method_jit;
-    e.method = function;
+    e.method = id;
     e.ptr = b.start_address;
     e.size = b.size;
     e.name = name;
@@ -574,7 +597,7 @@ void ClrRuntime::exception_thrown(ObjectID object) {
 void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
   if (!recording(MASK_EXCEPTION)) return;
   ensure_function(function);  // described before the event that names it
-  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, function, 0);
+  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, file_method_id(function), 0);
 }
 
 // ---- allocations (`alloc`: every object, through ObjectAllocated)

@@ -92,6 +92,7 @@ class ClrRuntime final : public runtime::Runtime {
   rt::ThreadLog* log();
   void ensure_module(ModuleID module);
   void ensure_function(FunctionID function, bool dynamic = false);
+  uint64_t file_method_id(FunctionID function);  // the file's method id of `function` (dynamic methods)
   std::vector<CodeInfo> code_bodies(FunctionID function);
   // The calling thread's managed frames (outermost first, at most maxframes), by its frame-pointer
   // chain and the code map; null when backtraces are off.
@@ -143,6 +144,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::mutex meta_mutex_;
   std::unordered_set<ModuleID> modules_;
   std::unordered_set<FunctionID> functions_;
+  std::unordered_map<FunctionID, uint32_t> dynamic_generation_;  // dynamic methods' reused FunctionIDs
   std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
   CodeMap code_map_;  // every body described, for backtraces
   std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
