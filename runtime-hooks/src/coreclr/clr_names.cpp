@@ -68,6 +68,11 @@ std::vector<std::string> generic_parameter_names(MetaDataImport* md, mdToken own
 // Shared generic code: the runtime's one body for every reference-type argument carries
 // System.__Canon where Mono's shared body carries the parameter's name and "_REF" (`Spin<T_REF>
 // (T_REF,int)`, `Box`1<T_REF>`). True when an argument was renamed.
+bool shared(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "System.__Canon") return true;
+  return false;
+}
 bool name_shared_arguments(std::vector<std::string>& args, const std::vector<std::string>& parameters) {
   bool renamed = false;
   for (size_t i = 0; i < args.size() && i < parameters.size(); ++i)
@@ -195,7 +200,7 @@ std::string ClrNames::method_name(FunctionID function) {
     ULONG32 n = 0;
     if (succeeded(info_->table->GetClassIDInfo2(info_, klass, &m, &t, &parent, kMaxTypeArgs, &n, args))) {
       for (ULONG32 i = 0; i < n && i < kMaxTypeArgs; ++i) class_args.push_back(class_name(args[i], 1));
-      if (name_shared_arguments(class_args, generic_parameter_names(import(m), t))) {
+      if (shared(class_args) && name_shared_arguments(class_args, generic_parameter_names(import(m), t))) {
         type = token_class_name(m, t);
         type += '<';
         for (size_t i = 0; i < class_args.size(); ++i) type += (i ? ", " : "") + class_args[i];
@@ -209,7 +214,7 @@ std::string ClrNames::method_name(FunctionID function) {
   std::string inst;
   if (type_arg_count) {
     for (ULONG32 i = 0; i < type_arg_count && i < kMaxTypeArgs; ++i) method_args.push_back(class_name(type_args[i], 1));
-    name_shared_arguments(method_args, generic_parameter_names(md, token));
+    if (shared(method_args)) name_shared_arguments(method_args, generic_parameter_names(md, token));
     inst = "<";
     for (size_t i = 0; i < method_args.size(); ++i) inst += (i ? ", " : "") + method_args[i];
     inst += '>';
