@@ -31,8 +31,18 @@ namespace MlpdTests
                     var keep = new List<object>();
                     while (true) { keep.Add(new Payload(keep.Count)); if (keep.Count > 100000) keep.Clear(); }
                 case "unhandled":
+                    // 777 Payloads, then an unhandled exception on the main thread (dotnet_faults): the
+                    // runtime aborts the process (exit 134).
+                    Unhandled.Allocate(777);
                     Console.WriteLine("throwing");
-                    throw new InvalidOperationException("unhandled on purpose");
+                    Unhandled.Throw();
+                    return 0;
+                case "unhandled-thread":
+                    // The same on a worker thread, while the main thread waits for it.
+                    var crasher = new Thread(() => { Unhandled.Allocate(777); Console.WriteLine("throwing"); Unhandled.Throw(); });
+                    crasher.Start();
+                    crasher.Join();
+                    return 0;
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
                 case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
@@ -48,6 +58,23 @@ namespace MlpdTests
                     Console.Error.WriteLine("unknown program " + name);
                     return 2;
             }
+        }
+    }
+
+    public static class Unhandled
+    {
+        static readonly List<object> Kept = new List<object>();
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Allocate(int count)
+        {
+            for (int i = 0; i < count; i++) Kept.Add(new Payload(i));
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Throw()
+        {
+            throw new InvalidOperationException("unhandled on purpose");
         }
     }
 
