@@ -84,13 +84,14 @@ def dynamic_methods():
 
 
 def recursion():
+    # Spin runs 1.5 s of wall time: on a loaded machine (tests beside it) 30-50 of its samples, not 150.
     run_checked("recurse 100", ["recurse", "100", "1500"], "nodefaults,sample,output=recurse.mlpd")
     check_file("recurse 100", "recurse.mlpd")
     down = [(n, f) for n, f in stacks("recurse.mlpd") if f and f[-1] in (DOWN, "MlpdTests.Busy:Spin (int)") and DOWN in f]
     hits = sum(n for n, _ in down)
     whole = sum(n for n, f in down if MAIN in f and any(x.startswith("coreclr_execute_assembly") for x in f)
                 and f.count(DOWN) >= 100)
-    t.check(hits >= 50 and whole >= 0.9 * hits, f"recurse 100: {whole} of {hits} samples in Down keep the whole "
+    t.check(hits >= 20 and whole >= 0.9 * hits, f"recurse 100: {whole} of {hits} samples in Down keep the whole "
                                                  f"chain (101 Down frames, Main, the host): {down[:1]}")
     print(f"ok  recurse 100: {whole} of {hits} samples keep the whole chain", flush=True)
 
@@ -100,7 +101,7 @@ def recursion():
     hits = sum(n for n, _ in down)
     rootless = [(n, f[:3]) for n, f in down if MAIN not in f and f[0] not in MARKERS]
     marked = sum(n for n, f in down if f[0] in MARKERS)
-    t.check(hits >= 50 and not rootless and marked >= 0.9 * hits,
+    t.check(hits >= 20 and not rootless and marked >= 0.9 * hits,
             f"recurse 3000: {hits} samples in Down, {marked} rooted at a marker, without Main or a marker: {rootless[:3]}")
     print(f"ok  recurse 3000: {hits} samples in Down, {marked} rooted at {MARKERS}, none lost its root silently",
           flush=True)
