@@ -21,6 +21,7 @@ packages=(
   file dpkg-dev  # cpack's Debian package: its shared-library dependencies (dpkg-shlibdeps; CPackDeb needs file)
   linux-perf  # perf record/inject/report: the jitdump and perfmap tests (docs/perf.md)
   prometheus  # a real Prometheus server and promtool: the metrics= tests (docs/fleet.md)
+  wrk  # HTTP load on the .NET HttpListener server (dotnet_server, docs/dotnet.md)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -43,6 +44,22 @@ fi
 # test machines have it on the PATH; without it the .NET tests are skipped (scripts/test.sh says so).
 if ! command -v dotnet >/dev/null 2>&1; then
   echo "install-deps: no dotnet (.NET SDK) on the PATH: the .NET tests will be skipped (docs/dotnet.md)"
+else
+  # .NET 8 (the tests NAME_net8, label dotnet8): the test programs are published self-contained for
+  # net8.0 with the SDK; the 8.x runtime, host and targeting packs it needs come from NuGet by name (the
+  # SDK picks their versions) into NuGet's package cache, restored here once (later restores find them
+  # there).
+  root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  restore_dir="$(mktemp -d)"
+  if DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet restore "$root_dir/tests/programs/dotnet/DotnetPrograms.csproj" \
+      -p:TargetFramework=net8.0 -r linux-x64 -p:BaseIntermediateOutputPath="$restore_dir/" \
+      -p:MSBuildProjectExtensionsPath="$restore_dir/" >"$restore_dir.log" 2>&1; then
+    echo "install-deps: .NET 8 runtime pack restored (NuGet cache)"
+  else
+    cat "$restore_dir.log"
+    echo "install-deps: the .NET 8 runtime pack could not be restored from NuGet: the dotnet8 tests will be skipped"
+  fi
+  rm -rf "$restore_dir" "$restore_dir.log"
 fi
 
 # npm packages the export tests use, pinned, in a project-local directory git ignores

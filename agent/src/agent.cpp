@@ -156,6 +156,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late, runtime
   env.registry = &agent->registry();
   env.meta = &agent->meta();
   env.on_shutdown_end = on_runtime_shutdown_end;
+  env.live_round = live_round_now;
   // Flight recorder: a heapshot a program asked for is dumped.
   if (o.ring_bytes) env.after_trigger_heapshot = after_trigger_heapshot;
   env.wake_helper = agent->shared().wake_helper;

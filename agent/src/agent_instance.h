@@ -113,6 +113,7 @@ class Agent final : private HelperOutput {
   const std::vector<std::string>& files() const { return files_; }
   // Async-signal-safe: a write(2) to the helper's eventfd.
   void wake_helper() { helper_.wake(); }
+  bool live_round_and_wait(int limit_ms) { return helper_.live_round_and_wait(limit_ms); }
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
   // Final flush and close; the first caller does it. A caller that comes while it is under way (another

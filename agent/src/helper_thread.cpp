@@ -55,6 +55,18 @@ void HelperThread::wake() {
   (void)!::write(wake_fd_, &one, sizeof one);  // EAGAIN (counter full) still leaves it readable
 }
 
+bool HelperThread::live_round_and_wait(int limit_ms) {
+  if (!started_ || stop_.load(std::memory_order_acquire) || pthread_equal(pthread_self(), thread_)) return false;
+  const uint64_t ticket = live_asked_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  wake();
+  for (int i = 0; i < limit_ms; ++i) {
+    if (live_done_.load(std::memory_order_acquire) >= ticket) return true;
+    const timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  return live_done_.load(std::memory_order_acquire) >= ticket;
+}
+
 bool HelperThread::stop(int limit_seconds) {
   stop_.store(true, std::memory_order_release);
   wake();
@@ -107,7 +119,9 @@ void HelperThread::main_loop() {
     if (server) server->service(fds.data() + 1, server_fds, ms_of(now));
     if (metrics) metrics->service(fds.data() + 1 + server_fds, fds.size() - 1 - server_fds, ms_of(now));
     parts_.output->service_requests();  // a dump signal's dump, say (it runs its own round)
-    const bool flush_asked = server && server->flush_wanted();
+    const uint64_t live_asked = live_asked_.load(std::memory_order_acquire);
+    const bool server_flush = server && server->flush_wanted();
+    const bool flush_asked = server_flush || live_asked != live_done_.load(std::memory_order_relaxed);
     if (!woken && !flush_asked && now < next_round) continue;
     const bool live = flush_asked || now - last_live >= flush_every;
     if (live) last_live = now;
@@ -116,7 +130,8 @@ void HelperThread::main_loop() {
     const bool ok = round(live);
     busy = flusher_.stats().buffers_written - before > (live ? 8u : 0u);
     next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
-    if (flush_asked) server->flush_done(ok, ms_of(Clock::now()));
+    if (server_flush) server->flush_done(ok, ms_of(Clock::now()));
+    live_done_.store(live_asked, std::memory_order_release);
   }
   // Final: everything committed, including threads that are still running or never exited. A push
   // another thread has half done holds the queue up: wait for it a little (bounded).

@@ -83,6 +83,10 @@ class HelperThread {
   // when it did not finish in time. Returns at once when called on the helper itself or when it was
   // never started.
   bool stop(int limit_seconds);
+  // A live round (every thread's committed events written) as soon as possible, waited for at most
+  // `limit_ms`; false when it did not happen in time (or the helper is not running). For a thread
+  // whose process is about to end without an exit (an unhandled .NET exception aborts it).
+  bool live_round_and_wait(int limit_ms);
 
   // Flight recorder (helper thread, or after stop()): a live round now, so that a dump holds what
   // threads have committed; the MetaStore's replay.
@@ -116,6 +120,8 @@ class HelperThread {
   bool started_ = false;
   int wake_fd_ = -1;  // eventfd: threads and shutdown wake the helper through it
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> live_asked_{0};  // live_round_and_wait(): rounds asked, rounds done
+  std::atomic<uint64_t> live_done_{0};
   uint64_t rounds_ = 0;
   uint64_t last_round_ns_ = 0;  // the last live round's time: where a rotated file's metadata is stamped
   uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)

@@ -48,6 +48,7 @@ bool g_hooks_registered = false;  // atexit and pthread_atfork: once per process
 void on_runtime_shutdown_end() {
   if (g_agent) g_agent->shutdown();
 }
+bool live_round_now(int limit_ms) { return g_agent && g_agent->live_round_and_wait(limit_ms); }
 void at_exit() {
   if (g_agent) g_agent->shutdown();
 }

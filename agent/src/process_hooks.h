@@ -36,6 +36,7 @@ extern std::vector<uint8_t>* g_detached_metadata;
 extern bool g_hooks_registered;  // atexit and pthread_atfork: once per process
 
 void on_runtime_shutdown_end();
+bool live_round_now(int limit_ms);  // runtime::Env::live_round
 void at_exit();
 // The dump signal's default action back (a fork child, a detach): nothing would dump any more.
 void give_back_dump_signal();

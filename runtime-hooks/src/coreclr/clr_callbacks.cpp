@@ -82,6 +82,14 @@ HRESULT exception_thrown(ProfilerCallback*, ObjectID object) {
   if (ClrRuntime* r = rt()) r->exception_thrown(object);
   return kS_OK;
 }
+HRESULT search_function_enter(ProfilerCallback*, FunctionID function) {
+  if (ClrRuntime* r = rt()) r->search_function_enter(function);
+  return kS_OK;
+}
+HRESULT search_catcher_found(ProfilerCallback*, FunctionID) {
+  if (ClrRuntime* r = rt()) r->search_catcher_found();
+  return kS_OK;
+}
 HRESULT catcher_enter(ProfilerCallback*, FunctionID function, ObjectID) {
   if (ClrRuntime* r = rt()) r->exception_clause(format::CLAUSE_CATCH, function);
   return kS_OK;
@@ -131,6 +139,8 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.GarbageCollectionFinished = &gc_finished;
   t.ExceptionThrown = &exception_thrown;
   t.ExceptionCatcherEnter = &catcher_enter;
+  t.ExceptionSearchFunctionEnter = &search_function_enter;
+  t.ExceptionSearchCatcherFound = &search_catcher_found;
   t.ExceptionUnwindFinallyEnter = &finally_enter;
   t.ExceptionSearchFilterEnter = &filter_enter;
   t.ObjectAllocated = &object_allocated;

@@ -42,6 +42,47 @@ class ModuleTypeNames final : public TypeNames {
   int depth_;
 };
 
+// The generic parameters' names of `owner` (a TypeDef or MethodDef), in order; empty when unknown.
+std::vector<std::string> generic_parameter_names(MetaDataImport* md, mdToken owner) {
+  std::vector<std::string> names;
+  if (!md) return names;
+  HCORENUM e = nullptr;
+  mdToken params[kMaxTypeArgs];
+  ULONG count = 0;
+  if (succeeded(md->table->EnumGenericParams(md, &e, owner, params, kMaxTypeArgs, &count))) {
+    for (ULONG i = 0; i < count && i < kMaxTypeArgs; ++i) {
+      ULONG sequence = 0, length = 0;
+      DWORD flags = 0, reserved = 0;
+      mdToken param_owner = 0;
+      WCHAR name[kNameCapacity];
+      if (!succeeded(md->table->GetGenericParamProps(md, params[i], &sequence, &flags, &param_owner, &reserved, name,
+                                                     kNameCapacity, &length)))
+        break;
+      names.push_back(utf8(name, length && name[length - 1] == 0 ? length - 1 : length));
+    }
+  }
+  if (e) md->table->CloseEnum(md, e);
+  return names;
+}
+
+// Shared generic code: the runtime's one body for every reference-type argument carries
+// System.__Canon where Mono's shared body carries the parameter's name and "_REF" (`Spin<T_REF>
+// (T_REF,int)`, `Box`1<T_REF>`). True when an argument was renamed.
+bool shared(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "System.__Canon") return true;
+  return false;
+}
+bool name_shared_arguments(std::vector<std::string>& args, const std::vector<std::string>& parameters) {
+  bool renamed = false;
+  for (size_t i = 0; i < args.size() && i < parameters.size(); ++i)
+    if (args[i] == "System.__Canon" && !parameters[i].empty()) {
+      args[i] = parameters[i] + "_REF";
+      renamed = true;
+    }
+  return renamed;
+}
+
 }  // namespace
 
 std::string mono_builtin_name(const std::string& full_name) {
@@ -157,20 +198,25 @@ std::string ClrNames::method_name(FunctionID function) {
     mdTypeDef t = 0;
     ClassID parent = 0, args[kMaxTypeArgs];
     ULONG32 n = 0;
-    if (succeeded(info_->table->GetClassIDInfo2(info_, klass, &m, &t, &parent, kMaxTypeArgs, &n, args)))
+    if (succeeded(info_->table->GetClassIDInfo2(info_, klass, &m, &t, &parent, kMaxTypeArgs, &n, args))) {
       for (ULONG32 i = 0; i < n && i < kMaxTypeArgs; ++i) class_args.push_back(class_name(args[i], 1));
+      if (shared(class_args) && name_shared_arguments(class_args, generic_parameter_names(import(m), t))) {
+        type = token_class_name(m, t);
+        type += '<';
+        for (size_t i = 0; i < class_args.size(); ++i) type += (i ? ", " : "") + class_args[i];
+        type += '>';
+      }
+    }
   } else {
     type = mono_builtin_name(token_class_name(module, owner));
   }
   if (type.empty()) type = "?";
   std::string inst;
   if (type_arg_count) {
+    for (ULONG32 i = 0; i < type_arg_count && i < kMaxTypeArgs; ++i) method_args.push_back(class_name(type_args[i], 1));
+    if (shared(method_args)) name_shared_arguments(method_args, generic_parameter_names(md, token));
     inst = "<";
-    for (ULONG32 i = 0; i < type_arg_count && i < kMaxTypeArgs; ++i) {
-      method_args.push_back(class_name(type_args[i], 1));
-      if (i) inst += ", ";
-      inst += method_args.back();
-    }
+    for (size_t i = 0; i < method_args.size(); ++i) inst += (i ? ", " : "") + method_args[i];
     inst += '>';
   }
   std::string params;

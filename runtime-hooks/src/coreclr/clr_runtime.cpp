@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdlib>
 #include <string_view>
 #include <cstdio>
 #include <vector>
 
+#include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
 #include "mlpd/capture/late_sampler.h"
@@ -351,16 +354,38 @@ std::vector<CodeInfo> ClrRuntime::code_bodies(FunctionID function) {
 // Every body of `function` not described yet, each with its own range, so a sample in any body
 // resolves. A method is named once; one whose code the runtime has not published yet (ReadyToRun code
 // at its cached-function search) is described without code now and its code later (round()).
+//
+// A dynamic method (`dynamic`: its DynamicMethodJITCompilationFinished) is compiled once in its life,
+// but the runtime frees its code and its FunctionID when it is collected and gives both to later
+// dynamic methods (compiled Expressions do this all the time): each compilation is a new method. The
+// first keeps its FunctionID as the file's method id; a later one that reuses it gets a new id (the
+// FunctionID with a generation above bit 48, never a user-space pointer), its code replaces whatever
+// the map had there, and it is always described (with the new name), so samples, backtraces and
+// clauses in it name it, not the method that was there before.
+uint64_t ClrRuntime::file_method_id(FunctionID function) {
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  const auto it = dynamic_generation_.find(function);
+  return it == dynamic_generation_.end() ? function : (uint64_t{it->second} << 48 | function);
+}
+
 void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (!function) return;
   const std::vector<CodeInfo> bodies = code_bodies(function);
   bool named;
+  uint64_t id = function;
   std::vector<CodeInfo> fresh;
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     named = functions_.count(function) != 0;
+    if (dynamic && named) {  // a FunctionID given again to a new dynamic method
+      uint32_t& generation = dynamic_generation_[function];
+      generation = (generation + 1) & 0x7fff;
+      named = false;
+    }
+    if (const auto it = dynamic_generation_.find(function); it != dynamic_generation_.end())
+      id = uint64_t{it->second} << 48 | function;
     for (const CodeInfo& b : bodies)
-      if (bodies_.insert(b.start_address).second) fresh.push_back(b);
+      if (bodies_.insert(b.start_address).second || dynamic) fresh.push_back(b);
     if (bodies.empty()) without_code_.insert(function);
     else without_code_.erase(function);
   }
@@ -369,10 +394,11 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (name.empty()) name = names_.dynamic_method_name(function);
   if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
   for (const CodeInfo& b : fresh) {
-    code_map_.add(b.start_address, b.size, function);
+    if (dynamic) code_map_.replace(b.start_address, b.size, id);
+    else code_map_.add(b.start_address, b.size, id);
     Event e;
     e.kind = EventKind::method_jit;
-    e.method = function;
+    e.method = id;
     e.ptr = b.start_address;
     e.size = b.size;
     e.name = name;
@@ -574,7 +600,86 @@ void ClrRuntime::exception_thrown(ObjectID object) {
 void ClrRuntime::exception_clause(uint8_t clause, FunctionID function) {
   if (!recording(MASK_EXCEPTION)) return;
   ensure_function(function);  // described before the event that names it
-  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, function, 0);
+  if (rt::ThreadLog* l = log()) rt::write_clause(*l, now_ns(), clause, 0, file_method_id(function), 0);
+}
+
+// ---- unhandled exceptions
+//
+// The runtime's first pass calls SearchFunctionEnter(F) for each managed frame from the throw outward,
+// SearchCatcherFound when F catches, SearchFunctionLeave after each. When the thread's outermost
+// managed frame catches nothing, the runtime reports the exception unhandled and aborts the process
+// right after its SearchFunctionEnter (no Leave, no shutdown, no atexit), which lost the thread's
+// unflushed events, the throw among them. So when the search enters the thread's outermost managed
+// frame with no catcher found yet, and that method has no catch or filter clause in its IL (only then
+// is the exception certainly unhandled), every thread's events are written now: a live round of the
+// helper, waited for at most 2 s. Per thread, 16 bytes: the frame being searched (its low bit: a
+// catcher was found) and the thread's outermost managed method (its low bit: it may catch), learned by
+// one walk of the whole chain; a second walk confirms it for this entry (a thread entered from native
+// code more than once may have several) before the round. Costs a compare per search step and a walk
+// per thread that searches; an outermost method with a catch clause of its own (Main catching) costs
+// nothing more, and an unhandled exception through it still loses the thread's unflushed events.
+namespace {
+thread_local uint64_t t_searching = 0;  // the FunctionID being searched | 1 once a catcher was found
+thread_local uint64_t t_outermost = 0;  // this thread's outermost managed method (0: not known yet)
+constexpr int kUnhandledRoundLimitMs = 2000;
+}  // namespace
+
+uint64_t ClrRuntime::outermost_managed_method() {
+  uint64_t lo, hi;
+  if (!thread_stack(lo, hi)) return 0;
+  constexpr unsigned kChunk = 64;
+  uint64_t ips[kChunk], methods[kChunk];
+  uint64_t outermost = 0;
+  unsigned n = 0;
+  auto lookup = [&] {
+    code_map_.find_all(ips, n, methods);
+    for (unsigned i = 0; i < n; ++i)
+      if (methods[i]) outermost = methods[i];
+    n = 0;
+  };
+  walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), lo, hi, 1u << 16, [&](uint64_t ret) {
+    ips[n++] = ret - 1;
+    if (n == kChunk) lookup();
+    return true;
+  });
+  lookup();
+  return outermost;
+}
+
+void ClrRuntime::search_catcher_found() { t_searching |= 1; }
+
+// Whether `method`'s IL has a catch or filter clause (or cannot be read): its frame may stop an
+// exception, so reaching it says nothing for certain.
+bool ClrRuntime::may_catch(uint64_t method) {
+  const FunctionID function = method & ((uint64_t{1} << 48) - 1);  // a dynamic method's file id: its FunctionID
+  ClassID klass = 0;
+  ModuleID module = 0;
+  mdToken token = 0;
+  LPCBYTE body = nullptr;
+  ULONG size = 0;
+  if (!succeeded(info_->table->GetFunctionInfo(info_, function, &klass, &module, &token)) ||
+      !succeeded(info_->table->GetILFunctionBody(info_, module, token, &body, &size)))
+    return true;
+  return il_catch_clauses(body, size) != IlCatch::none;
+}
+
+void ClrRuntime::search_function_enter(FunctionID function) {
+  const uint64_t caught = t_searching & 1;  // a catcher found further in: this exception is handled
+  t_searching = function | caught;
+  if (caught || !function || !env_.live_round || !active()) return;
+  if (!t_outermost) {  // learned once per thread; its low bit: it may catch (then nothing is certain)
+    const uint64_t m = outermost_managed_method();
+    t_outermost = m ? (m | (may_catch(m) ? 1 : 0)) : 1;
+  }
+  if (t_outermost & 1) return;
+  if (function != t_outermost && file_method_id(function) != t_outermost) return;
+  const uint64_t now_outermost = outermost_managed_method();  // this entry's outermost frame, now
+  if (now_outermost != function && now_outermost != file_method_id(function)) return;
+  if (config_.verbose) {
+    static const char kNote[] = "mlpd: an exception reached the thread's outermost frame: the events so far are written now\n";
+    (void)!::write(2, kNote, sizeof kNote - 1);
+  }
+  env_.live_round(kUnhandledRoundLimitMs);
 }
 
 // ---- allocations (`alloc`: every object, through ObjectAllocated)
@@ -745,9 +850,8 @@ void ClrRuntime::allocation_sampled(const BYTE* data, ULONG size) {
 // Our own walk: the frame-pointer chain from here up (the runtime's native frames keep theirs; the
 // JIT's code keeps rbp frames on Linux), each return address looked up in the code map; no runtime
 // call. Only frames inside this thread's stack are read.
-const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
-  const uint32_t max = std::min<uint32_t>(config_.maxframes, static_cast<uint32_t>(rt::kMaxBacktrace));
-  if (!max) return nullptr;
+// This thread's stack bounds (asked once per thread).
+bool ClrRuntime::thread_stack(uint64_t& lo, uint64_t& hi) {
   static thread_local uint64_t stack_lo = 0, stack_hi = 0;  // 16 bytes: libmlpd.so's TLS is static
   if (!stack_hi) {
     pthread_attr_t attr;
@@ -760,8 +864,18 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
       }
       pthread_attr_destroy(&attr);
     }
-    if (!stack_hi) return nullptr;
+    if (!stack_hi) return false;
   }
+  lo = stack_lo;
+  hi = stack_hi;
+  return true;
+}
+
+const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
+  const uint32_t max = std::min<uint32_t>(config_.maxframes, static_cast<uint32_t>(rt::kMaxBacktrace));
+  if (!max) return nullptr;
+  uint64_t stack_lo, stack_hi;
+  if (!thread_stack(stack_lo, stack_hi)) return nullptr;
   // The return addresses first (the runtime's native frames among them), then one shared lock of the
   // code map for all of them.
   constexpr unsigned kMaxWalked = 128;

@@ -72,6 +72,12 @@ class ClrRuntime final : public runtime::Runtime {
   void gc_finished();
   void exception_thrown(ObjectID object);
   void exception_clause(uint8_t clause, FunctionID function);
+  // The first pass of exception handling (which frames the runtime searches for a catcher): when it
+  // enters the thread's outermost managed frame with no catcher found and that method catches nothing,
+  // the exception is unhandled and the runtime aborts the process next: every thread's events are
+  // written first.
+  void search_function_enter(FunctionID function);
+  void search_catcher_found();
   void object_allocated(ObjectID object, ClassID klass);
   // An event of our EventPipe session (EventPipeEventDelivered): lock contention (`monitor`) and
   // sampled allocations (`alloc-sample`), on the thread that raised it.
@@ -92,6 +98,12 @@ class ClrRuntime final : public runtime::Runtime {
   rt::ThreadLog* log();
   void ensure_module(ModuleID module);
   void ensure_function(FunctionID function, bool dynamic = false);
+  uint64_t file_method_id(FunctionID function);
+  // The outermost managed frame's method on this thread's stack now (our frame-pointer walk from the
+  // caller to the chain's end), 0 when the chain shows none.
+  uint64_t outermost_managed_method();
+  bool may_catch(uint64_t method);
+  bool thread_stack(uint64_t& lo, uint64_t& hi);  // the file's method id of `function` (dynamic methods)
   std::vector<CodeInfo> code_bodies(FunctionID function);
   // The calling thread's managed frames (outermost first, at most maxframes), by its frame-pointer
   // chain and the code map; null when backtraces are off.
@@ -143,6 +155,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::mutex meta_mutex_;
   std::unordered_set<ModuleID> modules_;
   std::unordered_set<FunctionID> functions_;
+  std::unordered_map<FunctionID, uint32_t> dynamic_generation_;  // dynamic methods' reused FunctionIDs
   std::unordered_set<UINT_PTR> bodies_;  // code start addresses described (one per tier/version)
   CodeMap code_map_;  // every body described, for backtraces
   std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code

@@ -26,6 +26,28 @@ class CodeMap {
     ranges_.insert(it, Range{start, start + size, method});
     version_.fetch_add(1, std::memory_order_release);  // every "not found" cached before is stale now
   }
+  // [start, start + size) is `method`'s code from now on: the ranges it overlaps (code the runtime freed
+  // and gave again: a dynamic method's, after the method was unloaded) are dropped, and the cache of
+  // addresses is emptied (its entries for that code name the old method).
+  void replace(uint64_t start, uint64_t size, uint64_t method) {
+    if (!start || !size) return;
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    const uint64_t end = start + size;
+    std::erase_if(ranges_, [&](const Range& r) { return r.start < end && start < r.end; });
+    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), start,
+                               [](const Range& r, uint64_t s) { return r.start < s; });
+    ranges_.insert(it, Range{start, end, method});
+    // Every remember() runs under the shared lock, so none races with this (a reader that sees an
+    // address change under it misses and takes the lock).
+    for (Slot& slot : cache_) {  // under the sequence lock as remember() writes (no writer runs now)
+      const uint32_t seq = slot.seq.load(std::memory_order_relaxed);
+      slot.seq.store(seq + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      slot.ip.store(0, std::memory_order_relaxed);
+      slot.seq.store(seq + 2, std::memory_order_release);
+    }
+    version_.fetch_add(1, std::memory_order_release);
+  }
   // The method whose code holds `ip`, 0 when none.
   uint64_t find(uint64_t ip) const {
     uint64_t m = 0;

@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with, mlpd_lines, profiled  # noqa: E402,F401
+from dotnettest import MAJOR, AGENT, CLSID, DLL, DOTNET, check_file, env_with, mlpd_lines, profiled, require_programs  # noqa: E402,F401
 
 
 
@@ -32,9 +32,7 @@ def report_json(path, top=50):
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_eventpipe: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_eventpipe")
 
     # monitor: `contention 20` holds a lock 50 ms while a new thread waits for it, 20 times: at least
     # 20 contentions, each acquired, in MlpdTests.Contention:Waiter.
@@ -87,6 +85,19 @@ def main():
     # alloc-sample=100k: `allocs N` makes exactly N Payload objects (32 bytes each) and N int[10] (64
     # bytes each): the estimated bytes per type within 15% of the known bytes (128 and 256 MB: one
     # standard error is about 3% and 2% at 100 KB per sample; seen up to 6% at 2 million objects).
+    if MAJOR < 10:
+        # .NET 8 has no AllocationSampled event: refused with one line naming the runtime's version,
+        # the program unchanged, no file (docs/dotnet.md says why AllocationTick is no substitute).
+        plain = t.run([DOTNET, DLL, "hello"], env=env_with())
+        p = profiled(["hello"], "nodefaults,alloc-sample=100k,output=refused8.mlpd")
+        lines = mlpd_lines(p.stderr)
+        t.check(p.stdout == plain.stdout and p.returncode == plain.returncode, "alloc-sample on .NET 8: program changed")
+        t.check(len(lines) == 1 and "alloc-sample" in lines[0] and f".NET {MAJOR}." in lines[0],
+                f"alloc-sample on .NET {MAJOR}: expected one line naming the runtime's version: {lines}")
+        t.check(not os.path.exists("refused8.mlpd"), "alloc-sample on .NET 8: a refused start left a file")
+        print(f"ok  alloc-sample on .NET {MAJOR}: refused: {lines[0]}", flush=True)
+        t.finish("dotnet_eventpipe")
+        return
     n = 4_000_000
     plain = t.run([DOTNET, DLL, "allocs", str(n)], env=env_with())
     p = profiled(["allocs", str(n)], "nodefaults,alloc-sample=100k,output=sampled.mlpd")

@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with, check_file, mlpd_lines, profiled  # noqa: E402,F401
+from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with, check_file, mlpd_lines, profiled, require_programs  # noqa: E402,F401
 
 
 def dump_events(path):
@@ -21,9 +21,7 @@ def dump_events(path):
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_events: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_events")
 
     # Exceptions: 100 thrown by MlpdTests.Exceptions:Thrower (int), 100 caught.
     plain = t.run([DOTNET, DLL, "exceptions", "100"], env=env_with())

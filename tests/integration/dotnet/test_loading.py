@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with  # noqa: E402,F401
+from dotnettest import AGENT, APPHOST, CLSID, DLL, DOTNET, OUR_VARS, PROGRAMS, env_with, require_programs  # noqa: E402,F401
 
 
 def mlpd_lines(stderr):
@@ -23,9 +23,7 @@ def same_as_plain(label, p, plain):
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_loading: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_loading")
     plain = t.run([DOTNET, DLL, "hello"], env=env_with())
     t.check(plain.returncode == 7 and "hello from .NET" in plain.stdout, f"plain run: {plain.returncode} {plain.stdout!r}")
     plain_apphost = t.run([APPHOST, "hello"], env=env_with())

@@ -17,13 +17,11 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with  # noqa: E402
+from dotnettest import AGENT, CLSID, DLL, DOTNET, env_with, require_programs  # noqa: E402
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_metrics: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_metrics")
     promtool = shutil.which("promtool")
     env = env_with(CORECLR_ENABLE_PROFILING="1", CORECLR_PROFILER=CLSID, CORECLR_PROFILER_PATH=AGENT,
                    MLPD_OPTIONS="nodefaults,gc,metrics=0,output=metrics.mlpd")

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
 
-from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with  # noqa: E402
+from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with, require_programs  # noqa: E402
 
 SPIN = "MlpdTests.Busy:Spin (int)"
 MAIN = "MlpdTests.Programs:Main (string[])"
@@ -49,9 +49,7 @@ def stacks(path):
 
 
 def main():
-    if not DOTNET or not os.path.exists(DLL):
-        print("dotnet_sampling: no dotnet or no .NET test programs (tests/programs/dotnet): skipped")
-        sys.exit(77)
+    require_programs("dotnet_sampling")
 
     plain, _ = timed(["busy", "2500"], None)
     p, cpu = timed(["busy", "2500"], "nodefaults,sample,output=busy.mlpd")

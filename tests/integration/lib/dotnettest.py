@@ -42,3 +42,22 @@ def check_file(label, path):
     rc, totals, p = t.mprof_report(path, "--traces")
     t.check(rc == 0, f"{label}: mprof-report failed on {path}: {p.stdout[-300:]} {p.stderr[-300:]}")
     return totals, p.stdout
+
+
+# The runtime's major version the programs run on: 10 (the SDK's, framework-dependent) or 8 (the same
+# programs published self-contained for .NET 8; the ctest variants NAME_net8, label dotnet8).
+MAJOR = int(os.environ.get("MLPD_DOTNET_MAJOR", "10"))
+
+
+def require_programs(name):
+    """Skips the test (exit 77, saying why) without dotnet or the programs; checks that the programs run
+    on the runtime version the test was registered for."""
+    import sys
+    if not DOTNET or not os.path.exists(DLL):
+        why = os.path.join(os.path.dirname(PROGRAMS.rstrip("/")), "not-built.txt")
+        reason = open(why).read().strip() if os.path.exists(why) else "no dotnet or no .NET test programs (tests/programs/dotnet)"
+        print(f"{name}: {reason}: skipped")
+        sys.exit(77)
+    p = t.run([DOTNET, DLL, "hello"], env=env_with())
+    t.check(p.stdout.startswith(f"hello from .NET {MAJOR}."), f"{name}: the programs should run on .NET {MAJOR}: {p.stdout!r}")
+    print(f"{name}: {p.stdout.strip()[len('hello from '):]}", flush=True)

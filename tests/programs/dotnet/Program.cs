@@ -3,6 +3,8 @@
 // code, so the tests can check that the agent changes neither.
 using System;
 using System.Collections.Generic;
+using System.Linq.Expressions;
+using System.Net;
 using System.Runtime.CompilerServices;
 using System.Threading;
 
@@ -29,11 +31,25 @@ namespace MlpdTests
                     var keep = new List<object>();
                     while (true) { keep.Add(new Payload(keep.Count)); if (keep.Count > 100000) keep.Clear(); }
                 case "unhandled":
+                    // 777 Payloads, then an unhandled exception on the main thread (dotnet_faults): the
+                    // runtime aborts the process (exit 134).
+                    Unhandled.Allocate(777);
                     Console.WriteLine("throwing");
-                    throw new InvalidOperationException("unhandled on purpose");
+                    Unhandled.Throw();
+                    return 0;
+                case "unhandled-thread":
+                    // The same on a worker thread, while the main thread waits for it.
+                    var crasher = new Thread(() => { Unhandled.Allocate(777); Console.WriteLine("throwing"); Unhandled.Throw(); });
+                    crasher.Start();
+                    crasher.Join();
+                    return 0;
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
                 case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
                 case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
+                case "server": return Server.Run(args.Length > 1 ? int.Parse(args[1]) : 18080);
+                case "dynamic": return Dynamic.Run(args.Length > 1 ? int.Parse(args[1]) : 50);
+                case "recurse":
+                    return Recursion.Run(args.Length > 1 ? int.Parse(args[1]) : 100, args.Length > 2 ? int.Parse(args[2]) : 1000);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
@@ -42,6 +58,23 @@ namespace MlpdTests
                     Console.Error.WriteLine("unknown program " + name);
                     return 2;
             }
+        }
+    }
+
+    public static class Unhandled
+    {
+        static readonly List<object> Kept = new List<object>();
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Allocate(int count)
+        {
+            for (int i = 0; i < count; i++) Kept.Add(new Payload(i));
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Throw()
+        {
+            throw new InvalidOperationException("unhandled on purpose");
         }
     }
 
@@ -269,6 +302,113 @@ namespace MlpdTests
             }
             foreach (var t in threads) t.Join();
             Console.WriteLine("counter " + counter + " contentions " + (Monitor.LockContentionCount - before));
+            return 0;
+        }
+    }
+
+    // server PORT: an HttpListener (no ASP.NET Core) on 127.0.0.1:PORT. Each request to / costs a few
+    // milliseconds of CPU on the thread pool (Handle); /quit ends the run. A thread named
+    // mlpd-idle blocks for the whole run, and the listener's own threads wait between bursts: the
+    // sampling tests check that none of them is charged. Prints "listening" when ready, "server done".
+    public static class Server
+    {
+        static readonly ManualResetEventSlim Done = new ManualResetEventSlim(false);
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Compute(int n)
+        {
+            long x = n;
+            for (int i = 0; i < n; i++) x += i ^ (x >> 3);
+            return x;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Handle(HttpListenerContext context)
+        {
+            byte[] body = System.Text.Encoding.ASCII.GetBytes("value " + Compute(1000000) + "\n");
+            context.Response.ContentLength64 = body.Length;
+            context.Response.OutputStream.Write(body, 0, body.Length);
+            context.Response.Close();
+        }
+
+        public static int Run(int port)
+        {
+            var idle = new Thread(() => Done.Wait()) { Name = "mlpd-idle", IsBackground = true };
+            idle.Start();
+            var listener = new HttpListener();
+            listener.Prefixes.Add("http://127.0.0.1:" + port + "/");
+            listener.Start();
+            Console.WriteLine("listening");
+            Console.Out.Flush();
+            while (true)
+            {
+                HttpListenerContext context = listener.GetContext();
+                if (context.Request.Url.AbsolutePath == "/quit")
+                {
+                    context.Response.Close();
+                    break;
+                }
+                ThreadPool.UnsafeQueueUserWorkItem(c => Handle((HttpListenerContext)c), context);
+            }
+            Done.Set();
+            listener.Stop();
+            Console.WriteLine("server done");
+            return 0;
+        }
+    }
+
+    // dynamic ROUNDS: each round compiles a new System.Linq.Expressions lambda (a dynamic method: a loop
+    // of a few million steps), runs it, and drops it; collections in between unload the dropped ones'
+    // code, so later lambdas may be given the same addresses.
+    public static class Dynamic
+    {
+        static Func<long, long> Build(long steps)
+        {
+            ParameterExpression x = Expression.Parameter(typeof(long), "x");
+            ParameterExpression i = Expression.Variable(typeof(long), "i");
+            ParameterExpression acc = Expression.Variable(typeof(long), "acc");
+            LabelTarget end = Expression.Label(typeof(long));
+            Expression body = Expression.Block(new[] { i, acc },
+                Expression.Assign(acc, x),
+                Expression.Assign(i, Expression.Constant(0L)),
+                Expression.Loop(
+                    Expression.IfThenElse(
+                        Expression.LessThan(i, Expression.Constant(steps)),
+                        Expression.Block(
+                            Expression.AddAssign(acc, Expression.ExclusiveOr(i, Expression.RightShift(acc, Expression.Constant(3)))),
+                            Expression.PostIncrementAssign(i)),
+                        Expression.Break(end, acc)),
+                    end));
+            return Expression.Lambda<Func<long, long>>(body, x).Compile();
+        }
+
+        public static int Run(int rounds)
+        {
+            long total = 0;
+            for (int r = 0; r < rounds; r++)
+            {
+                total += Build(20_000_000 + r)(r);
+                if (r % 10 == 9) { GC.Collect(); GC.WaitForPendingFinalizers(); }
+            }
+            Console.WriteLine("dynamic " + rounds + " " + (total != 42 ? "done" : "odd"));
+            return 0;
+        }
+    }
+
+    // recurse DEPTH MS: Down calls itself DEPTH times (not a tail call), then spins MS milliseconds at the
+    // bottom: samples there carry the whole chain up to Main, or are cut with the explicit marker.
+    public static class Recursion
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Down(int depth, int ms)
+        {
+            if (depth == 0) return Busy.Spin(ms);
+            return Down(depth - 1, ms) + 1;
+        }
+
+        public static int Run(int depth, int ms)
+        {
+            Console.WriteLine("recurse " + depth + " " + (Down(depth, ms) != 42 ? "done" : "odd"));
             return 0;
         }
     }

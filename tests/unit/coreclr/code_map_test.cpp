@@ -153,3 +153,22 @@ TEST_CASE("code map: threads that share a cache slot never get another address's
   }
   CHECK(wrong.load() == 0);
 }
+
+TEST_CASE("code map: code given again replaces what was there, cached addresses too", "[coreclr]") {
+  static CodeMap m;
+  m.add(0x1000, 0x100, 2);
+  m.add(0x1100, 0x100, 4);
+  m.add(0x1200, 0x100, 6);
+  CHECK(m.find(0x1010) == 2);  // now in the cache of addresses
+  CHECK(m.find(0x1110) == 4);
+  // A new method at the first one's start, over part of the second: both dropped, the third kept.
+  m.replace(0x1000, 0x180, 8);
+  CHECK(m.size() == 2);
+  CHECK(m.find(0x1010) == 8);  // not the cached 2
+  CHECK(m.find(0x1110) == 8);  // not the cached 4
+  CHECK(m.find(0x1180) == 0);  // the rest of the dropped range is no method's now
+  CHECK(m.find(0x1210) == 6);
+  m.replace(0x1200, 0x100, 10);  // the same range again: the new method
+  CHECK(m.find(0x1210) == 10);
+  CHECK(m.size() == 2);
+}

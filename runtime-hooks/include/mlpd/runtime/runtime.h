@@ -92,6 +92,7 @@ struct Env {
   void (*after_trigger_heapshot)() = nullptr;  // a heapshot a program asked for is written (flight
                                                // recorder: dump it); must not block; may be null
   void (*wake_helper)(void*) = nullptr;        // asks the helper for an early round (async-signal-safe)
+  bool (*live_round)(int limit_ms) = nullptr;  // every thread's events written now, waited for (bounded)
   void* wake_ctx = nullptr;
 };
 

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Program shapes on .NET (issue 35's test programs): dynamic methods and deep recursion, sampled.
+- `dynamic 40`: 40 System.Linq.Expressions lambdas compiled one after the other (dynamic methods), each
+  run for about 20 million steps and dropped, with collections between them: the runtime unloads the
+  dropped ones and gives their code and their FunctionIDs to the next. Every lambda is described in the
+  file under its own name; each sample in a lambda names the one running then (the last compiled), not
+  one that was unloaded; the file is strict and mprof-report reads it.
+- `recurse 100`: samples at the bottom of 100 frames of Down keep the whole chain up to Main and the
+  host; `recurse 3000`: every sample in Down reaches Main or is rooted at an explicit marker
+  ([truncated]: deeper than the frames kept; [stack cut]: beyond the stack copy)."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import mlpdtest as t  # noqa: E402
+
+from dotnettest import DLL, DOTNET, check_file, env_with, mlpd_lines, profiled, require_programs  # noqa: E402
+
+MAIN = "MlpdTests.Programs:Main (string[])"
+DOWN = "MlpdTests.Recursion:Down (int,int)"
+MARKERS = ("[truncated]", "[stack cut]")
+
+
+def stacks(path):
+    p = t.run([t.MLPD, "export", "--format", "collapsed", "-o", "-", path], timeout=300)
+    t.check(p.returncode == 0, f"export collapsed failed: {p.stderr[-300:]}")
+    out = []
+    for line in p.stdout.splitlines():
+        frames, _, n = line.rpartition(" ")
+        if frames and n.isdigit():
+            out.append((int(n), frames.split(";")))
+    return out
+
+
+def run_checked(label, args, options):
+    plain = t.run([DOTNET, DLL] + args, env=env_with())
+    p = profiled(args, options, )
+    t.check(p.returncode == plain.returncode == 0 and p.stdout == plain.stdout,
+            f"{label}: the program changed: {p.returncode} {p.stdout!r} vs {plain.stdout!r}")
+    t.check(not mlpd_lines(p.stderr), f"{label}: the agent spoke: {p.stderr[-300:]}")
+
+
+def dynamic_methods():
+    rounds = 40
+    run_checked("dynamic", ["dynamic", str(rounds)], "nodefaults,sample,output=dynamic.mlpd")
+    check_file("dynamic", "dynamic.mlpd")
+    d = t.run([t.MLPD, "dump", "dynamic.mlpd"], timeout=300)
+    t.check(d.returncode == 0, f"dynamic: dump failed: {d.stderr[-300:]}")
+    jits = []  # (time, number) of each lambda's description
+    in_lambda = []  # (time, number named) of each sample whose innermost frame is a lambda
+    lam = re.compile(r"\(dynamic\) lambda_method(\d+)")
+    for line in d.stdout.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) < 4 or not parts[1].startswith("+"):
+            continue
+        when = float(parts[1])
+        if parts[3] == "method_jit":
+            m = lam.search(line)
+            if m:
+                jits.append((when, int(m.group(1))))
+        elif parts[3] == "sample_hit" and "ips=[" in line:
+            first = line.split("ips=[", 1)[1].split("|", 1)[0]
+            m = lam.search(first)
+            if m:
+                in_lambda.append((when, int(m.group(1))))
+    numbers = {n for _, n in jits}
+    t.check(len(numbers) == rounds and len(jits) == rounds,
+            f"dynamic: {len(jits)} lambda descriptions, {len(numbers)} names, for {rounds} lambdas compiled")
+    # The lambda running at time T is the last one compiled before T (one at a time, in order).
+    jits.sort()
+    wrong = []
+    for when, n in in_lambda:
+        before = [k for w, k in jits if w <= when]
+        if not before or before[-1] != n:
+            wrong.append((when, n, before[-1] if before else None))
+    t.check(len(in_lambda) >= rounds, f"dynamic: only {len(in_lambda)} samples in the lambdas")
+    ok = t.check(not wrong, f"dynamic: {len(wrong)} of {len(in_lambda)} samples name another lambda than the "
+                       f"one running (time, named, running): {wrong[:5]}")
+    named = {f[-1] for _, f in stacks("dynamic.mlpd") if f and f[-1].startswith("(dynamic) lambda_method")}
+    if t.check(len(named) >= rounds * 3 // 4, f"dynamic: samples name only {len(named)} of {rounds} lambdas") and ok:
+        print(f"ok  dynamic: {len(jits)} lambdas described, {len(in_lambda)} samples each in the lambda running, "
+          f"{len(named)} lambdas named in the profile", flush=True)
+
+
+def recursion():
+    # Spin runs 1.5 s of wall time: on a loaded machine (tests beside it) 30-50 of its samples, not 150.
+    run_checked("recurse 100", ["recurse", "100", "1500"], "nodefaults,sample,output=recurse.mlpd")
+    check_file("recurse 100", "recurse.mlpd")
+    down = [(n, f) for n, f in stacks("recurse.mlpd") if f and f[-1] in (DOWN, "MlpdTests.Busy:Spin (int)") and DOWN in f]
+    hits = sum(n for n, _ in down)
+    whole = sum(n for n, f in down if MAIN in f and any(x.startswith("coreclr_execute_assembly") for x in f)
+                and f.count(DOWN) >= 100)
+    t.check(hits >= 20 and whole >= 0.9 * hits, f"recurse 100: {whole} of {hits} samples in Down keep the whole "
+                                                 f"chain (101 Down frames, Main, the host): {down[:1]}")
+    print(f"ok  recurse 100: {whole} of {hits} samples keep the whole chain", flush=True)
+
+    run_checked("recurse 3000", ["recurse", "3000", "1500"], "nodefaults,sample,output=deep.mlpd")
+    check_file("recurse 3000", "deep.mlpd")
+    down = [(n, f) for n, f in stacks("deep.mlpd") if DOWN in f]
+    hits = sum(n for n, _ in down)
+    rootless = [(n, f[:3]) for n, f in down if MAIN not in f and f[0] not in MARKERS]
+    marked = sum(n for n, f in down if f[0] in MARKERS)
+    t.check(hits >= 20 and not rootless and marked >= 0.9 * hits,
+            f"recurse 3000: {hits} samples in Down, {marked} rooted at a marker, without Main or a marker: {rootless[:3]}")
+    print(f"ok  recurse 3000: {hits} samples in Down, {marked} rooted at {MARKERS}, none lost its root silently",
+          flush=True)
+
+
+def main():
+    require_programs("dotnet_shapes")
+    dynamic_methods()
+    recursion()
+    t.finish("dotnet_shapes")
+
+
+if __name__ == "__main__":
+    main()
