@@ -90,19 +90,8 @@ bool load_curl(std::string& error) {
 }  // namespace
 
 bool PushSender::start(std::string& error) {
-  // Thread-safe since libcurl 7.84 (Debian 12 has 7.88); never cleaned up: the process may use
-  // libcurl (or OpenSSL) itself, and the exit tears everything down anyway.
-  if (!load_curl(error)) return false;
-  if (g_curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    error = "libcurl could not be initialised";
-    return false;
-  }
-  CURLM* multi = g_curl.multi_init();
-  if (!multi) {
-    error = "libcurl could not be initialised";
-    return false;
-  }
-  multi_ = multi;
+  // libcurl is loaded and initialised on our thread (run()), not on the thread that starts the agent
+  // (an ELF constructor, the runtime's start): nothing of it runs on a thread of the program.
   // The thread must never receive the host's signals: block them all while creating it.
   sigset_t all, old;
   sigfillset(&all);
@@ -117,6 +106,23 @@ bool PushSender::start(std::string& error) {
   return true;
 }
 
+// On our thread: libcurl loaded (dlopen) and initialised (thread-safe since libcurl 7.84; Debian 12
+// has 7.88; never cleaned up: the process may use libcurl or its TLS library itself, and the exit
+// tears everything down anyway).
+bool PushSender::init_curl() {
+  std::string error;
+  if (load_curl(error) && g_curl.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
+    if (CURLM* m = g_curl.multi_init()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      multi_ = m;
+      return true;
+    }
+  }
+  say("mlpd: push: " + (error.empty() ? std::string("libcurl could not be initialised") : error) +
+      "; profiling goes on without pushing");
+  return false;
+}
+
 void* PushSender::entry(void* self) {
   pthread_setname_np(pthread_self(), "mlpd-push");
   static_cast<PushSender*>(self)->run();
@@ -125,7 +131,7 @@ void* PushSender::entry(void* self) {
 
 void PushSender::send(std::string query, std::string body, uint64_t samples) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || forgotten_ || !started_) return;
+  if (stopping_ || forgotten_ || !started_ || broken_) return;
   if (queue_.size() >= kMaxQueue || body.size() > kMaxBody) {
     ++stats_.dropped_queue;
     if (!failing_ && verbose_) {
@@ -141,6 +147,15 @@ void PushSender::send(std::string query, std::string body, uint64_t samples) {
 }
 
 void PushSender::run() {
+  if (!init_curl()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    broken_ = true;
+    stats_.dropped_queue += queue_.size();
+    queue_.clear();
+    stats_.queued = 0;
+    done_.store(true, std::memory_order_release);
+    return;
+  }
   for (;;) {
     Item item;
     {
@@ -171,6 +186,12 @@ void PushSender::run() {
             "mlpd_push_failed_total), the program is not affected");
       failing_ = true;
     }
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.thread_cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000 + static_cast<uint64_t>(ts.tv_nsec);
   }
   done_.store(true, std::memory_order_release);
 }
@@ -278,7 +299,10 @@ bool PushSender::finish() {
   while (!done_.load(std::memory_order_acquire) && Clock::now() < until) nanosleep(&ms, nullptr);
   if (!done_.load(std::memory_order_acquire)) {
     abort_.store(true, std::memory_order_release);
-    g_curl.multi_wakeup(static_cast<CURLM*>(multi_));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (multi_) g_curl.multi_wakeup(static_cast<CURLM*>(multi_));  // set once init_curl() returned
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.dropped_exit += queue_.size();
@@ -301,7 +325,7 @@ bool PushSender::finish() {
     say("mlpd: push: " + std::to_string(s.sent) + " profiles sent (" + std::to_string(s.samples_sent) + " samples, " +
         std::to_string(s.bytes_sent) + " bytes), " + std::to_string(s.failed) + " failed, " +
         std::to_string(s.dropped_queue) + " dropped (queue full), " + std::to_string(s.dropped_exit) +
-        " dropped at exit");
+        " dropped at exit" + (joined ? "; the sending thread used " + std::to_string(s.thread_cpu_ns / 1000) + " us of CPU" : std::string()));
   }
   return joined;
 }

@@ -29,6 +29,7 @@ struct PushStats {
   uint64_t samples_sent = 0;    // CPU samples in the profiles the server took
   uint64_t queued = 0;          // profiles waiting now
   long last_status = 0;         // the last answer's HTTP status (0: none, or no connection)
+  uint64_t thread_cpu_ns = 0;   // CPU time of the sending thread (libcurl, TLS), when it has ended
 };
 
 // What the helper spent on push= (its own thread's part: decoding the round's bytes, encoding).
@@ -51,7 +52,8 @@ class PushSender {
 
   PushSender(std::string ingest_url, std::string token, bool verbose)
       : url_(std::move(ingest_url)), token_(std::move(token)), verbose_(verbose) {}
-  // Starts the thread; false (with `error`) when it cannot.
+  // Starts the thread, which loads libcurl (a failure is one line from it, and nothing is sent);
+  // false (with `error`) when the thread cannot be created.
   bool start(std::string& error);
   // Queues one profile (never blocks on the network: takes a mutex the sender holds only to pop).
   // `query`: name=...&from=...&until=...&format=pprof...
@@ -72,6 +74,7 @@ class PushSender {
   };
   static void* entry(void* self);
   void run();
+  bool init_curl();
   bool post(const Item& item, std::string& why, long& status);
   void say(const std::string& line);
 
@@ -86,7 +89,8 @@ class PushSender {
   bool stopping_ = false;         // finish(): send what is queued, then end
   std::atomic<bool> abort_{false};  // finish()'s time is up: abort the request in flight
   std::atomic<bool> done_{false};   // the thread has ended
-  void* multi_ = nullptr;          // CURLM*, woken by finish()
+  void* multi_ = nullptr;          // CURLM*, woken by finish() (set by the thread before its first pop)
+  bool broken_ = false;            // libcurl could not be loaded: nothing is queued (under mu_)
   bool failing_ = false;           // the verbose line was said for this run of failures
   PushStats stats_;                // under mu_
 };
