@@ -36,7 +36,10 @@ HelperThread::HelperThread(const HelperParts& parts)
       counters_(*parts.runtime, *parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
                                                                      parts.options->calls_min_us ? parts.registry : nullptr}) {
   if (rotation_on(*parts.options) || parts.options->ring_bytes || parts.options->attached) flusher_.keep_metadata_in(&meta_store_);
-  if (parts.push) push_profile_ = std::make_unique<PushProfile>();
+  if (parts.push) {
+    push_profile_ = std::make_unique<PushProfile>();
+    push_profile_->set_alloc_sample_interval(parts.options->alloc_sample);  // as the reader reads the header's args
+  }
 }
 
 namespace {
@@ -74,22 +77,27 @@ void HelperThread::push_interval(bool final) {
   if (!push_profile_) return;
   const uint64_t cpu0 = thread_cpu_ns();
   const int64_t now = unix_ns();
-  uint64_t samples = 0;
-  std::string body = push_profile_->take_pprof(push_start_unix_ns_, now - push_start_unix_ns_, samples);
+  uint64_t samples = 0, objects = 0;
+  std::string cpu = push_profile_->take_pprof(push_start_unix_ns_, now - push_start_unix_ns_, samples);
+  std::string alloc = push_profile_->take_alloc_pprof(push_start_unix_ns_, now - push_start_unix_ns_, objects);
   push_stats_.encode_ns += thread_cpu_ns() - cpu0;
-  if (body.empty()) {
-    ++push_stats_.empty;
-  } else {
+  // from/until in whole seconds (the API's unit); until at least from + 1.
+  const int64_t from = push_start_unix_ns_ / 1000000000;
+  int64_t until = (now + 999999999) / 1000000000;
+  if (until <= from) until = from + 1;
+  const std::string query = "name=" + url_encoded(parts_.push_name) + "&from=" + std::to_string(from) +
+                            "&until=" + std::to_string(until) + "&format=pprof&spyName=mlpd";
+  if (cpu.empty() && alloc.empty()) ++push_stats_.empty;
+  if (!cpu.empty()) {
     ++push_stats_.profiles;
     push_stats_.samples += samples;
-    push_stats_.bytes += body.size();
-    // from/until in whole seconds (the API's unit); until at least from + 1.
-    const int64_t from = push_start_unix_ns_ / 1000000000;
-    int64_t until = (now + 999999999) / 1000000000;
-    if (until <= from) until = from + 1;
-    parts_.push->send("name=" + url_encoded(parts_.push_name) + "&from=" + std::to_string(from) + "&until=" +
-                          std::to_string(until) + "&format=pprof&spyName=mlpd",
-                      std::move(body), samples);
+    push_stats_.bytes += cpu.size();
+    parts_.push->send(query, std::move(cpu), samples);
+  }
+  if (!alloc.empty()) {
+    ++push_stats_.profiles;
+    push_stats_.bytes += alloc.size();
+    parts_.push->send(query, std::move(alloc), 0);
   }
   push_start_unix_ns_ = now;
   next_push_ = std::chrono::steady_clock::now() + std::chrono::seconds(parts_.options->push_interval_s);
@@ -341,7 +349,7 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
     const PushHelperStats& h = push_stats_;
     lines.push_back("mlpd: push: the helper made " + std::to_string(h.profiles) + " profiles (" +
                     std::to_string(h.samples) + " samples, " + std::to_string(h.bytes) + " bytes gzipped; " +
-                    std::to_string(h.empty) + " intervals without samples) in " +
+                    std::to_string(h.empty) + " intervals without samples or allocations) in " +
                     std::to_string(h.encode_ns / 1000) + " us of CPU, after " + std::to_string(h.absorb_ns / 1000) +
                     " us reading what it wrote");
   }

@@ -99,9 +99,9 @@ constexpr OptionSpec kTable[] = {
      "serve GET /metrics (Prometheus text format) on PORT (0: any free\n"
      "port) at bind='s address, to the users port-allow= admits", "metrics=PORT", 0, 65535},
     {"push", K::String, set_push, "off", "push=URL",
-     "every push-interval= seconds, POST the interval's CPU samples as gzipped\n"
-     "pprof to URL, a Pyroscope-compatible server's ingest API (http:// or\n"
-     "https://; /ingest is added unless URL ends in it)", "push=URL (http://HOST:PORT or https://...)"},
+     "every push-interval= seconds, POST the interval's CPU samples and\n"
+     "allocations as gzipped pprof to URL, a Pyroscope-compatible server's ingest\n"
+     "API (http:// or https://; /ingest is added unless URL ends in it)", "push=URL (http://HOST:PORT or https://...)"},
     {"push-interval", K::Number, number_u32<&Options::push_interval_s>, "15", "push-interval=S",
      "seconds between pushes (default 15)", "push-interval=SECONDS", 1, 3600},
     {"push-labels", K::String, set_push_labels, "service_name, pid, runtime", "push-labels=K=V,...",

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "mlpd/buffer_decoder.h"
@@ -20,6 +21,7 @@ constexpr uint64_t kSpecial = uint64_t{3} << 62;  // [no frames], [more stacks t
 constexpr uint64_t kKindMask = uint64_t{3} << 62;
 constexpr uint64_t kNoFrames = kSpecial | 1;
 constexpr uint64_t kOverflow = kSpecial | 2;
+constexpr uint64_t kNoBacktrace = kSpecial | 3;
 
 // protobuf's wire format: what pprof's profile.proto needs (varints, length-delimited fields).
 class Pb {
@@ -172,6 +174,7 @@ void PushProfile::event(const Event& e) {
       if (e.ptr) symbols_[e.ptr] = {e.ptr + std::max<uint64_t>(e.size, 1), e.name};
       return;
     case EventKind::sample_hit: break;
+    case EventKind::alloc: alloc(e); return;
     default: return;
   }
   ++samples_total_;
@@ -195,21 +198,77 @@ void PushProfile::event(const Event& e) {
   if (scratch_.size() > kMaxDepth) scratch_.resize(kMaxDepth);
   std::string key(reinterpret_cast<const char*>(scratch_.data()), scratch_.size() * sizeof(uint64_t));
   if (auto it = stacks_.find(key); it != stacks_.end()) {
-    ++it->second;
+    ++it->second.v[0];
   } else if (stacks_.size() < kMaxStacks) {
-    stacks_.emplace(std::move(key), 1);
+    stacks_.emplace(std::move(key), Values{{1, 0}});
   } else {
     ++overflow_;
   }
 }
 
+// An allocation: its backtrace (outermost first in the file), as the reader weighs it: with
+// alloc-sample=BYTES a sample of SIZE bytes stands for 1/p objects and SIZE/p bytes, p = 1 -
+// exp(-SIZE/BYTES), rounded per sample (reader/profile/builder.h, alloc_sample_weight).
+void PushProfile::alloc(const Event& e) {
+  uint64_t count = 1, bytes = e.size;
+  if (alloc_interval_) {
+    const double prob = -std::expm1(-static_cast<double>(e.size) / static_cast<double>(alloc_interval_));
+    const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
+    count = static_cast<uint64_t>(std::llround(w));
+    bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(e.size)));
+  }
+  ++interval_allocs_;
+  interval_alloc_objects_ += count;
+  scratch_.clear();
+  if (e.has_backtrace && !e.backtrace.empty()) {
+    const size_t n = std::min(e.backtrace.size(), kMaxDepth);
+    for (size_t i = 0; i < n; ++i) scratch_.push_back(kManaged | (e.backtrace[e.backtrace.size() - 1 - i] & ~kKindMask));
+  } else {
+    scratch_.push_back(kNoBacktrace);
+  }
+  std::string key(reinterpret_cast<const char*>(scratch_.data()), scratch_.size() * sizeof(uint64_t));
+  if (auto it = alloc_stacks_.find(key); it != alloc_stacks_.end()) {
+    it->second.v[0] += count;
+    it->second.v[1] += bytes;
+  } else if (alloc_stacks_.size() < kMaxStacks) {
+    alloc_stacks_.emplace(std::move(key), Values{{count, bytes}});
+  } else {
+    alloc_overflow_[0] += count;
+    alloc_overflow_[1] += bytes;
+  }
+}
+
 std::string PushProfile::take_pprof(int64_t start_unix_ns, int64_t duration_ns, uint64_t& samples) {
   samples = interval_samples_;
-  if (interval_samples_ == 0) {
-    stacks_.clear();
-    overflow_ = 0;
-    return {};
+  std::string gz;
+  if (interval_samples_ != 0) {
+    const Column cols[] = {{"samples", "count"}};
+    gz = encode(stacks_, 1, overflow_, overflow_ ? &overflow_ : nullptr, cols, 1, start_unix_ns, duration_ns);
   }
+  stacks_.clear();
+  overflow_ = 0;
+  interval_samples_ = 0;
+  return gz;
+}
+
+std::string PushProfile::take_alloc_pprof(int64_t start_unix_ns, int64_t duration_ns, uint64_t& objects) {
+  objects = interval_alloc_objects_;
+  std::string gz;
+  if (interval_allocs_ != 0) {
+    const Column cols[] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+    gz = encode(alloc_stacks_, 2, alloc_overflow_[0] || alloc_overflow_[1], alloc_overflow_, cols, 2, start_unix_ns,
+                duration_ns);
+  }
+  alloc_stacks_.clear();
+  alloc_overflow_[0] = alloc_overflow_[1] = 0;
+  interval_allocs_ = interval_alloc_objects_ = 0;
+  return gz;
+}
+
+std::string PushProfile::encode(const std::unordered_map<std::string, Values>& stacks, size_t n_values, bool overflow,
+                                const uint64_t* overflow_values, const Column* cols, size_t n_cols,
+                                int64_t start_unix_ns, int64_t duration_ns) {
+  (void)n_cols;
   // Strings: 0 is "".
   std::vector<std::string> strings{""};
   std::unordered_map<std::string, uint64_t> string_ids;
@@ -256,36 +315,36 @@ std::string PushProfile::take_pprof(int64_t start_unix_ns, int64_t duration_ns, 
         if (name.empty()) name = "[native code, unnamed]";
         break;
       }
-      default: name = f == kOverflow ? "[more stacks than push keeps]" : "[no frames]";
+      default:
+        name = f == kOverflow ? "[more stacks than push keeps]" : f == kNoBacktrace ? "[no backtrace]" : "[no frames]";
     }
     const uint64_t id = function(name);
     frame_ids.emplace(f, id);
     return id;
   };
   Pb pb;
-  const uint64_t s_samples = str("samples"), s_count = str("count");
-  {
+  for (size_t c = 0; c < n_values; ++c) {
     Pb vt;
-    vt.uint(1, s_samples);
-    vt.uint(2, s_count);
+    vt.uint(1, str(cols[c].type));
+    vt.uint(2, str(cols[c].unit));
     pb.bytes(1, vt.out);  // sample_type
   }
   std::vector<uint64_t> ids;
-  auto sample = [&](const uint64_t* frames, size_t n, uint64_t count) {
+  auto sample = [&](const uint64_t* frames, size_t n, const uint64_t* values) {
     ids.clear();
     for (size_t i = 0; i < n; ++i) ids.push_back(frame(frames[i]));
     Pb s, loc, val;
     for (const uint64_t id : ids) loc.varint(id);
     s.bytes(1, loc.out);  // location_id, packed, leaf first
-    val.varint(count);
+    for (size_t c = 0; c < n_values; ++c) val.varint(values[c]);
     s.bytes(2, val.out);  // value, packed
     pb.bytes(2, s.out);
   };
-  for (const auto& [key, count] : stacks_)
-    sample(reinterpret_cast<const uint64_t*>(key.data()), key.size() / sizeof(uint64_t), count);
-  if (overflow_) {
+  for (const auto& [key, values] : stacks)
+    sample(reinterpret_cast<const uint64_t*>(key.data()), key.size() / sizeof(uint64_t), values.v);
+  if (overflow) {
     const uint64_t f = kOverflow;
-    sample(&f, 1, overflow_);
+    sample(&f, 1, overflow_values);
   }
   // Locations (field 4) and functions (field 5): one each per function, same id.
   for (size_t i = 0; i < function_names.size(); ++i) {
@@ -301,21 +360,18 @@ std::string PushProfile::take_pprof(int64_t start_unix_ns, int64_t duration_ns, 
     f.uint(2, function_names[i]);
     pb.bytes(5, f.out);
   }
-  for (const std::string& s : strings) pb.bytes(6, s);
   pb.uint(9, static_cast<uint64_t>(start_unix_ns));
   pb.uint(10, static_cast<uint64_t>(duration_ns));
   {
     // period samples/count, 1: as `mlpd export` (no cpu/nanoseconds: how often the sampler really
     // fired is not known; docs/reports.md, "pprof").
     Pb vt;
-    vt.uint(1, s_samples);
-    vt.uint(2, s_count);
+    vt.uint(1, str(cols[n_values - 1].type));
+    vt.uint(2, str(cols[n_values - 1].unit));
     pb.bytes(11, vt.out);
     pb.uint(12, 1);
   }
-  stacks_.clear();
-  overflow_ = 0;
-  interval_samples_ = 0;
+  for (const std::string& s : strings) pb.bytes(6, s);  // last: every string is known now
   std::string gz;
   if (!gzip(pb.out, gz)) {
     ++problems_;

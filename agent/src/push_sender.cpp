@@ -228,8 +228,10 @@ bool PushSender::post(const Item& item, std::string& why, long& status) {
   g_curl.mime_filename(part, "sample_type_config.json");
   g_curl.mime_type(part, "application/json");
   // Our profiles are deltas (each covers its interval): not cumulative.
-  g_curl.mime_data(part, "{\"samples\":{\"units\":\"samples\",\"display-name\":\"cpu\",\"sampled\":true}}",
-                 CURL_ZERO_TERMINATED);
+  g_curl.mime_data(part,
+                   "{\"samples\":{\"units\":\"samples\",\"display-name\":\"cpu\",\"sampled\":true},"
+                   "\"alloc_objects\":{\"units\":\"objects\"},\"alloc_space\":{\"units\":\"bytes\"}}",
+                   CURL_ZERO_TERMINATED);
   g_curl.easy_setopt(c, CURLOPT_MIMEPOST, mime);
   curl_slist* headers = g_curl.slist_append(nullptr, "Expect:");
   if (!token_.empty()) headers = g_curl.slist_append(headers, ("Authorization: Bearer " + token_).c_str());

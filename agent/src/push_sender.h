@@ -44,7 +44,7 @@ struct PushHelperStats {
 
 class PushSender {
  public:
-  static constexpr size_t kMaxQueue = 4;              // intervals waiting at most
+  static constexpr size_t kMaxQueue = 8;              // profiles waiting at most (4 intervals of CPU and allocations)
   static constexpr long kRequestTimeoutMs = 10000;    // a whole request
   static constexpr long kConnectTimeoutMs = 5000;
   static constexpr int kFinishMs = 1000;               // the exit's wait for the last pushes

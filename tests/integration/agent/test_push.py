@@ -9,6 +9,9 @@ spins a thread for a known CPU time, under `nodefaults,sample,push=...,push-inte
   the samples of the same run's file (`mlpd report --json`) within 1%; labels service_name=cputhreads,
   pid, runtime=mono and push-labels' (quoted list); the push-token-file's token as a Bearer header; the
   spinning method is the hottest function of the pushes together;
+- allocheavy.exe under `alloc` and under `alloc-sample=64k`: the allocation profiles pushed
+  (alloc_objects, alloc_space) sum to the file's allocated objects and bytes exactly (estimates
+  weighed as the reader weighs them);
 - a receiver that is down (nothing listening), slow (10 s per request) or answering 500: the program's
   output and exit status are those of a run without push, its exit (from its last line to its end)
   within 1.5 s of that run's (the agent waits at most 1 s for the last push), its peak memory within 16 MiB (libcurl and its TLS library are about 9 MiB of it); the failures are
@@ -170,6 +173,31 @@ def main():
         t.check(s is not None and s[0] == len(reqs) and s[1] == pushed and s[3] == 0,
                 f"ok: summary {s} for {len(reqs)} requests, {pushed} samples")
         print(f"ok: {len(reqs)} pushes, {pushed} samples pushed, {total} in the file; {wall:.2f} s, {rss} KiB", flush=True)
+
+        # Allocations: every one (alloc) and sampled (alloc-sample=64k, estimates): the objects and bytes
+        # pushed over the run equal the file's, as `mlpd report` weighs them.
+        for opts in ("alloc", "alloc-sample=64k"):
+            r = pr.Receiver()
+            env = dict(os.environ, LD_PRELOAD=AGENT,
+                       MLPD_OPTIONS=f"nodefaults,{opts},push={r.url},push-interval=1,output={work}/allocs.mlpd")
+            p = t.run([t.MONO, t.program("allocheavy"), "300"], env=env, timeout=180)
+            time.sleep(0.5)
+            reqs = r.taken()
+            r.stop()
+            objects = space = 0
+            for i, q in enumerate(reqs):
+                rc_d, sums, text = pr.decode(q.profile or b"", work, f"alloc{i}")
+                t.check(rc_d == 0 and "alloc_objects" in sums and "alloc_space" in sums,
+                        f"{opts}: push {i} is not an allocation profile: {sums} {text[-200:]}")
+                objects += sums.get("alloc_objects", 0)
+                space += sums.get("alloc_space", 0)
+            rep = t.run([t.MLPD, "report", "--json", f"{work}/allocs.mlpd"])
+            a = json.loads(rep.stdout)["alloc"] if rep.returncode == 0 else {}
+            t.check(p.returncode == 0 and len(reqs) >= 1 and (objects, space) == (a.get("objects"), a.get("bytes")),
+                    f"{opts}: rc {p.returncode}, {len(reqs)} pushes, pushed {objects} objects {space} bytes, "
+                    f"file {a.get('objects')} {a.get('bytes')}")
+            print(f"{opts}: {len(reqs)} pushes, {objects} objects and {space} bytes pushed, the file "
+                  f"{a.get('objects')} and {a.get('bytes')}", flush=True)
 
         # Down, slow, 500: the program as without push, failures counted.
         down = pr.Receiver()

@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -180,4 +181,73 @@ TEST_CASE("push profile: bytes that are not buffers are counted, never trusted",
   uint64_t samples = 0;
   (void)q.take_pprof(0, 1, samples);
   CHECK(samples == 0);
+}
+
+TEST_CASE("push profile: allocations by backtrace, weighed as the reader weighs alloc-sample", "[push]") {
+  std::vector<Event> ev{jit(kA, 0x10000, 0x100, "N:A ()"), jit(kB, 0x20000, 0x100, "N:B ()")};
+  auto alloc = [](uint64_t size, std::vector<uint64_t> bt) {
+    Event e;
+    e.kind = EventKind::alloc;
+    e.time = 10;
+    e.ptr = 0x5000;  // vtable
+    e.obj = 0x7f0000001000;
+    e.size = size;
+    e.has_backtrace = !bt.empty();
+    e.backtrace = std::move(bt);  // outermost first, as in the file
+    return e;
+  };
+  ev.push_back(alloc(32, {kA, kB}));  // A called B, which allocated
+  ev.push_back(alloc(64, {kA, kB}));
+  ev.push_back(alloc(1000, {kA}));
+  ev.push_back(alloc(16, {}));
+  const std::vector<uint8_t> b = encode_buffer({0x99, 0, ev});
+  {
+    agent::PushProfile p;
+    p.absorb(b.data(), b.size());
+    uint64_t objects = 0, samples = 0;
+    CHECK(p.take_pprof(0, 1, samples).empty());  // no CPU samples: no CPU profile
+    const std::string gz = p.take_alloc_pprof(0, 1, objects);
+    CHECK(objects == 4);
+    perftools::profiles::Profile pb;
+    REQUIRE(pb.ParseFromString(gunzip(gz)));
+    REQUIRE(pb.sample_type_size() == 2);
+    CHECK(pb.string_table(static_cast<int>(pb.sample_type(0).type())) == "alloc_objects");
+    CHECK(pb.string_table(static_cast<int>(pb.sample_type(1).type())) == "alloc_space");
+    CHECK(pb.string_table(static_cast<int>(pb.sample_type(1).unit())) == "bytes");
+    std::map<uint64_t, std::string> fn, loc;
+    for (const auto& f : pb.function()) fn[f.id()] = pb.string_table(static_cast<int>(f.name()));
+    for (const auto& l : pb.location()) loc[l.id()] = fn.at(l.line(0).function_id());
+    std::map<std::string, std::pair<int64_t, int64_t>> got;
+    for (const auto& s : pb.sample()) {
+      std::string k;
+      for (const uint64_t id : s.location_id()) k += (k.empty() ? "" : ";") + loc.at(id);
+      got[k].first += s.value(0);
+      got[k].second += s.value(1);
+    }
+    const std::map<std::string, std::pair<int64_t, int64_t>> want = {
+        {"N:B ();N:A ()", {2, 96}}, {"N:A ()", {1, 1000}}, {"[no backtrace]", {1, 16}}};
+    CHECK(got == want);
+    CHECK(p.take_alloc_pprof(0, 1, objects).empty());  // the next interval starts empty
+  }
+  {
+    // alloc-sample=512: a sample of SIZE bytes stands for 1/p objects, p = 1 - exp(-SIZE/512).
+    agent::PushProfile p;
+    p.set_alloc_sample_interval(512);
+    p.absorb(b.data(), b.size());
+    uint64_t objects = 0;
+    perftools::profiles::Profile pb;
+    REQUIRE(pb.ParseFromString(gunzip(p.take_alloc_pprof(0, 1, objects))));
+    int64_t n = 0, bytes = 0;
+    for (const auto& s : pb.sample()) {
+      n += s.value(0);
+      bytes += s.value(1);
+    }
+    auto w = [](double size) { return 1.0 / -std::expm1(-size / 512.0); };
+    const int64_t want_n = std::llround(w(32)) + std::llround(w(64)) + std::llround(w(1000)) + std::llround(w(16));
+    const int64_t want_b = std::llround(w(32) * 32) + std::llround(w(64) * 64) + std::llround(w(1000) * 1000) +
+                           std::llround(w(16) * 16);
+    CHECK(n == want_n);
+    CHECK(bytes == want_b);
+    CHECK(objects == static_cast<uint64_t>(want_n));
+  }
 }

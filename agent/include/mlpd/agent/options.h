@@ -117,10 +117,11 @@ struct Options {
   // (docs/fleet.md). With metrics=, bind= alone no longer starts the command port: it is the address
   // of both.
   std::optional<uint16_t> metrics_port;
-  // push=URL (docs/fleet.md): every push_interval_s seconds the interval's CPU samples as a gzipped
-  // pprof POSTed to URL's Pyroscope-compatible ingest API (push_url ends in /ingest), with the labels
-  // service_name (the program's name unless push-labels= gives it), pid, runtime and push_labels; the
-  // bearer token read from push-token-file= at start ("" none). Off when push_url is empty.
+  // push=URL (docs/fleet.md): every push_interval_s seconds the interval's CPU samples and
+  // allocations, each as a gzipped pprof, POSTed to URL's Pyroscope-compatible ingest API (push_url
+  // ends in /ingest), with the labels service_name (the program's name unless push-labels= gives it),
+  // pid, runtime and push_labels; the bearer token read from push-token-file= at start ("" none). Off
+  // when push_url is empty.
   std::string push_url;
   uint32_t push_interval_s = kDefaultPushIntervalS;
   std::vector<std::pair<std::string, std::string>> push_labels;  // in the order given, names unique
