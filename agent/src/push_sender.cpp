@@ -1,6 +1,8 @@
 #include "push_sender.h"
 
+#if MLPD_PUSH_CURL
 #include <curl/curl.h>
+#endif
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 
 namespace mlpd::agent {
 
+#if MLPD_PUSH_CURL
 namespace {
 
 // libcurl, loaded when push= is given (dlopen): a program profiled without push= does not get
@@ -45,7 +48,9 @@ Curl g_curl;
 bool load_curl(std::string& error) {
   static bool loaded = false;
   if (loaded) return true;
+  // OpenSSL's flavour, else GnuTLS's (the same API; Debian installs one or the other).
   void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     error = std::string("cannot load libcurl (libcurl.so.4; Debian: libcurl4): ") + dlerror();
     return false;
@@ -88,6 +93,7 @@ bool load_curl(std::string& error) {
 }
 
 }  // namespace
+#endif
 
 bool PushSender::start(std::string& error) {
   // libcurl is loaded and initialised on our thread (run()), not on the thread that starts the agent
@@ -110,6 +116,7 @@ bool PushSender::start(std::string& error) {
 // has 7.88; never cleaned up: the process may use libcurl or its TLS library itself, and the exit
 // tears everything down anyway).
 bool PushSender::init_curl() {
+#if MLPD_PUSH_CURL
   std::string error;
   if (load_curl(error) && g_curl.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
     if (CURLM* m = g_curl.multi_init()) {
@@ -121,6 +128,11 @@ bool PushSender::init_curl() {
   say("mlpd: push: " + (error.empty() ? std::string("libcurl could not be initialised") : error) +
       "; profiling goes on without pushing");
   return false;
+#else
+  say("mlpd: push: this agent was built without libcurl's headers (libcurl4-openssl-dev); profiling goes on "
+      "without pushing");
+  return false;
+#endif
 }
 
 void* PushSender::entry(void* self) {
@@ -196,6 +208,7 @@ void PushSender::run() {
   done_.store(true, std::memory_order_release);
 }
 
+#if MLPD_PUSH_CURL
 namespace {
 size_t keep_start(char* data, size_t size, size_t n, void* to) {
   auto* s = static_cast<std::string*>(to);
@@ -204,7 +217,10 @@ size_t keep_start(char* data, size_t size, size_t n, void* to) {
 }
 }  // namespace
 
+#endif
+
 bool PushSender::post(const Item& item, std::string& why, long& status) {
+#if MLPD_PUSH_CURL
   CURL* c = g_curl.easy_init();
   if (!c) {
     why = "libcurl could not start a request";
@@ -284,6 +300,12 @@ bool PushSender::post(const Item& item, std::string& why, long& status) {
   g_curl.mime_free(mime);
   g_curl.easy_cleanup(c);
   return ok;
+#else
+  (void)item;
+  status = 0;
+  why = "built without libcurl";
+  return false;
+#endif
 }
 
 bool PushSender::finish() {
@@ -303,7 +325,9 @@ bool PushSender::finish() {
     abort_.store(true, std::memory_order_release);
     {
       std::lock_guard<std::mutex> lock(mu_);
+#if MLPD_PUSH_CURL
       if (multi_) g_curl.multi_wakeup(static_cast<CURLM*>(multi_));  // set once init_curl() returned
+#endif
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

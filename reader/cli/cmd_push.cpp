@@ -3,7 +3,21 @@
 // pprof, made by the pprof exporter, sent to a Pyroscope-compatible server's HTTP ingest API
 // (docs/fleet.md, "mlpd push"): POST URL/ingest?name=SERVICE{labels}&from=&until=&format=pprof with a
 // multipart body whose "profile" part is the pprof, as Pyroscope's own clients send it.
+#if !MLPD_PUSH_CURL
+// Built without libcurl (reader/CMakeLists.txt): the command says so.
+#include <cstdio>
+
+#include "commands.h"
+
+namespace mlpd::cli {
+int cmd_push(int, char**) {
+  std::fprintf(stderr, "mlpd push: this mlpd was built without libcurl (libcurl4-openssl-dev): not available\n");
+  return 1;
+}
+}  // namespace mlpd::cli
+#else
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -14,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "args.h"
@@ -60,6 +75,69 @@ const std::string kHelp =
     "read is sent), 2 bad usage.\n";
 
 int usage_error(const std::string& m) { return cli::usage_error(kCmd, m); }
+
+// libcurl, loaded (dlopen) by this command only: the other commands do not map it and its TLS
+// library (6 MiB of resident memory at start, which the reader's memory budget would count).
+struct Curl {
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&::curl_easy_escape) easy_escape = nullptr;
+  decltype(&::curl_free) free = nullptr;
+  decltype(&::curl_mime_init) mime_init = nullptr;
+  decltype(&::curl_mime_addpart) mime_addpart = nullptr;
+  decltype(&::curl_mime_name) mime_name = nullptr;
+  decltype(&::curl_mime_filename) mime_filename = nullptr;
+  decltype(&::curl_mime_type) mime_type = nullptr;
+  decltype(&::curl_mime_data) mime_data = nullptr;
+  decltype(&::curl_mime_free) mime_free = nullptr;
+  decltype(&::curl_slist_append) slist_append = nullptr;
+  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+};
+Curl g_curl;
+
+bool load_curl(std::string& error) {
+  void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);  // the same API, GnuTLS's flavour
+  if (!h) {
+    error = std::string("cannot load libcurl (libcurl.so.4; Debian: libcurl4): ") + dlerror();
+    return false;
+  }
+  Curl c;
+  auto load = [h](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+    return fn != nullptr;
+  };
+  if (!(
+        load(c.global_init, "curl_global_init") &&
+        load(c.easy_init, "curl_easy_init") &&
+        load(c.easy_setopt, "curl_easy_setopt") &&
+        load(c.easy_cleanup, "curl_easy_cleanup") &&
+        load(c.easy_perform, "curl_easy_perform") &&
+        load(c.easy_getinfo, "curl_easy_getinfo") &&
+        load(c.easy_strerror, "curl_easy_strerror") &&
+        load(c.easy_escape, "curl_easy_escape") &&
+        load(c.free, "curl_free") &&
+        load(c.mime_init, "curl_mime_init") &&
+        load(c.mime_addpart, "curl_mime_addpart") &&
+        load(c.mime_name, "curl_mime_name") &&
+        load(c.mime_filename, "curl_mime_filename") &&
+        load(c.mime_type, "curl_mime_type") &&
+        load(c.mime_data, "curl_mime_data") &&
+        load(c.mime_free, "curl_mime_free") &&
+        load(c.slist_append, "curl_slist_append") &&
+        load(c.slist_free_all, "curl_slist_free_all") &&
+        true)) {
+    error = "libcurl.so.4 is too old (7.56 or later is needed: curl_mime)";
+    return false;
+  }
+  g_curl = c;
+  return true;
+}
 
 bool label_name_ok(std::string_view k) {
   if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
@@ -152,43 +230,43 @@ struct Target {
 
 // POSTs one profile; returns "" when the server answered 2xx, else the reason in one line.
 std::string post(const Target& t, const std::string& query, const std::string& pprof_gz) {
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(g_curl.easy_init(), g_curl.easy_cleanup);
   if (!curl) return "libcurl could not start a request";
   const std::string url = t.ingest + "?" + query;
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, t.timeout_s);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, std::min(t.timeout_s, 10L));
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "mlpd/" MLPD_VERSION);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  std::unique_ptr<curl_mime, void (*)(curl_mime*)> mime(curl_mime_init(c), curl_mime_free);
-  curl_mimepart* part = curl_mime_addpart(mime.get());
-  curl_mime_name(part, "profile");
-  curl_mime_filename(part, "profile.pprof");
-  curl_mime_type(part, "application/octet-stream");
-  curl_mime_data(part, pprof_gz.data(), pprof_gz.size());
-  part = curl_mime_addpart(mime.get());
-  curl_mime_name(part, "sample_type_config");
-  curl_mime_filename(part, "sample_type_config.json");
-  curl_mime_type(part, "application/json");
-  curl_mime_data(part, kSampleTypeConfig, CURL_ZERO_TERMINATED);
-  curl_easy_setopt(c, CURLOPT_MIMEPOST, mime.get());
+  g_curl.easy_setopt(c, CURLOPT_URL, url.c_str());
+  g_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  g_curl.easy_setopt(c, CURLOPT_TIMEOUT, t.timeout_s);
+  g_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, std::min(t.timeout_s, 10L));
+  g_curl.easy_setopt(c, CURLOPT_USERAGENT, "mlpd/" MLPD_VERSION);
+  g_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  std::unique_ptr<curl_mime, void (*)(curl_mime*)> mime(g_curl.mime_init(c), g_curl.mime_free);
+  curl_mimepart* part = g_curl.mime_addpart(mime.get());
+  g_curl.mime_name(part, "profile");
+  g_curl.mime_filename(part, "profile.pprof");
+  g_curl.mime_type(part, "application/octet-stream");
+  g_curl.mime_data(part, pprof_gz.data(), pprof_gz.size());
+  part = g_curl.mime_addpart(mime.get());
+  g_curl.mime_name(part, "sample_type_config");
+  g_curl.mime_filename(part, "sample_type_config.json");
+  g_curl.mime_type(part, "application/json");
+  g_curl.mime_data(part, kSampleTypeConfig, CURL_ZERO_TERMINATED);
+  g_curl.easy_setopt(c, CURLOPT_MIMEPOST, mime.get());
   curl_slist* headers = nullptr;
-  if (!t.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + t.token).c_str());
-  if (!t.tenant.empty()) headers = curl_slist_append(headers, ("X-Scope-OrgID: " + t.tenant).c_str());
-  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> hold(headers, curl_slist_free_all);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  if (!t.token.empty()) headers = g_curl.slist_append(headers, ("Authorization: Bearer " + t.token).c_str());
+  if (!t.tenant.empty()) headers = g_curl.slist_append(headers, ("X-Scope-OrgID: " + t.tenant).c_str());
+  headers = g_curl.slist_append(headers, "Expect:");  // no 100-continue round trip
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> hold(headers, g_curl.slist_free_all);
+  g_curl.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   std::string answer;
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+  g_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  g_curl.easy_setopt(c, CURLOPT_WRITEDATA, &answer);
   char errbuf[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  const CURLcode rc = curl_easy_perform(c);
-  if (rc != CURLE_OK) return std::string(errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  g_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  const CURLcode rc = g_curl.easy_perform(c);
+  if (rc != CURLE_OK) return std::string(errbuf[0] ? errbuf : g_curl.easy_strerror(rc));
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  g_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300) return {};
   // The start of the server's answer, on one line.
   std::string body;
@@ -204,9 +282,9 @@ std::string post(const Target& t, const std::string& query, const std::string& p
 }
 
 std::string url_encode(CURL* c, const std::string& s) {
-  char* e = curl_easy_escape(c, s.data(), static_cast<int>(s.size()));
+  char* e = g_curl.easy_escape(c, s.data(), static_cast<int>(s.size()));
   std::string r = e ? e : "";
-  curl_free(e);
+  g_curl.free(e);
   return r;
 }
 
@@ -313,14 +391,15 @@ int cmd_push(int argc, char** argv) {
       return 2;
     }
   }
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+  if (std::string error; !load_curl(error)) {
+    std::fprintf(stderr, "mlpd push: %s\n", error.c_str());
+    return 1;
+  }
+  if (g_curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     std::fprintf(stderr, "mlpd push: libcurl could not be initialised\n");
     return 1;
   }
-  struct Cleanup {
-    ~Cleanup() { curl_global_cleanup(); }
-  } cleanup;
-  std::unique_ptr<CURL, void (*)(CURL*)> esc(curl_easy_init(), curl_easy_cleanup);  // for escaping only
+  std::unique_ptr<CURL, void (*)(CURL*)> esc(g_curl.easy_init(), g_curl.easy_cleanup);  // for escaping only
   if (!esc) {
     std::fprintf(stderr, "mlpd push: libcurl could not start\n");
     return 1;
@@ -416,3 +495,4 @@ int cmd_push(int argc, char** argv) {
 }
 
 }  // namespace mlpd::cli
+#endif  // MLPD_PUSH_CURL
