@@ -18,7 +18,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # reads our files and the `report` option runs it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "mono-runtime (>= 6.8)")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mono-utils")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mono-utils, libcurl4")  # libcurl4: mlpd push and push= (dlopen)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
 # A cross build (scripts/build-arm64.sh): the package is the target's architecture, and dpkg-shlibdeps,
 # which reads this machine's package database, cannot name the target's library packages: the script

@@ -20,6 +20,7 @@ packages=(
   help2man  # mlpd.1 from mlpd --help for the Debian package
   file dpkg-dev  # cpack's Debian package: its shared-library dependencies (dpkg-shlibdeps; CPackDeb needs file)
   linux-perf  # perf record/inject/report: the jitdump and perfmap tests (docs/perf.md)
+  libcurl4-openssl-dev  # HTTP(S) for `mlpd push` and the agent's push= (Pyroscope's ingest API; docs/fleet.md)
   prometheus  # a real Prometheus server and promtool: the metrics= tests (docs/fleet.md)
   wrk  # HTTP load on the .NET HttpListener server (dotnet_server, docs/dotnet.md)
 )

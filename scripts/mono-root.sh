@@ -17,7 +17,7 @@ case "$name" in
   trixie) suite=trixie arch=amd64 ;;
   arm64)  suite=bookworm arch=arm64
           # The arm64 development packages: the root is also the cross build's sysroot (build-arm64.sh).
-          pkgs=$pkgs,libc6-dev,libstdc++-12-dev,libunwind-dev,libdeflate-dev,zlib1g-dev,libprotobuf-dev,catch2,libmono-2.0-dev ;;
+          pkgs=$pkgs,libc6-dev,libstdc++-12-dev,libunwind-dev,libdeflate-dev,zlib1g-dev,libprotobuf-dev,libcurl4-openssl-dev,catch2,libmono-2.0-dev ;;
   *) echo "mono-root.sh: unknown root '$name' (trixie or arm64)" >&2; exit 2 ;;
 esac
 dir="$roots/$name"

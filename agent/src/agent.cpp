@@ -179,6 +179,7 @@ bool start_impl(std::string_view text, std::string_view note, bool late, runtime
     if (!runtime.start_perf_output(pc, error)) say(error + "; going on without it");
   }
   g_agent = agent;
+  agent->start_push();  // before the helper, which hands it the profiles
   if (!agent->start_helper()) {
     agent->drop_server();
     say("mlpd: cannot start the helper thread; profiling is off");

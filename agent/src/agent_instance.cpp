@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <fstream>
 
 #include "process_hooks.h"
 #include "mlpd/encoder.h"
@@ -14,13 +15,64 @@
 
 namespace mlpd::agent {
 
+namespace {
+
+// push=: the Pyroscope name of every push, SERVICE{pid=...,runtime=...,labels}. SERVICE is
+// push-labels='s service_name, else the program: the first argument of the command line that ends in
+// .exe or .dll (mono app.exe, dotnet app.dll), without it, else the executable's name.
+std::string push_name(const Options& o, std::string_view runtime_name) {
+  std::string service;
+  std::vector<std::pair<std::string, std::string>> labels{{"pid", std::to_string(getpid())}};
+  if (!runtime_name.empty()) labels.emplace_back("runtime", std::string(runtime_name));
+  for (const auto& [k, v] : o.push_labels) {
+    if (k == "service_name") {
+      service = v;
+      continue;
+    }
+    bool replaced = false;
+    for (auto& [lk, lv] : labels)
+      if (lk == k) {
+        lv = v;
+        replaced = true;
+      }
+    if (!replaced) labels.emplace_back(k, v);
+  }
+  if (service.empty()) {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::string arg, first;
+    while (std::getline(in, arg, '\0')) {
+      if (first.empty()) first = arg;
+      const bool exe = arg.size() > 4 && (arg.compare(arg.size() - 4, 4, ".exe") == 0 || arg.compare(arg.size() - 4, 4, ".dll") == 0);
+      if (exe) {
+        service = arg.substr(0, arg.size() - 4);
+        break;
+      }
+    }
+    if (service.empty()) service = first;
+    if (const size_t slash = service.find_last_of('/'); slash != std::string::npos) service.erase(0, slash + 1);
+    for (char& c : service) {  // the characters a name cannot hold
+      const auto u = static_cast<unsigned char>(c);
+      if (u <= ' ' || u == 0x7f || c == ',' || c == '=' || c == '{' || c == '}' || c == '"') c = '_';
+    }
+    if (service.empty()) service = "unknown_service";
+  }
+  std::string name = service + "{";
+  for (size_t i = 0; i < labels.size(); ++i) name += (i ? "," : "") + labels[i].first + "=" + labels[i].second;
+  return name + "}";
+}
+
+}  // namespace
+
 Agent::Agent(Options options, runtime::Runtime& runtime)
     : options_(std::move(options)),
       runtime_(runtime),
       pool_(kBufferBytes, kMaxBuffers, kHeapWalkReserve),
       meta_(static_cast<uint64_t>(pthread_self()), rt::now_ns()),
       registry_(shared_),
-      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, &metrics_, this, &runtime_}) {
+      push_(options_.push_url.empty() ? nullptr
+                                      : std::make_unique<PushSender>(options_.push_url, options_.push_token, options_.verbose)),
+      helper_(HelperParts{&options_, &pool_, &shared_, &meta_, &registry_, &server_, &metrics_, this, &runtime_,
+                          push_.get(), push_ ? push_name(options_, runtime_.name()) : std::string()}) {
   shared_.pool = &pool_;
   shared_.queue = &queue_;
   // A thread that needed a new buffer wakes the helper (the free list was empty: it is behind).
@@ -134,6 +186,17 @@ void Agent::start_metrics() {
   metrics_ = std::move(server);
 }
 
+void Agent::start_push() {
+  if (!push_) return;
+  std::string error;
+  if (!push_->start(error)) {
+    say("mlpd: push: " + error + "; profiling goes on without pushing");
+    return;
+  }
+  if (options_.verbose)
+    say("mlpd: push: every " + std::to_string(options_.push_interval_s) + " s to " + options_.push_url);
+}
+
 void Agent::announce_server() {
   const std::string& a = options_.bind;
   const bool loopback = a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
@@ -161,7 +224,11 @@ void Agent::finish() {
   runtime_.stop();
   // Bounded: an output that stops draining (a pipe whose reader never reads) must not hang the
   // host's exit. After the limit the data still in flight is given up, with one message.
-  if (!helper_.stop(kExitWriteLimitSeconds)) {
+  const bool helper_done = helper_.stop(kExitWriteLimitSeconds);
+  // push=: the last interval was queued by the helper's last round; bounded (never holds the exit
+  // more than about PushSender::kFinishMs). A sender left stuck is never freed.
+  if (push_ && !push_->finish()) (void)push_.release();
+  if (!helper_done) {
     failed_ = true;
     output_cut::cut(0);  // the helper may be inside a write: the file ends with its last whole round
     say("mlpd: the output did not take the last data within " + std::to_string(kExitWriteLimitSeconds) +
@@ -193,6 +260,7 @@ void Agent::forget_after_fork() {
   registry_.forget_in_fork_child();
   if (server_) server_->forget_after_fork();  // the parent serves the port, not the child
   if (metrics_) metrics_->forget_after_fork();
+  if (push_) push_->forget_after_fork();  // its thread is the parent's
   if (sink_) sink_->abandon();
 }
 

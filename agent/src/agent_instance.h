@@ -94,6 +94,8 @@ class Agent final : private HelperOutput {
   }
   // The metrics endpoint (metrics=PORT): a failure is one line; profiling goes on without it.
   void start_metrics();
+  // push=URL: the sending thread; a failure is one line, profiling goes on without pushes.
+  void start_push();
   void announce_server();
 
   bool start_helper() { return helper_.start(); }
@@ -186,6 +188,7 @@ class Agent final : private HelperOutput {
   std::string rotate_error_;
   std::unique_ptr<CommandServer> server_;  // the command port; only the helper uses it once started
   std::unique_ptr<MetricsServer> metrics_;  // metrics=PORT; the same
+  std::unique_ptr<PushSender> push_;  // push=URL: the sending thread (started by start_push)
   HelperThread helper_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> shutdown_done_{false};

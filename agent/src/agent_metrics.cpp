@@ -255,6 +255,30 @@ std::string render_metrics(const MetricsInputs& in) {
   p.sample("mlpd_metrics_scrapes_total", {}, in.scrapes);
   p.family("mlpd_metrics_refused_total", "counter", "Connections to the metrics port refused, answered with an error or timed out.");
   p.sample("mlpd_metrics_refused_total", {}, in.refused);
+  if (in.push) {  // push= (docs/fleet.md)
+    const PushStats& s = in.push_sender;
+    const PushHelperStats& h = in.push_helper;
+    p.family("mlpd_push_profiles_total", "counter", "Intervals' profiles made by push= and handed to its sender.");
+    p.sample("mlpd_push_profiles_total", {}, h.profiles);
+    p.family("mlpd_push_sent_total", "counter", "Pushed profiles the server took (2xx).");
+    p.sample("mlpd_push_sent_total", {}, s.sent);
+    p.family("mlpd_push_failed_total", "counter", "Push requests that failed (no connection, timeout, an answer not 2xx); not retried.");
+    p.sample("mlpd_push_failed_total", {}, s.failed);
+    p.family("mlpd_push_dropped_total", "counter", "Profiles dropped before being sent: the queue was full, or the exit's time was up.");
+    p.sample("mlpd_push_dropped_total", {{"reason", "queue_full"}}, s.dropped_queue);
+    p.sample("mlpd_push_dropped_total", {{"reason", "exit"}}, s.dropped_exit);
+    p.family("mlpd_push_queued", "gauge", "Profiles waiting to be sent.");
+    p.sample("mlpd_push_queued", {}, s.queued);
+    p.family("mlpd_push_sent_bytes_total", "counter", "Gzipped pprof bytes the server took.");
+    p.sample("mlpd_push_sent_bytes_total", {}, s.bytes_sent);
+    p.family("mlpd_push_sent_samples_total", "counter", "CPU samples in the profiles the server took.");
+    p.sample("mlpd_push_sent_samples_total", {}, s.samples_sent);
+    p.family("mlpd_push_last_status", "gauge", "HTTP status of the last push's answer (0: none or no connection).");
+    p.sample("mlpd_push_last_status", {}, static_cast<uint64_t>(s.last_status));
+    p.family("mlpd_push_helper_seconds_total", "counter", "CPU time of the helper thread on push=: reading what is written, building the pprof.");
+    p.sample("mlpd_push_helper_seconds_total", {{"part", "read"}}, static_cast<double>(h.absorb_ns) / 1e9);
+    p.sample("mlpd_push_helper_seconds_total", {{"part", "encode"}}, static_cast<double>(h.encode_ns) / 1e9);
+  }
   return p.take();
 }
 

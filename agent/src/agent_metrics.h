@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "counters.h"
+#include "push_sender.h"
 #include "mlpd/agent/flusher.h"
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/meta_log.h"
@@ -32,6 +33,10 @@ struct MetricsInputs {
   uint64_t rounds = 0;
   uint64_t scrapes = 0;  // answered before this one
   uint64_t refused = 0;  // connections refused or timed out by the endpoint
+  // push= (docs/fleet.md): the sender's and the helper's figures.
+  bool push = false;
+  PushStats push_sender;
+  PushHelperStats push_helper;
 };
 
 std::string render_metrics(const MetricsInputs& in);

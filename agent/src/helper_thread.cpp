@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "agent_metrics.h"
+#include "push_sender.h"
 #include "mlpd/format.h"
 #include "mlpd/rt/buffer_packer.h"
 #include "mlpd/rt/clock.h"
@@ -35,6 +36,72 @@ HelperThread::HelperThread(const HelperParts& parts)
       counters_(*parts.runtime, *parts.registry, *parts.meta, ProfilerCounterSources{&flusher_.stats(), parts.pool, parts.shared,
                                                                      parts.options->calls_min_us ? parts.registry : nullptr}) {
   if (rotation_on(*parts.options) || parts.options->ring_bytes || parts.options->attached) flusher_.keep_metadata_in(&meta_store_);
+  if (parts.push) {
+    push_profile_ = std::make_unique<PushProfile>();
+    push_profile_->set_alloc_sample_interval(parts.options->alloc_sample);  // as the reader reads the header's args
+  }
+}
+
+namespace {
+int64_t unix_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+// Pyroscope's name parameter, URL-encoded (its labels' values hold no reserved characters but '.').
+std::string url_encoded(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string r;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' || c == '_' || c == '.' || c == '~') {
+      r += c;
+    } else {
+      r += '%';
+      r += hex[u >> 4];
+      r += hex[u & 15];
+    }
+  }
+  return r;
+}
+}  // namespace
+
+// push=: the interval's samples as a gzipped pprof, to the sender's queue (which never waits on the
+// network). An interval without samples sends nothing.
+void HelperThread::push_interval(bool final) {
+  if (!push_profile_) return;
+  const uint64_t cpu0 = thread_cpu_ns();
+  const int64_t now = unix_ns();
+  uint64_t samples = 0, objects = 0;
+  std::string cpu = push_profile_->take_pprof(push_start_unix_ns_, now - push_start_unix_ns_, samples);
+  std::string alloc = push_profile_->take_alloc_pprof(push_start_unix_ns_, now - push_start_unix_ns_, objects);
+  push_stats_.encode_ns += thread_cpu_ns() - cpu0;
+  // from/until in whole seconds (the API's unit); until at least from + 1.
+  const int64_t from = push_start_unix_ns_ / 1000000000;
+  int64_t until = (now + 999999999) / 1000000000;
+  if (until <= from) until = from + 1;
+  const std::string query = "name=" + url_encoded(parts_.push_name) + "&from=" + std::to_string(from) +
+                            "&until=" + std::to_string(until) + "&format=pprof&spyName=mlpd";
+  if (cpu.empty() && alloc.empty()) ++push_stats_.empty;
+  if (!cpu.empty()) {
+    ++push_stats_.profiles;
+    push_stats_.samples += samples;
+    push_stats_.bytes += cpu.size();
+    parts_.push->send(query, std::move(cpu), samples);
+  }
+  if (!alloc.empty()) {
+    ++push_stats_.profiles;
+    push_stats_.bytes += alloc.size();
+    parts_.push->send(query, std::move(alloc), 0);
+  }
+  push_start_unix_ns_ = now;
+  next_push_ = std::chrono::steady_clock::now() + std::chrono::seconds(parts_.options->push_interval_s);
+  (void)final;
 }
 
 bool HelperThread::start() {
@@ -98,6 +165,8 @@ void HelperThread::main_loop() {
   const auto flush_every = std::chrono::milliseconds(parts_.options->flush_ms);
   bool busy = true;  // until a round finds nothing: a program may be busy from its first instruction
   auto next_round = Clock::now() + std::min<std::chrono::milliseconds>(kBusyTick, flush_every);
+  push_start_unix_ns_ = unix_ns();
+  next_push_ = Clock::now() + std::chrono::seconds(parts_.options->push_interval_s);
   std::vector<pollfd> fds;
   while (!stop_.load(std::memory_order_acquire)) {
     auto now = Clock::now();
@@ -132,6 +201,8 @@ void HelperThread::main_loop() {
     next_round = Clock::now() + std::min<std::chrono::milliseconds>(busy ? kBusyTick : kIdleTick, flush_every);
     if (server_flush) server->flush_done(ok, ms_of(Clock::now()));
     live_done_.store(live_asked, std::memory_order_release);
+    // push=: on a live round (everything committed is in), once the interval is over.
+    if (push_profile_ && live && Clock::now() >= next_push_) push_interval(false);
   }
   // Final: everything committed, including threads that are still running or never exited. A push
   // another thread has half done holds the queue up: wait for it a little (bounded).
@@ -147,6 +218,7 @@ void HelperThread::main_loop() {
     if (i >= 3) sched_yield();
     round(true);
   }
+  push_interval(true);  // the last interval: everything written is in it
   if (metrics) metrics->stop();  // nothing is served after the last round
   if (server) {
     // Everything is written now: a `flush` or a `heapshot` already taken is answered OK (twice: a
@@ -184,6 +256,16 @@ bool HelperThread::round(bool live) {
   const uint64_t now = rt::now_ns();
   if (live) last_round_ns_ = now;
   const std::vector<Flusher::Piece>& pieces = flusher_.begin_round(live, now);
+  if (push_profile_ && !pieces.empty()) {  // push=: the samples and names of what is written
+    const uint64_t cpu0 = thread_cpu_ns();
+    for (const Flusher::Piece& p : pieces) {
+      if (p.member)
+        push_profile_->absorb_member(p.data, p.size);
+      else
+        push_profile_->absorb(p.data, p.size);
+    }
+    push_stats_.absorb_ns += thread_cpu_ns() - cpu0;
+  }
   bool ok = true;
   if (!out.failed()) {
     size_t total = 0;  // what the sink has to compress (members are compressed already)
@@ -221,6 +303,11 @@ std::string HelperThread::metrics_text() {
     in.scrapes = m->scrapes() ? m->scrapes() - 1 : 0;  // counted before rendering
     in.refused = m->refused();
   }
+  if (parts_.push) {
+    in.push = true;
+    in.push_sender = parts_.push->stats();
+    in.push_helper = push_stats_;
+  }
   return render_metrics(in);
 }
 
@@ -244,6 +331,12 @@ std::string HelperThread::stats_line() {
        std::to_string(st.dropped_pool_full + st.dropped_shutdown + st.dropped_unfinished);
   s += " full_waiting_max=" + std::to_string(waiting_max_);
   if (parts_.shared->packer) s += " members=" + std::to_string(f.members);
+  if (parts_.push) {
+    const PushStats ps = parts_.push->stats();
+    s += " push_profiles=" + std::to_string(push_stats_.profiles) + " push_sent=" + std::to_string(ps.sent) +
+         " push_failed=" + std::to_string(ps.failed) + " push_dropped=" + std::to_string(ps.dropped_queue + ps.dropped_exit) +
+         " push_queued=" + std::to_string(ps.queued) + " push_last_status=" + std::to_string(ps.last_status);
+  }
   if (parts_.output->failed()) s += " output=failed";
   return s;
 }
@@ -266,6 +359,14 @@ std::vector<std::string> HelperThread::summary_lines(bool with_samples) {
                     " left to the helper (" + std::to_string(p.no_compressor) + " no compressor free, " +
                     std::to_string(p.no_member) + " no member buffers); at most " + std::to_string(waiting_max_) +
                     " full buffers waiting at a round");
+  }
+  if (parts_.push) {
+    const PushHelperStats& h = push_stats_;
+    lines.push_back("mlpd: push: the helper made " + std::to_string(h.profiles) + " profiles (" +
+                    std::to_string(h.samples) + " samples, " + std::to_string(h.bytes) + " bytes gzipped; " +
+                    std::to_string(h.empty) + " intervals without samples or allocations) in " +
+                    std::to_string(h.encode_ns / 1000) + " us of CPU, after " + std::to_string(h.absorb_ns / 1000) +
+                    " us reading what it wrote");
   }
   lines.push_back(rt::clock_summary());
   if (parts_.runtime->max_frames() > 0) lines.push_back(parts_.runtime->backtrace_summary());

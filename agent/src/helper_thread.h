@@ -19,6 +19,8 @@
 #include "mlpd/agent/flusher.h"
 #include "mlpd/agent/metrics_server.h"
 #include "mlpd/agent/options.h"
+#include "mlpd/agent/push_profile.h"
+#include "push_sender.h"
 #include "mlpd/rt/buffer_pool.h"
 #include "mlpd/rt/meta_store.h"
 #include "mlpd/runtime/runtime.h"
@@ -65,7 +67,12 @@ struct HelperParts {
   std::unique_ptr<MetricsServer>* metrics = nullptr;  // the metrics endpoint (metrics=), if any; the same
   HelperOutput* output = nullptr;
   runtime::Runtime* runtime = nullptr;  // the runtime profiled: its rounds, statistics and counters
+  // push= (docs/fleet.md): the thread that sends the profiles (agent_instance.cpp's), and the
+  // Pyroscope name of every push (SERVICE{labels}, not yet URL-encoded). nullptr: push is off.
+  PushSender* push = nullptr;
+  std::string push_name;
 };
+
 
 class HelperThread {
  public:
@@ -110,6 +117,7 @@ class HelperThread {
   void main_loop();
   bool round(bool live);
   void sample_counters();
+  void push_interval(bool final);
   static int64_t ms_of(std::chrono::steady_clock::time_point t);
 
   HelperParts parts_;
@@ -126,6 +134,11 @@ class HelperThread {
   uint64_t last_round_ns_ = 0;  // the last live round's time: where a rotated file's metadata is stamped
   uint32_t waiting_max_ = 0;  // the most full buffers waiting at a round's start (WriterShared::full_waiting)
   uint64_t pause_generation_ = 0;  // the runtime's pause_generation() at the last counter sample
+  // push=: the interval's profile, where it started (CLOCK_REALTIME ns) and when the next is due.
+  std::unique_ptr<PushProfile> push_profile_;
+  int64_t push_start_unix_ns_ = 0;
+  std::chrono::steady_clock::time_point next_push_;
+  PushHelperStats push_stats_;
 };
 
 }  // namespace mlpd::agent

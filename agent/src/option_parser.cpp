@@ -117,6 +117,8 @@ bool OptionParser::finish() {
   }
   if (o.report && o.zip)
     return fail("'report' cannot be combined with 'zip' (mprof-report cannot read compressed data from a pipe)");
+  if (o.push_url.empty() && (!o.push_labels.empty() || !o.push_token.empty() || o.push_interval_s != kDefaultPushIntervalS))
+    return fail("push-interval=, push-labels= and push-token-file= have no effect without push=URL");
   o.effective_mask = o.enable_mask & ~o.disable_mask;
   return true;
 }

@@ -2,6 +2,11 @@
 #include "option_setters.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace mlpd::agent::setters {
 
@@ -200,6 +205,99 @@ bool set_metrics(OptionParser& p, const OptionSpec& s, const Item& it) {
   uint64_t n = 0;
   if (!p.number(it.text, it.value, s.lo, s.hi, n)) return false;
   p.o.metrics_port = static_cast<uint16_t>(n);
+  return true;
+}
+
+// push=URL: http:// or https://, a host, no query or fragment, nothing a request line cannot carry.
+bool set_push(OptionParser& p, const OptionSpec& s, const Item& it) {
+  if (!it.has_value) return p.missing_value(it.text, s.expect);
+  constexpr std::string_view kWhy = "expected http://HOST[:PORT][/PATH] or https://... (no query)";
+  std::string_view v = it.value;
+  size_t host = 0;
+  if (v.rfind("http://", 0) == 0)
+    host = 7;
+  else if (v.rfind("https://", 0) == 0)
+    host = 8;
+  else
+    return p.bad_value(it.text, kWhy);
+  if (host >= v.size() || v[host] == '/' || v[host] == ':' || v.size() > 2048) return p.bad_value(it.text, kWhy);
+  for (const char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u == 0x7f || c == '?' || c == '#' || c == '"' || c == '\\') return p.bad_value(it.text, kWhy);
+  }
+  while (v.size() > host + 1 && v.back() == '/') v.remove_suffix(1);
+  p.o.push_url.assign(v);
+  constexpr std::string_view kIngest = "/ingest";
+  if (v.size() < kIngest.size() || v.substr(v.size() - kIngest.size()) != kIngest) p.o.push_url.append(kIngest);
+  return true;
+}
+
+namespace {
+bool label_name_ok(std::string_view k) {
+  if (k.empty() || k.size() > 128 || (k[0] >= '0' && k[0] <= '9')) return false;
+  for (const char c : k)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+// Pyroscope's name syntax (SERVICE{k=v,...}) has no quoting: a value cannot hold its separators.
+bool label_value_ok(std::string_view v) {
+  if (v.empty() || v.size() > 1024) return false;
+  for (const char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u == 0x7f || c == ',' || c == '=' || c == '{' || c == '}' || c == '"') return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool set_push_labels(OptionParser& p, const OptionSpec& s, const Item& it) {
+  if (!it.has_value) return p.missing_value(it.text, s.expect);
+  p.o.push_labels.clear();
+  std::string_view rest = it.value;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view kv = rest.substr(0, comma);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos || !label_name_ok(kv.substr(0, eq)) || !label_value_ok(kv.substr(eq + 1)))
+      return p.bad_value(it.text,
+                         "expected K=V[,K=V...] (quoted), K letters, digits and '_', V printable without spaces , = { } \"");
+    const std::string k(kv.substr(0, eq)), val(kv.substr(eq + 1));
+    bool replaced = false;
+    for (auto& [lk, lv] : p.o.push_labels)
+      if (lk == k) {
+        lv = val;
+        replaced = true;
+      }
+    if (!replaced) p.o.push_labels.emplace_back(k, val);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (p.o.push_labels.empty()) return p.bad_value(it.text, "expected K=V[,K=V...]");
+  return true;
+}
+
+// The token is read now, once: a file that cannot be read is refused as a bad option.
+bool set_push_token_file(OptionParser& p, const OptionSpec& s, const Item& it) {
+  if (!it.has_value || it.value.empty()) return p.missing_value(it.text, s.expect);
+  const std::string path(it.value);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return p.bad_value(it.text, std::string("cannot read the token file: ") + std::strerror(errno));
+  char buf[8192];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  const int err = errno;
+  ::close(fd);
+  if (n < 0) return p.bad_value(it.text, std::string("cannot read the token file: ") + std::strerror(err));
+  std::string_view t(buf, static_cast<size_t>(n));
+  t = t.substr(0, t.find('\n'));
+  while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+  if (t.empty()) return p.bad_value(it.text, "the token file's first line is empty");
+  for (const char c : t)
+    if (static_cast<unsigned char>(c) < ' ' || c == 0x7f) return p.bad_value(it.text, "the token has control characters");
+  p.o.push_token.assign(t);
   return true;
 }
 

@@ -61,6 +61,9 @@ bool set_nodefaults(OptionParser&, const OptionSpec&, const option_syntax::Item&
 bool set_output(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_port(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_metrics(OptionParser&, const OptionSpec&, const option_syntax::Item&);
+bool set_push(OptionParser&, const OptionSpec&, const option_syntax::Item&);
+bool set_push_labels(OptionParser&, const OptionSpec&, const option_syntax::Item&);
+bool set_push_token_file(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_port_allow(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_ring(OptionParser&, const OptionSpec&, const option_syntax::Item&);
 bool set_rotate(OptionParser&, const OptionSpec&, const option_syntax::Item&);

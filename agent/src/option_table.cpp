@@ -98,6 +98,18 @@ constexpr OptionSpec kTable[] = {
     {"metrics", K::Number, set_metrics, "off", "metrics=PORT",
      "serve GET /metrics (Prometheus text format) on PORT (0: any free\n"
      "port) at bind='s address, to the users port-allow= admits", "metrics=PORT", 0, 65535},
+    {"push", K::String, set_push, "off", "push=URL",
+     "every push-interval= seconds, POST the interval's CPU samples and\n"
+     "allocations as gzipped pprof to URL, a Pyroscope-compatible server's ingest\n"
+     "API (http:// or https://; /ingest is added unless URL ends in it)", "push=URL (http://HOST:PORT or https://...)"},
+    {"push-interval", K::Number, number_u32<&Options::push_interval_s>, "15", "push-interval=S",
+     "seconds between pushes (default 15)", "push-interval=SECONDS", 1, 3600},
+    {"push-labels", K::String, set_push_labels, "service_name, pid, runtime", "push-labels=K=V,...",
+     "labels of the pushed profiles besides service_name (the program's\n"
+     "name), pid and runtime (quote the list: push-labels='env=prod,dc=eu')", "push-labels=K=V[,K=V...]"},
+    {"push-token-file", K::String, set_push_token_file, "none", "push-token-file=FILE",
+     "send 'Authorization: Bearer TOKEN', TOKEN being FILE's first line (read\n"
+     "at start)", "push-token-file=FILE"},
     {"nochildren", K::Flag, flag<&Options::nochildren>, "children inherit it", "nochildren",
      "exec'd child processes do not inherit the agent (LD_PRELOAD and\n"
      "MLPD_OPTIONS are removed from the environment)", {}},

@@ -16,5 +16,6 @@ int cmd_export(int argc, char** argv);
 int cmd_diff(int argc, char** argv);
 int cmd_attach(int argc, char** argv);
 int cmd_detach(int argc, char** argv);
+int cmd_push(int argc, char** argv);
 
 }  // namespace mlpd::cli

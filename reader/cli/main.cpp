@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"report", mlpd::cli::cmd_report, "where the time and memory went: samples, calls, allocations, GC, ..."},
     {"top", mlpd::cli::cmd_top, "live view of a file a running program is writing (flush=MS)"},
     {"export", mlpd::cli::cmd_export, "write the profile as a flame graph or for other tools (--help lists the formats)"},
+    {"push", mlpd::cli::cmd_push, "send files' profiles to a Pyroscope-compatible server (continuous profiling)"},
     {"diff", mlpd::cli::cmd_diff, "differential flame graph of two profiles (growth red, shrinkage blue)"},
     {"verify", mlpd::cli::cmd_verify, "check files against the format; exit 1 if any problem"},
     {"dump", mlpd::cli::cmd_dump, "print the header and every event, one per line"},

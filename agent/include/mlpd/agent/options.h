@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mlpd/format.h"
@@ -49,6 +50,7 @@ inline constexpr uint32_t kDefaultCallDepth = 100;
 inline constexpr uint32_t kDefaultSampleFreq = 100;  // Hz
 inline constexpr uint32_t kMaxSampleFreq = 1000000;  // Hz
 inline constexpr uint32_t kDefaultFlushMs = 1000;
+inline constexpr uint32_t kDefaultPushIntervalS = 15;  // push-interval= (docs/fleet.md)
 inline constexpr uint32_t kMinFlushMs = 10;
 inline constexpr uint32_t kMaxFlushMs = 3600000;
 inline constexpr uint64_t kMinAllocSample = 1;
@@ -115,6 +117,15 @@ struct Options {
   // (docs/fleet.md). With metrics=, bind= alone no longer starts the command port: it is the address
   // of both.
   std::optional<uint16_t> metrics_port;
+  // push=URL (docs/fleet.md): every push_interval_s seconds the interval's CPU samples and
+  // allocations, each as a gzipped pprof, POSTed to URL's Pyroscope-compatible ingest API (push_url
+  // ends in /ingest), with the labels service_name (the program's name unless push-labels= gives it),
+  // pid, runtime and push_labels; the bearer token read from push-token-file= at start ("" none). Off
+  // when push_url is empty.
+  std::string push_url;
+  uint32_t push_interval_s = kDefaultPushIntervalS;
+  std::vector<std::pair<std::string, std::string>> push_labels;  // in the order given, names unique
+  std::string push_token;
   // nochildren: exec'd children do not inherit the agent (LD_PRELOAD entry and MLPD_OPTIONS are
   // removed from the environment at start).
   bool nochildren = false;
