@@ -50,7 +50,7 @@ using namespace sampling_detail;
 namespace {
 
 std::atomic<bool> g_sampling_on{false};
-std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by change_sampling()
+std::atomic<uint8_t> g_mode{kSampleOff};  // changed at run time by set_sample_rate()
 pid_t g_pid = 0;  // getpid() is a system call in current glibc: taken once
 std::atomic<uint64_t> g_period_ns{10'000'000};  // 1e9 / the rate asked for
 std::atomic<uint32_t> g_freq{0};
