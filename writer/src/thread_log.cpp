@@ -95,6 +95,12 @@ uint8_t* ThreadLog::refill(size_t max_bytes) {
   return cur_;
 }
 
+void ThreadLog::hand_off() {
+  if (retired_) return;
+  publish_held();
+  if (buf_ && buf_->committed.load(std::memory_order_relaxed) != 0) hand_off_full();
+}
+
 void ThreadLog::retire() {
   if (retired_) return;
   retired_ = true;

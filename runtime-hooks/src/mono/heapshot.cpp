@@ -343,6 +343,7 @@ void gc_event(rt::ThreadLog* log, MonoProfilerGCEvent event, uint32_t generation
       log->use_reserve(false);
       g_gc.last_shot_ns = rt::now_ns();
       rt::write_bare(*log, TYPE_HEAP | TYPE_HEAP_END, g_gc.last_shot_ns);
+      log->hand_off();  // the heapshot's end reaches the file before the next one's objects (thread_log.h)
       g_done.store(g_gc.shot, std::memory_order_release);
       if (const uint64_t lost = log->dropped_events() - dropped_before) say_incomplete(g_gc.shot, lost);
       break;

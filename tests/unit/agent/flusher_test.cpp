@@ -160,3 +160,43 @@ TEST_CASE("a quiet thread's partial buffer reaches the file without the thread's
   CHECK(enters == 10);
   CHECK(leaves == 1);
 }
+
+TEST_CASE("a buffer handed off reaches the file before what other threads write later", "[agent][flusher]") {
+  // A heapshot's end: the thread that took it writes heap_end and hands its buffer off, then stays
+  // quiet (alive: its exit would hand the buffer over too); another thread then fills whole buffers.
+  // A round that takes only the queued buffers (no live slicing) writes the first thread's events,
+  // and before the other's.
+  Agentlet a(4096, 64);
+  std::vector<uint8_t> file;
+  encode_file_header(FileHeader{}, file);
+  std::atomic<uint64_t> quiet_tid{0};
+  std::atomic<bool> release{false};
+  std::thread quiet([&] {
+    rt::ThreadLog* log = a.registry.get();
+    rt::write_bare(*log, format::TYPE_HEAP | format::TYPE_HEAP_END, rt::now_ns());
+    log->hand_off();
+    quiet_tid = log->thread_id();
+    while (!release) std::this_thread::yield();
+    a.registry.thread_exit();
+  });
+  while (!quiet_tid) std::this_thread::yield();
+  std::thread busy([&] {
+    rt::ThreadLog* log = a.registry.get();
+    for (int i = 0; i < 2000; ++i) rt::write_bare(*log, format::TYPE_HEAP | format::TYPE_HEAP_START, rt::now_ns());
+    a.registry.thread_exit();
+  });
+  busy.join();
+  a.flusher.round(file, false, rt::now_ns());
+  struct Order : Visitor {
+    std::vector<uint64_t> threads;  // each buffer's thread, in file order
+    void on_event(const Event&, const EventInfo& info) override {
+      if (threads.empty() || threads.back() != info.buffer->header.thread_id) threads.push_back(info.buffer->header.thread_id);
+    }
+  } order;
+  auto input = Input::from_memory(file.data(), file.size());
+  decode(*input, order);
+  release = true;
+  quiet.join();
+  REQUIRE(!order.threads.empty());
+  CHECK(order.threads.front() == quiet_tid.load());
+}

@@ -142,6 +142,13 @@ class ThreadLog {
 
   // The thread is ending: hand the current buffer to the helper; the ThreadLog writes nothing more.
   void retire();
+  // Hands the current buffer, if it holds events, to the helper now, as a full one is (the next event
+  // starts a new buffer): what was written reaches the file before any buffer another thread fills
+  // from now on. For the end of a heapshot: a quiet thread's partial buffer with the heap_end would
+  // otherwise reach the file only at the next live round, after the next heapshot's objects of
+  // another thread, and a reader that pairs heap_start and heap_end in file order (Mono.Profiler.Log)
+  // would end that heapshot early.
+  void hand_off();
 
   uint64_t thread_id() const { return thread_id_; }
   // Events committed so far, per kind (any thread may read).
