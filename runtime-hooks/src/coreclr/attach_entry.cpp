@@ -22,6 +22,7 @@
 
 #include "coreclr/attach_request.h"
 #include "coreclr/clr_runtime.h"
+#include "coreclr/profiler.h"
 #include "coreclr/start.h"
 #include "mlpd/agent/agent.h"
 
@@ -30,6 +31,7 @@ namespace mlpd::coreclr {
 namespace {
 
 std::atomic<int> g_listen_fd{-1};
+constexpr int kDetachWaitMs = 5000;
 
 void write_answer(const std::string& path, bool ok, const std::string& message) {
   if (path.empty()) return;
@@ -90,12 +92,21 @@ bool serve(int fd) {
   std::string message;
   bool ok = agent::detach(message);
   if (ok) {
+    // No more commands: the socket goes before the answer, so that an attach right after this detach
+    // opens its own.
+    ::close(g_listen_fd.exchange(-1));
     std::string error;
     ClrRuntime* r = ClrRuntime::instance();
     if (!r || !r->request_detach(error)) {
       // The file is closed and nothing of ours runs but this thread; the runtime keeps the profiler
       // loaded with every callback returning at once.
       message += "\nmlpd: " + (error.empty() ? std::string("no runtime") : error) + "; the agent stays loaded, idle";
+    } else {
+      // The runtime lets go once no thread is inside a callback of ours (it checks after the time
+      // it was told to expect, kDetachExpectMs, then every few minutes): waited for, bounded, so that
+      // `mlpd detach` returning means the process can be attached again.
+      for (int waited = 0; initialized() && waited < kDetachWaitMs; waited += 10) ::usleep(10000);
+      if (initialized()) message += "\nmlpd: the runtime has not finished the detach yet (a thread still in a callback)";
     }
   }
   write_all(fd, std::string(ok ? "OK\n" : "ERR\n") + message + "\n");
@@ -113,12 +124,11 @@ void* control_main(void*) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       break;
     }
-    const bool detached = serve(fd);
+    const bool detached = serve(fd);  // closed the listening socket
     ::close(fd);
-    if (detached) break;
+    if (detached) return nullptr;
   }
-  ::close(listen_fd);
-  g_listen_fd.store(-1);
+  ::close(g_listen_fd.exchange(-1));
   return nullptr;
 }
 

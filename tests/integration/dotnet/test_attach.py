@@ -120,14 +120,15 @@ def check_session(path, what, share=0.5):
     d.check_file(what, path)
     p = t.run([t.MLPD, "report", "--json", "--top", "100", path], timeout=300)
     t.check(p.returncode == 0, f"{what}: report {path}: {p.stderr[-300:]}")
-    samples = json.loads(p.stdout)["samples"] if p.returncode == 0 else {"methods": [], "threads": [], "total": 0}
+    whole = json.loads(p.stdout) if p.returncode == 0 else {}
+    samples = whole.get("samples", {"methods": [], "threads": [], "total": 0})
     hot = sum(m["self"] for m in samples["methods"] if "AttachHot:Spin" in m["name"])
     total = samples["total"]
     t.check(total > 0 and hot > share * total, f"{what}: self hits in AttachHot:Spin {hot} of {total}: {samples['methods'][:4]}")
     names = [th["name"].split(" (")[0] for th in samples["threads"]]
     for name in ("req-0", "req-1"):
         t.check(name in names, f"{what}: thread {name} not named: {samples['threads'][:5]}")
-    return hot, total
+    return hot, total, whole
 
 
 def main_scenario():
@@ -148,9 +149,12 @@ def main_scenario():
     nothing_of_ours_left(p.pid, "first detach")
     if port:
         t.check(port_closed(int(port.group(1))), "the command port is still open after detach")
-    # Again, with other options and an output named by the caller.
+    # Again, with other options and an output named by the caller; on .NET 10 with sampled
+    # allocations (the runtime's AllocationSampled events through our EventPipe session, which an
+    # attached profiler may start).
     second = os.path.join(WORK, "second.mlpd")
-    a2 = attach(p.pid, "sample-real,gc,output=second.mlpd")
+    sampled_allocs = d.MAJOR >= 10
+    a2 = attach(p.pid, "sample-real,gc," + ("gcalloc,alloc-sample=100k," if sampled_allocs else "") + "output=second.mlpd")
     t.check(a2.returncode == 0 and out_file(a2) == second, f"second attach: exit {a2.returncode}: {a2.stdout} {a2.stderr}")
     time.sleep(1.5)
     d2 = detach(p.pid)
@@ -166,13 +170,20 @@ def main_scenario():
     t.check(not err.strip(), f"attached program's standard error: {err[-500:]!r}")
     gap = re.search(r"longest gap (\d+) ms", out)
     if path:
-        hot, total = check_session(path, "first session")
+        hot, total, _ = check_session(path, "first session")
         ms = first_sample_ms(path, began)
         print(f"figure: attach to first sample {ms:.0f} ms; {hot} of {total} hits in AttachHot:Spin" if ms is not None
               else "figure: no sample", flush=True)
     if os.path.exists(second):
         # Wall clock: every thread is sampled alike; the two workers (of a dozen threads) spin.
-        check_session(second, "second session (sample-real)", share=0.1)
+        samples = check_session(second, "second session (sample-real)", share=0.1)[2]
+        if sampled_allocs:
+            # Each step allocates an AttachGrowing and its byte[64] (about 120 bytes): a few samples of
+            # 100 KB in the window, of either type.
+            grown = [ty for ty in samples.get("alloc", {}).get("types", [])
+                     if ty["name"] in ("MlpdTests.AttachGrowing", "byte[]") and ty["objects"] > 0]
+            t.check(grown, f"second session: no sampled allocations of the program's loop: "
+                           f"{samples.get('alloc', {}).get('types', [])[:4]}")
     print(f"figure: target's longest pause over attach, detach, attach, detach: {gap.group(1) if gap else '?'} ms",
           flush=True)
 
