@@ -176,6 +176,17 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     // attach) is described when a sample first meets it (describe_late()).
     hooks::set_attached_late(config.late);
     hooks::set_describe_methods(config.late ? &ClrRuntime::describe_late_entry : nullptr);
+    // OSR bodies: their frame records skip the tier-0 frame's (sample_capture.h).
+    hooks::ReplacedFrames replaced;
+    replaced.other_body = [](uint64_t ip, uint64_t ret) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.other_body_of_same_method(ip, ret);
+    };
+    replaced.is_code = [](uint64_t address) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.find(address) != 0;
+    };
+    hooks::set_replaced_frames(replaced);
   }
   set_instance(this);
   active_.store(true, std::memory_order_release);
@@ -243,6 +254,7 @@ void ClrRuntime::detach() {
     hooks::set_describe_methods(nullptr);
     hooks::set_attached_late(false);
   }
+  hooks::set_replaced_frames({});
   if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
   sampling_ = false;
   if (info_ && session_) info_->table->EventPipeStopSession(info_, session_);
