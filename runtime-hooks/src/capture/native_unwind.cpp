@@ -239,9 +239,11 @@ std::atomic<bool (*)(uint64_t)> g_is_code{nullptr};
 // at the call. Searched from the caller's frame pointer down (the caller's own frame holds its live
 // locals; below the replaced frame's record lie stale frame records of earlier calls, which hold the
 // same saved frame pointer when the callee that made them had no frame record of its own): the first
-// slot holding `caller_fp` with an address of code above it. Its return address (into the caller) in
+// slot holding `caller_fp` with an address of code above it (JIT'd or in a module). Its return address (into the caller) in
 // `*ret`, its place in `*record`; false when none is found (the chain goes on as it was).
-bool replaced_frame_record(UnwindArg* arg, uint64_t fp, uint64_t caller_fp, uint64_t* ret, uint64_t* record) {
+template <typename InModule>
+bool replaced_frame_record(UnwindArg* arg, uint64_t fp, uint64_t caller_fp, uint64_t* ret, uint64_t* record,
+                           InModule&& in_module) {
   bool (*is_code)(uint64_t) = g_is_code.load(std::memory_order_acquire);
   if (!is_code || caller_fp < fp + 32) return false;
   constexpr uint64_t kScan = 8192;  // a caller's and a tier-0 frame's size at most, in bytes
@@ -252,7 +254,8 @@ bool replaced_frame_record(UnwindArg* arg, uint64_t fp, uint64_t caller_fp, uint
     uint64_t v = 0, r = 0;
     if (read_word(arg, x, &v) != 0) return false;
     if (v != caller_fp) continue;
-    if (read_word(arg, x + 8, &r) != 0 || !r || !is_code(r - 1)) continue;
+    // Into the runtime's code or the caller's JIT'd code (a method called from native code: Main).
+    if (read_word(arg, x + 8, &r) != 0 || !r || !(is_code(r - 1) || in_module(r - 1))) continue;
     *ret = r;
     *record = x;
     return true;
@@ -334,7 +337,7 @@ void unwind_mixed(const ChunkJob& d, Pending& p) {
     if (bool (*other_body)(uint64_t, uint64_t) = g_other_body.load(std::memory_order_acquire);
         other_body && other_body(leaf ? ip : ip - 1, ret - 1)) {
       uint64_t real = 0, record = 0;
-      if (replaced_frame_record(&arg, fp, caller_fp, &real, &record)) {
+      if (replaced_frame_record(&arg, fp, caller_fp, &real, &record, [&](uint64_t a) { return in_module(a, true); })) {
         ret = real;
         sp_after = record + 16;
       }

@@ -1031,8 +1031,10 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
   code_map_.find_all(ips, walked, methods);
   uint64_t inner[rt::kMaxBacktrace];
   uint32_t n = 0;
-  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi);
+  uint64_t hidden_ip = 0;
+  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi, hidden_ip);
   if (hidden && n < max) inner[n++] = hidden;
+  replace_osr_records(ips, fps, methods, walked, hidden_ip, hidden);
   for (unsigned i = 0; i < walked && n < max; ++i)
     if (methods[i]) inner[n++] = methods[i];
   bt.count = n;
@@ -1047,8 +1049,45 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
 // return address is (read, and kept if it is in JIT code) or that there is none. An unknown one asks
 // the runtime's own walk once (DoStackSnapshot, stopped at the first managed frame: exact, about
 // 1.5 us) and learns from it where that frame's return address sits. Returns the hidden method, 0: none.
+// On-stack replacement in a backtrace (the samples' unwinder does the same: sample_capture.h's
+// set_replaced_frames): the record at fps[k] belongs to an OSR body when the return address it holds
+// (ips[k]) lies in another body of the method the frame below returned into (ips[k - 1]): a pseudo
+// return address into the tier-0 body, and the record links past the tier-0 frame's own. That record
+// is the highest slot between the two records holding the same saved frame pointer with an address of
+// code above it: its return address replaces the pseudo one (the caller's method, or none when the
+// caller is native code: the pseudo frame is dropped).
+void ClrRuntime::replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked,
+                                     uint64_t hidden_ip, uint64_t hidden) {
+  unsigned first_managed = walked;
+  for (unsigned i = 0; i < walked && first_managed == walked; ++i)
+    if (methods[i]) first_managed = i;
+  for (unsigned k = first_managed; k + 1 < walked; ++k) {
+    // The frame record k belongs to: the one whose code the previous record returned into, or the
+    // hidden frame (no record of its own) right below the first managed record.
+    uint64_t owner_ip = 0, owner = 0;
+    if (k > first_managed && methods[k - 1]) owner_ip = ips[k - 1], owner = methods[k - 1];
+    else if (k == first_managed && hidden) owner_ip = hidden_ip, owner = hidden;
+    if (!methods[k] || !owner || methods[k] != owner || !code_map_.other_body_of_same_method(owner_ip, ips[k]))
+      continue;
+    const uint64_t caller_fp = fps[k + 1], lowest = fps[k] + 16;
+    if (caller_fp < lowest + 16) continue;
+    for (uint64_t x = (std::min(caller_fp, lowest + 8192) - 16) & ~uint64_t{7}; x >= lowest; x -= 8) {
+      const uint64_t* slot = reinterpret_cast<const uint64_t*>(x);
+      if (slot[0] != caller_fp || !slot[1]) continue;
+      const uint64_t m = code_map_.find(slot[1] - 1);
+      // A managed caller replaces the pseudo frame; a native one (Main's caller) removes it. A stack
+      // address is not a return address.
+      if (!m && slot[1] >= fps[0] && slot[1] <= caller_fp + (uint64_t{1} << 20)) continue;
+      ips[k] = slot[1] - 1;
+      methods[k] = m;
+      break;
+    }
+  }
+}
+
 uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                                  uint64_t stack_hi) {
+                                  uint64_t stack_hi, uint64_t& hidden_ip) {
+  hidden_ip = 0;
   unsigned first_managed = walked;
   for (unsigned i = 0; i < walked; ++i)
     if (methods[i]) {
@@ -1064,7 +1103,10 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
     const uint64_t at = record < first_managed ? fps[record] + 16 + static_cast<uint32_t>(where) : 0;
     if (at && at + 8 <= gap_end(record)) {
       const uint64_t ret = *reinterpret_cast<const uint64_t*>(at);
-      if (const uint64_t m = code_map_.find(ret - 1)) return m;
+      if (const uint64_t m = code_map_.find(ret - 1)) {
+        hidden_ip = ret - 1;
+        return m;
+      }
     }
   }
   // Not learned, or the learned place does not hold a return address into JIT code now.
@@ -1095,6 +1137,7 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
     ensure_function(first.function);
     m = code_map_.find(first.ip - 1);
   }
+  if (m) hidden_ip = first.ip - 1;
   return m;
 }
 
