@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "coreclr/clr_calls.h"
 #include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
@@ -55,13 +56,15 @@ std::string ClrRuntime::summary() const {
          " (CoreCLR), ICorProfilerInfo" + std::to_string(about_.info_level);
 }
 
-std::string ClrRuntime::late_refusal(const runtime::Config&) const {
+std::string ClrRuntime::late_refusal(const runtime::Config& config) const {
+  // The enter/leave hooks are taken only at the runtime's Initialize (and go only into code compiled
+  // after it): never after attach.
+  if (config.calls) return "calls (.NET takes enter/leave hooks only when the program starts)";
   return "attach (attaching to a running .NET program is not built yet)";
 }
 
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
   // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
-  if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
   // alloc-sample and monitor come through an EventPipe session of the profiler's own (Info12).
   const bool alloc_sampled = (config.mask & MASK_GC_ALLOC) && config.alloc_sample;
   if (alloc_sampled && (about_.major < 10 || about_.info_level < 12))
@@ -85,7 +88,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
   if (config.options.find("callspec=") != std::string::npos)
-    return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
+    return error = "callspec: Mono's call filter is not built on .NET yet", false;
   config_ = config;
   env_ = env;
   // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
@@ -112,6 +115,14 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // Stack snapshots: the innermost managed frame of an allocation or a contention (backtrace()).
   if (config_.mask & (MASK_GC_ALLOC | MASK_MONITOR)) low |= monitor::kEnableStackSnapshot;
   alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
+  // `calls`: the enter/leave hooks (fast path: no frame info, arguments or return values asked for),
+  // in every method the JIT compiles from now on, and no inlining (an inlined callee would have no
+  // enter and leave of its own). ReadyToRun code has no hooks: see cached_function_search_started.
+  calls_ = config_.calls;
+  if (calls_) {
+    low |= monitor::kEnterLeave | monitor::kDisableInlining;
+    if (r2r_disabled_for_calls()) low |= monitor::kDisableAllNgenImages;
+  }
   monitor_at_start_ = (config_.mask & MASK_MONITOR) != 0;
   const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
                             (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
@@ -125,6 +136,11 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  if (calls_ && !calls::install(info_, &ClrRuntime::map_function_thunk, this,
+                                config.start_paused ? 0 : config_.calldepth, config_.calls_min_ns, error)) {
+    info_->table->SetEventMask2(info_, 0, 0);
+    return false;
+  }
   if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
@@ -149,6 +165,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   }
   set_instance(this);
   active_.store(true, std::memory_order_release);
+  saved_calldepth_ = config_.calldepth;
+  if (calls_) calls::set_active(true);
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
   Event e;
   e.kind = EventKind::domain_load;
@@ -204,6 +222,7 @@ void ClrRuntime::sync_environment() {
 
 void ClrRuntime::stop() {
   active_.store(false, std::memory_order_release);
+  calls::set_active(false);
   if (sampling_) hooks::stop_sampling();  // a signal from now on is counted, not recorded
 }
 
@@ -261,6 +280,8 @@ bool ClrRuntime::pause() {
   if (paused_.load()) return false;
   saved_mask_ = mask_.load();
   mask_.store(0, std::memory_order_release);
+  saved_calldepth_ = calls::depth();
+  calls::set_depth(0);  // the hooks stay; nothing is recorded at depth 0, open frames still get leaves
   paused_.store(true, std::memory_order_release);
   paused_since_read_.store(true, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -272,10 +293,38 @@ bool ClrRuntime::resume() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (!paused_.load()) return false;
   mask_.store(saved_mask_, std::memory_order_release);
+  calls::set_depth(saved_calldepth_);
   paused_.store(false, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
   write_sync_point(SYNC_POINT_PERIODIC);
   return true;
+}
+
+bool ClrRuntime::r2r_disabled_for_calls() {
+  const char* m = std::getenv("MLPD_DEV_R2R");  // TEMPORARY: measuring both ways
+  return m && std::string_view(m) == "disable";
+}
+
+bool ClrRuntime::use_cached_code(FunctionID) const { return !calls_ || r2r_disabled_for_calls(); }
+
+uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
+
+void ClrRuntime::set_call_depth(uint32_t depth) {
+  if (!calls_) return;
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (paused_.load()) saved_calldepth_ = depth;
+  else calls::set_depth(depth);
+}
+
+// The mapper (at compilation, on the compiling thread, before the code can run): the method is
+// described now, so its first enter never reaches the file before its name. Dynamic methods are not
+// hooked (clr_calls.h).
+uint64_t ClrRuntime::map_function(FunctionID function, bool& hook) {
+  hook = false;
+  if (!function || calls::compiling_dynamic(function)) return function;
+  ensure_function(function);
+  hook = true;
+  return function;
 }
 
 uint64_t ClrRuntime::paused_since_last_read() {

@@ -37,9 +37,9 @@ class ClrRuntime final : public runtime::Runtime {
 
   uint32_t event_mask() const override { return mask_.load(std::memory_order_acquire); }
   void set_event_mask(uint32_t mask) override;
-  bool calls_enabled() const override { return false; }
-  uint32_t call_depth() const override { return 0; }
-  void set_call_depth(uint32_t) override {}
+  bool calls_enabled() const override { return calls_; }
+  uint32_t call_depth() const override;
+  void set_call_depth(uint32_t depth) override;
   uint32_t max_frames() const override { return config_.maxframes; }
   bool pause() override;
   bool resume() override;
@@ -84,6 +84,18 @@ class ClrRuntime final : public runtime::Runtime {
   void event_pipe_event(EVENTPIPE_PROVIDER provider, DWORD id, DWORD version, const BYTE* data, ULONG size,
                         ThreadID thread, ULONG frame_count, const UINT_PTR* frames);
   void runtime_shutdown();
+  // `calls`: the runtime's FunctionIDMapper2 (clr_calls.h) for `function`, at its compilation: the
+  // method described, whether to hook it, the hooks' value (its file method id).
+  uint64_t map_function(FunctionID function, bool& hook);
+  static uint64_t map_function_thunk(void* self, FunctionID function, bool& hook) {
+    return static_cast<ClrRuntime*>(self)->map_function(function, hook);
+  }
+  // ReadyToRun code has no hooks: with `calls`, whether the runtime is told to ignore every image's
+  // precompiled code at start (true), or each method's cached code is refused when the runtime looks
+  // for it (false: use_cached_code()).
+  static bool r2r_disabled_for_calls();
+  // JITCachedFunctionSearchStarted's answer for `function`.
+  bool use_cached_code(FunctionID function) const;
 
   // The one runtime of the process (set by the entry point before install; null before).
   static ClrRuntime* instance() { return instance_.load(std::memory_order_acquire); }
@@ -142,6 +154,8 @@ class ClrRuntime final : public runtime::Runtime {
   std::atomic<bool> paused_since_read_{false};
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
+  bool calls_ = false;           // `calls`: the enter/leave hooks set at Initialize (clr_calls.h)
+  uint32_t saved_calldepth_ = 0; // calldepth before pause()
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
   std::atomic<bool> monitor_at_start_{false};  // a session of ours has the contention keyword
   DWORD low_ = 0, high_ = 0;       // the event mask asked of the runtime (install, set_event_mask)
