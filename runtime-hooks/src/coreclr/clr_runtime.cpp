@@ -117,7 +117,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
   // `calls`: the enter/leave hooks (fast path: no frame info, arguments or return values asked for),
   // in every method the JIT compiles from now on, and no inlining (an inlined callee would have no
-  // enter and leave of its own). ReadyToRun code has no hooks: see cached_function_search_started.
+  // enter and leave of its own; .NET 8 and 10 were seen not to inline a hooked method anyway, the flag
+  // makes it so on any runtime). ReadyToRun code has no hooks: see r2r_disabled_for_calls.
   calls_ = config_.calls;
   if (calls_) {
     low |= monitor::kEnterLeave | monitor::kDisableInlining;
@@ -300,12 +301,15 @@ bool ClrRuntime::resume() {
   return true;
 }
 
-bool ClrRuntime::r2r_disabled_for_calls() {
-  const char* m = std::getenv("MLPD_DEV_R2R");  // TEMPORARY: measuring both ways
-  return m && std::string_view(m) == "disable";
-}
+// ReadyToRun code has no hooks, and `calls` wants every method's (docs/dotnet.md, "ReadyToRun code").
+// Measured side by side, COR_PRF_DISABLE_ALL_NGEN_IMAGES and refusing each method's cached code at
+// its search (JITCachedFunctionSearchStarted) cost the same start-up and give the same methods: every
+// method then goes through the JIT (and .NET 8 and 10 already ignore the precompiled code of a method
+// once enter/leave hooks are on: the per-method answer is a guard). The per-method answer is kept: it
+// can still say yes to a method that gets no hooks, the switch is for every image and only at start.
+bool ClrRuntime::r2r_disabled_for_calls() { return false; }
 
-bool ClrRuntime::use_cached_code(FunctionID) const { return !calls_ || r2r_disabled_for_calls(); }
+bool ClrRuntime::use_cached_code(FunctionID) const { return !calls_; }
 
 uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
 
