@@ -8,10 +8,11 @@
 // the value in rdi (the profiled stack pointer in rsi) while the return value is live in rax, rdx,
 // xmm0, xmm1. The hook must preserve all of these: it is not a normal call for the JIT.
 //
-// Each stub keeps a frame-pointer frame (the sampler and our backtraces walk rbp chains), saves every
-// caller-saved integer register and xmm0-7 (all of them, whichever kind of hook: the cost is a few
-// stores and the contract holds whatever the JIT keeps live), aligns the stack to 16 for the C++
-// call, calls the C++ half with the value in rdi, and restores everything.
+// Each stub keeps a frame-pointer frame (the sampler and our backtraces walk rbp chains), aligns the
+// stack to 16 for the C++ call, calls the C++ half with the value in rdi and restores what it saved.
+// The enter and tail-call stubs save every caller-saved integer register and xmm0-7; the leave stub
+// only what the JIT keeps live across it (its RBM_PROFILER_LEAVE_TRASH on Unix x64: everything but
+// the return registers rax, rdx, xmm0, xmm1), the hot path's saving: 26 loads and stores less per call.
 #if defined(__x86_64__) && defined(__linux__)
 
 // Frame below the saved rbp: 8 xmm registers (128 bytes) then 9 integer registers (72 bytes), 200
@@ -80,8 +81,42 @@
 
 MLPD_ELT_STUB mlpd_clr_enter_stub, mlpd_clr_on_enter, %r14
 MLPD_ELT_STUB mlpd_clr_enter_min_stub, mlpd_clr_on_enter_min, %r14
-MLPD_ELT_STUB mlpd_clr_leave_stub, mlpd_clr_on_leave, %rdi
-MLPD_ELT_STUB mlpd_clr_leave_min_stub, mlpd_clr_on_leave_min, %rdi
+// The leave stub: the return registers only (rdi, the value, is free to be overwritten).
+.macro MLPD_LEAVE_STUB name, target
+    .text
+    .globl \name
+    .hidden \name
+    .type \name, @function
+    .p2align 4
+\name:
+    .cfi_startproc
+    endbr64
+    pushq %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    subq $48, %rsp
+    andq $-16, %rsp
+    movdqa %xmm0, 0(%rsp)
+    movdqa %xmm1, 16(%rsp)
+    movq %rax, 32(%rsp)
+    movq %rdx, 40(%rsp)
+    call \target
+    movdqa 0(%rsp), %xmm0
+    movdqa 16(%rsp), %xmm1
+    movq 32(%rsp), %rax
+    movq 40(%rsp), %rdx
+    movq %rbp, %rsp
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size \name, . - \name
+.endm
+
+MLPD_LEAVE_STUB mlpd_clr_leave_stub, mlpd_clr_on_leave
+MLPD_LEAVE_STUB mlpd_clr_leave_min_stub, mlpd_clr_on_leave_min
 MLPD_ELT_STUB mlpd_clr_tailcall_stub, mlpd_clr_on_tailcall, %rdi
 
 #endif

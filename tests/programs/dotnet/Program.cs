@@ -442,6 +442,38 @@ namespace MlpdTests
 
         public static void Leaf(int i) { leaves += i; }
 
+        // Arguments and return values in every kind of register the hooks must keep: floating-point
+        // arguments (xmm0-7) beside integer ones, and 16-byte structs returned in rax:rdx and xmm0:xmm1.
+        // The checksums are printed: a register the stubs lost would change the output.
+        struct Two { public long A, B; }
+        struct TwoD { public double X, Y; }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static double Mix(double a, float b, long c, double d, double e, double f, double g, double h, double i, int j) =>
+            a * 0.5 + b + c + d * 2 + e - f + g * h + i + j;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Two Pair(long a, long b) => new Two { A = a * 3, B = b - 7 };
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static TwoD PairD(double x, double y) => new TwoD { X = x * 1.5, Y = y / 4 };
+
+        static string Registers(int n)
+        {
+            double m = 0;
+            long p = 0;
+            double q = 0;
+            for (int k = 0; k < n; k++)
+            {
+                m += Mix(k, 0.25f, k * 3L, 1.5, 2.5, 3.5, k * 0.125, 4.5, 5.5, k);
+                var two = Pair(k, k + 1);
+                p += two.A ^ two.B;
+                var d = PairD(k, k + 0.5);
+                q += d.X - d.Y;
+            }
+            return m.ToString("R") + " " + p + " " + q.ToString("R");
+        }
+
         static async Task<int> Step(int i)
         {
             await Task.Yield();
@@ -534,7 +566,7 @@ namespace MlpdTests
             Console.WriteLine("calls MlpdTests.CallCounts:Steps (int) 1");
             Console.WriteLine("calls MlpdTests.CallCounts:Worker (int) 1");
             Console.WriteLine("calls MlpdTests.CallCounts:Run (int,int) 1");
-            Console.WriteLine("check " + s + " " + r + " " + caught + " " + a + " " + w + " " + leaves);
+            Console.WriteLine("check " + s + " " + r + " " + caught + " " + a + " " + w + " " + leaves + " " + Registers(n));
             return 0;
         }
     }
