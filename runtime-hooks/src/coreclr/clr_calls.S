@@ -122,4 +122,4 @@ MLPD_ELT_STUB mlpd_clr_tailcall_stub, mlpd_clr_on_tailcall, %rdi
 #endif
 
 // No executable stack for this object (the linker would otherwise ask for one).
-.section .note.GNU-stack,"",@progbits
+.section .note.GNU-stack,"",%progbits

@@ -579,6 +579,7 @@ TEST_CASE("coreclr runtime: no lock-contention counter without monitor", "[corec
   for (const runtime::Counter& c : counters) CHECK(c.desc.name != "dotnet.monitor.lock_contentions");
 }
 
+#if defined(__x86_64__)
 TEST_CASE("coreclr runtime: calls sets the hooks, the mapper describes and hooks each method", "[coreclr]") {
   Fixture f;
   std::string error;
@@ -642,3 +643,13 @@ TEST_CASE("coreclr runtime: calls-min sets the eliding hooks; calls refused at a
   c.calls = false;
   CHECK(f.runtime.late_refusal(c).find("calls") == std::string::npos);
 }
+#else
+TEST_CASE("coreclr runtime: calls is refused where the stubs are not built", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.calls = true;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("calls"));
+}
+#endif
