@@ -87,8 +87,19 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   if (config.late) return error = late_refusal(config), false;
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
-  if (config.options.find("callspec=") != std::string::npos)
-    return error = "callspec: Mono's call filter is not built on .NET yet", false;
+  callspec_ = CallSpec();
+  for (size_t pos = 0; pos < config.options.size();) {
+    size_t end = config.options.find('\n', pos);
+    if (end == std::string::npos) end = config.options.size();
+    const std::string_view line = std::string_view(config.options).substr(pos, end - pos);
+    pos = end + 1;
+    if (line.starts_with("callspec=")) {
+      if (!callspec_.parse(line.substr(9), error)) return false;
+    } else if (!line.empty()) {
+      return error = "unknown runtime option '" + std::string(line) + "'", false;
+    }
+  }
+  if (!callspec_.empty()) program_assembly_ = program_assembly_name();
   config_ = config;
   env_ = env;
   // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
@@ -309,7 +320,39 @@ bool ClrRuntime::resume() {
 // can still say yes to a method that gets no hooks, the switch is for every image and only at start.
 bool ClrRuntime::r2r_disabled_for_calls() { return false; }
 
-bool ClrRuntime::use_cached_code(FunctionID) const { return !calls_; }
+bool ClrRuntime::use_cached_code(FunctionID function) { return !calls_ || !hooked(function); }
+
+bool ClrRuntime::hooked(FunctionID function) {
+  if (!calls_) return false;
+  if (callspec_.empty()) return true;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = hooked_.find(function); it != hooked_.end()) return it->second;
+  }
+  ClassID klass = 0;
+  ModuleID module = 0;
+  mdToken token = 0;
+  ULONG32 count = 0;
+  info_->table->GetFunctionInfo2(info_, function, 0, &klass, &module, &token, 0, &count, nullptr);
+  std::string assembly;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = module_assembly_.find(module); it != module_assembly_.end()) assembly = it->second;
+  }
+  if (assembly.empty() && module) {
+    AssemblyID id = 0;
+    ULONG length = 0;
+    if (succeeded(info_->table->GetModuleInfo(info_, module, nullptr, 0, &length, nullptr, &id)) && id)
+      assembly = names_.assembly_name(id);
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    module_assembly_[module] = assembly;
+  }
+  const bool hook = callspec_.matches(names_.method_name(function), assembly,
+                                      !program_assembly_.empty() && assembly == program_assembly_);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  hooked_[function] = hook;
+  return hook;
+}
 
 uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
 
@@ -322,10 +365,10 @@ void ClrRuntime::set_call_depth(uint32_t depth) {
 
 // The mapper (at compilation, on the compiling thread, before the code can run): the method is
 // described now, so its first enter never reaches the file before its name. Dynamic methods are not
-// hooked (clr_calls.h).
+// hooked (clr_calls.h), nor the methods a callspec leaves out.
 uint64_t ClrRuntime::map_function(FunctionID function, bool& hook) {
   hook = false;
-  if (!function || calls::compiling_dynamic(function)) return function;
+  if (!function || calls::compiling_dynamic(function) || !hooked(function)) return function;
   ensure_function(function);
   hook = true;
   return function;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "coreclr/clr_callspec.h"
 #include "coreclr/clr_names.h"
 #include "coreclr/code_map.h"
 #include "coreclr/event_pipe.h"
@@ -26,6 +27,8 @@ class ClrRuntime final : public runtime::Runtime {
   ClrRuntime(ProfilerInfo* info, const RuntimeInfo& about) : info_(info), about_(about), names_(info) {}
 
   std::string_view name() const override { return "coreclr"; }
+  // callspec= (with `calls`): Mono's call filter, evaluated on our names (clr_callspec.h).
+  bool takes_option(std::string_view option) const override { return option == "callspec"; }
   bool present() const override { return info_ != nullptr; }
   std::string summary() const override;
   std::string late_refusal(const runtime::Config& config) const override;
@@ -95,7 +98,9 @@ class ClrRuntime final : public runtime::Runtime {
   // for it (false: use_cached_code()).
   static bool r2r_disabled_for_calls();
   // JITCachedFunctionSearchStarted's answer for `function`.
-  bool use_cached_code(FunctionID function) const;
+  bool use_cached_code(FunctionID function);
+  // Whether `calls` hooks `function`: every method, or those the callspec includes (decided once).
+  bool hooked(FunctionID function);
 
   // The one runtime of the process (set by the entry point before install; null before).
   static ClrRuntime* instance() { return instance_.load(std::memory_order_acquire); }
@@ -155,6 +160,10 @@ class ClrRuntime final : public runtime::Runtime {
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
   bool calls_ = false;           // `calls`: the enter/leave hooks set at Initialize (clr_calls.h)
+  CallSpec callspec_;            // callspec= (empty: every method)
+  std::string program_assembly_; // callspec `program`: the program's assembly's simple name
+  std::unordered_map<FunctionID, bool> hooked_;        // the callspec's answer per method (meta_mutex_)
+  std::unordered_map<ModuleID, std::string> module_assembly_;  // a module's assembly's name (meta_mutex_)
   uint32_t saved_calldepth_ = 0; // calldepth before pause()
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
   std::atomic<bool> monitor_at_start_{false};  // a session of ours has the contention keyword

@@ -114,7 +114,7 @@ HRESULT profiler_shutdown(ProfilerCallback*) {
 // ReadyToRun code, except where `calls` needs the method compiled with its hooks; inline as the JIT
 // decides; a full profiler, not a notification-only one).
 HRESULT cached_function_search_started(ProfilerCallback*, FunctionID function, BOOL* use_cached) {
-  const ClrRuntime* r = ClrRuntime::instance();
+  ClrRuntime* r = ClrRuntime::instance();
   if (use_cached) *use_cached = !r || r->use_cached_code(function) ? 1 : 0;
   return kS_OK;
 }

@@ -11,6 +11,9 @@ that counts its own calls (`DotnetPrograms calls N DEPTH`).
   than the deepest real chain), each unwound Deep frame with an exceptional leave.
 - calldepth=50: nothing deeper than 50 is recorded, the stream still balanced; calls-min=2000 (2 ms)
   elides short calls (the file still balanced and strict).
+- callspec (Mono's syntax, evaluated on our names): `program` with one method excluded and one
+  framework method added: exactly those counts, nothing else; a malformed one: one line, the program
+  runs unprofiled.
 - The output and exit code are the program's own; every file passes mlpd verify --strict and Mono's
   mprof-report reads it without "unmatched leave"."""
 import collections
@@ -125,6 +128,28 @@ def main():
     t.check(enters["MlpdTests.CallCounts:Run (int,int)"] == 1, "min: Run (longer than 2 ms) was elided")
     check_readers("min", path)
     print(f"ok  calls-min=2000: {sum(enters.values())} of about {all_calls} calls kept, balanced", flush=True)
+
+    # callspec (Mono's syntax, evaluated on our names): the program's own methods but Small, and one
+    # framework method; a later item overrides an earlier one, as in Mono.
+    spec = 'callspec="program,-M:MlpdTests.CallCounts:Small,M:Console:WriteLine(string)"'
+    _, path = run("spec", f"calls,calldepth=100000,{spec}")
+    enters, exc, unmatched, deepest = calls_of(events(path))
+    want = dict(expected)
+    want["MlpdTests.CallCounts:Small (int)"] = 0
+    for m in ("MlpdTail.Tails:TailRec (int)", "MlpdTail.Tails:TailPong (int)", "MlpdTail.Tails:TailLeaf (int)"):
+        want[m] = 0  # the Reflection.Emit assembly is not the program's
+    wrong = {m: (n, enters[m]) for m, n in want.items() if enters[m] != n}
+    t.check(not wrong, f"spec: enter counts differ (expected, seen): {wrong}")
+    others = {m for m in enters if not m.startswith("MlpdTests.") and m != WRITELINE}
+    t.check(not others, f"spec: methods outside the callspec recorded: {sorted(others)[:5]}")
+    t.check(not unmatched, f"spec: {len(unmatched)} leaves without their enter: {unmatched[:5]}")
+    check_readers("spec", path)
+    print(f"ok  {spec}: {sum(enters.values())} calls of {len(enters)} methods, Small left out, WriteLine kept",
+          flush=True)
+    p = profiled(["hello"], "calls,callspec=M:nomethod")
+    lines = [l for l in p.stderr.splitlines() if l.startswith("mlpd:")]
+    t.check(p.returncode == 7 and len(lines) == 1 and "callspec" in lines[0],
+            f"bad callspec: expected one line naming it and the program's exit code 7: {p.returncode} {lines}")
 
     # Without calls: no enter/leave at all.
     _, path = run("off", "nodefaults,exception")

@@ -653,3 +653,42 @@ TEST_CASE("coreclr runtime: calls is refused where the stubs are not built", "[c
   CHECK_THAT(error, mlpd_test::contains("calls"));
 }
 #endif
+
+TEST_CASE("coreclr callspec: Mono's syntax on our names, later items override earlier ones", "[coreclr]") {
+  CallSpec spec;
+  std::string error;
+  const std::string work = "MlpdTests.Work:Sum (int)";
+  const std::string inner = "MlpdTests.Work/Inner:Run<int> (int,string)";
+  const std::string console = "System.Console:WriteLine (string)";
+  REQUIRE(spec.parse("all", error));
+  CHECK(spec.matches(work, "App", false));
+  REQUIRE(spec.parse("program", error));
+  CHECK(spec.matches(work, "App", true));
+  CHECK_FALSE(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("program,-M:MlpdTests.Work:Sum", error));
+  CHECK_FALSE(spec.matches(work, "App", true));  // the later exclusion wins
+  CHECK(spec.matches(inner, "App", true));
+  REQUIRE(spec.parse("-M:MlpdTests.Work:Sum,program", error));
+  CHECK(spec.matches(work, "App", true));  // and a later inclusion wins back
+  REQUIRE(spec.parse("M:Console:WriteLine(string)", error));  // a bare type name, any namespace; args
+  CHECK(spec.matches(console, "System.Console", false));
+  CHECK_FALSE(spec.matches("System.Console:WriteLine (int)", "System.Console", false));
+  REQUIRE(spec.parse("M:*:Run", error));  // any type; generic arguments are not part of the name
+  CHECK(spec.matches(inner, "App", false));
+  REQUIRE(spec.parse("T:MlpdTests.Work/Inner", error));
+  CHECK(spec.matches(inner, "App", false));
+  CHECK_FALSE(spec.matches(work, "App", false));
+  REQUIRE(spec.parse("N:MlpdTests", error));
+  CHECK(spec.matches(work, "App", false));
+  CHECK(spec.matches(inner, "App", false));  // a nested type is in its outer type's namespace
+  CHECK_FALSE(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("System.Console", error));  // an assembly by its simple name
+  CHECK(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("E:System.Exception,wrapper,disabled,none", error));  // accepted, match nothing
+  CHECK_FALSE(spec.matches(work, "App", true));
+  CHECK_FALSE(spec.parse("M:nomethod", error));
+  CHECK_THAT(error, mlpd_test::contains("M:Type:Method"));
+  CHECK_FALSE(spec.parse("program,,all", error));
+  CHECK_FALSE(spec.parse("-", error));
+  CHECK_FALSE(spec.parse("T:", error));
+}
