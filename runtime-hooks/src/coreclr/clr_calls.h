@@ -42,8 +42,8 @@ void unwind_function_leave();
 void catcher_enter();
 
 // A dynamic method (DynamicMethodJITCompilationStarted .. Finished) being compiled on this thread:
-// the runtime gives its FunctionID to later dynamic methods once it is collected, so the mapper does
-// not hook it (its hook value could name the method compiled before it).
+// never hooked, should the runtime ever ask (.NET 10 does not call the mapper for them): it gives a
+// collected one's FunctionID to later dynamic methods, so a hook value could name the wrong one.
 void dynamic_compile(FunctionID function);  // 0: none
 bool compiling_dynamic(FunctionID function);
 

@@ -354,6 +354,13 @@ bool ClrRuntime::hooked(FunctionID function) {
   return hook;
 }
 
+std::string ClrRuntime::calls_notice() const {
+  const uint64_t n = dynamic_unhooked_.load(std::memory_order_relaxed);
+  if (!calls_ || n == 0) return {};
+  return "mlpd: calls: " + std::to_string(n) + " dynamic method" + (n == 1 ? "" : "s") +
+         " (DynamicMethod, compiled Expressions) ran without enter/leave events (.NET puts no hooks into them)";
+}
+
 uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
 
 void ClrRuntime::set_call_depth(uint32_t depth) {
@@ -365,7 +372,8 @@ void ClrRuntime::set_call_depth(uint32_t depth) {
 
 // The mapper (at compilation, on the compiling thread, before the code can run): the method is
 // described now, so its first enter never reaches the file before its name. Dynamic methods are not
-// hooked (clr_calls.h), nor the methods a callspec leaves out.
+// hooked (the runtime does not ask for them: seen on .NET 10; clr_calls.h), nor the methods a
+// callspec leaves out.
 uint64_t ClrRuntime::map_function(FunctionID function, bool& hook) {
   hook = false;
   if (!function || calls::compiling_dynamic(function) || !hooked(function)) return function;
@@ -524,6 +532,7 @@ void ClrRuntime::round() {
 
 void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
   if (!active()) return;
+  if (dynamic && calls_) dynamic_unhooked_.fetch_add(1, std::memory_order_relaxed);
   counts_[kJitted].fetch_add(1, std::memory_order_relaxed);
   ensure_function(function, dynamic);
 }

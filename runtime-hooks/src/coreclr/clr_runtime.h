@@ -32,6 +32,8 @@ class ClrRuntime final : public runtime::Runtime {
   bool present() const override { return info_ != nullptr; }
   std::string summary() const override;
   std::string late_refusal(const runtime::Config& config) const override;
+  // `verbose`, with `calls`: how many dynamic methods ran without enter/leave events.
+  std::string calls_notice() const override;
 
   bool install(const runtime::Config& config, const runtime::Env& env, std::string& error) override;
   void stop() override;
@@ -163,6 +165,7 @@ class ClrRuntime final : public runtime::Runtime {
   CallSpec callspec_;            // callspec= (empty: every method)
   std::string program_assembly_; // callspec `program`: the program's assembly's simple name
   std::unordered_map<FunctionID, bool> hooked_;        // the callspec's answer per method (meta_mutex_)
+  std::atomic<uint64_t> dynamic_unhooked_{0};          // dynamic methods compiled without hooks
   std::unordered_map<ModuleID, std::string> module_assembly_;  // a module's assembly's name (meta_mutex_)
   uint32_t saved_calldepth_ = 0; // calldepth before pause()
   bool sampling_ = false;        // `sample`/`sample-real` started (install)

@@ -151,6 +151,14 @@ def main():
     t.check(p.returncode == 7 and len(lines) == 1 and "callspec" in lines[0],
             f"bad callspec: expected one line naming it and the program's exit code 7: {p.returncode} {lines}")
 
+    # Dynamic methods get no hooks from the runtime: `verbose` says how many ran without events.
+    p = profiled(["dynamic", "3"], "calls,verbose,output=" + os.path.abspath("calls-dynamic.mlpd"))
+    notice = [l for l in p.stderr.splitlines() if l.startswith("mlpd: calls: ")]
+    t.check(p.returncode == 0 and notice and notice[0].startswith("mlpd: calls: 3 dynamic methods"),
+            f"dynamic: expected the notice of 3 dynamic methods without events: rc {p.returncode} {notice}")
+    rc, v, _ = t.verify_json(os.path.abspath("calls-dynamic.mlpd"), strict=True)
+    t.check(rc == 0 and v and v["ok"], "dynamic: the file does not verify --strict")
+
     # Without calls: no enter/leave at all.
     _, path = run("off", "nodefaults,exception")
     enters, _, _, _ = calls_of(events(path))
