@@ -98,7 +98,7 @@ void leave(uint64_t method, uint8_t ext) {
 
 // FunctionIDMapper2: called by the JIT for each function it compiles with hooks, before the code can
 // run; what it returns is what the hooks receive.
-UINT_PTR function_id_mapper(FunctionID function, void*, BOOL* hook) {
+[[maybe_unused]] UINT_PTR function_id_mapper(FunctionID function, void*, BOOL* hook) {
   bool h = false;
   const uint64_t id = g_map ? g_map(g_map_ctx, function, h) : function;
   if (hook) *hook = h ? 1 : 0;
@@ -109,12 +109,12 @@ UINT_PTR function_id_mapper(FunctionID function, void*, BOOL* hook) {
 
 bool install(ProfilerInfo* info, MapFn map, void* ctx, uint32_t calldepth, uint64_t calls_min_ns,
              std::string& error) {
+  if (!g_key_ok) g_key_ok = pthread_key_create(&g_key, free_call_stack) == 0;
 #if defined(__x86_64__) && defined(__linux__)
   g_map = map;
   g_map_ctx = ctx;
   g_calldepth.store(calldepth, std::memory_order_relaxed);
   g_calls_min_ns = calls_min_ns;
-  if (!g_key_ok) g_key_ok = pthread_key_create(&g_key, free_call_stack) == 0;
   auto text = [](HRESULT hr) {
     char t[16];
     std::snprintf(t, sizeof t, "0x%08x", static_cast<unsigned>(hr));
