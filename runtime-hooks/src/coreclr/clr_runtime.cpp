@@ -18,6 +18,7 @@
 #include "mlpd/format.h"
 #include "mlpd/capture/late_sampler.h"
 #include "mlpd/capture/sampling.h"
+#include "capture/sample_capture.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -56,11 +57,22 @@ std::string ClrRuntime::summary() const {
          " (CoreCLR), ICorProfilerInfo" + std::to_string(about_.info_level);
 }
 
+// What .NET forbids a profiler attached to a running program (the event mask after attach: no
+// enter/leave hooks, no ObjectAllocated; docs/attach.md).
 std::string ClrRuntime::late_refusal(const runtime::Config& config) const {
-  // The enter/leave hooks are taken only at the runtime's Initialize (and go only into code compiled
-  // after it): never after attach.
-  if (config.calls) return "calls (.NET takes enter/leave hooks only when the program starts)";
-  return "attach (attaching to a running .NET program is not built yet)";
+  if (config.calls)
+    return "calls (.NET gives a profiler attached to a running program no enter/leave hooks)";
+  if ((config.mask & MASK_GC_ALLOC) && !config.alloc_sample)
+    return "alloc (.NET gives an attached profiler no allocation callback; alloc-sample=100k works after attach "
+           "on .NET 10)";
+  return {};
+}
+
+// A second attach after a detach: the runtime hands the profiler a new ICorProfilerInfo.
+void ClrRuntime::rebind(ProfilerInfo* info, const RuntimeInfo& about) {
+  info_ = info;
+  about_ = about;
+  names_.rebind(info);
 }
 
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
@@ -84,7 +96,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
   if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
     return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
-  if (config.late) return error = late_refusal(config), false;
+  if (config.late && !late_refusal(config).empty()) return error = late_refusal(config), false;
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
   callspec_ = CallSpec();
@@ -117,6 +129,16 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // The callbacks are set for everything a mask may switch on later (the runtime's immutable flags
   // are none of these); a callback whose kind is off returns at once.
   runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
+  // Attached: the cached-function searches are not among the flags allowed after attach (ReadyToRun
+  // code met by the samples is named through GetFunctionFromIP instead: describe_late()).
+  if (config.late) low &= ~monitor::kCacheSearches;
+  late_ = config.late;
+  // A later attach's file starts with one body per method described before (the agent's seed): every
+  // body is described again at the catch-up (tier 0, tier 1 and OSR bodies of one method).
+  if (config.late) {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    bodies_.clear();
+  }
   // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
   // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
   // With alloc-sample, the runtime's AllocationSampled events instead (its fast path kept).
@@ -174,6 +196,22 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
       return false;
     }
     sampling_ = true;
+    // Attached: the threads that started before were named before us (their samples get their OS
+    // names), and code compiled before (or ReadyToRun code, whose searches are not reported after an
+    // attach) is described when a sample first meets it (describe_late()).
+    hooks::set_attached_late(config.late);
+    hooks::set_describe_methods(config.late ? &ClrRuntime::describe_late_entry : nullptr);
+    // OSR bodies: their frame records skip the tier-0 frame's (sample_capture.h).
+    hooks::ReplacedFrames replaced;
+    replaced.other_body = [](uint64_t ip, uint64_t ret) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.other_body_of_same_method(ip, ret);
+    };
+    replaced.is_code = [](uint64_t address) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.find(address) != 0;
+    };
+    hooks::set_replaced_frames(replaced);
   }
   set_instance(this);
   active_.store(true, std::memory_order_release);
@@ -240,6 +278,11 @@ void ClrRuntime::stop() {
 
 void ClrRuntime::detach() {
   stop();
+  if (late_) {
+    hooks::set_describe_methods(nullptr);
+    hooks::set_attached_late(false);
+  }
+  hooks::set_replaced_frames({});
   if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
   sampling_ = false;
   if (info_ && session_) info_->table->EventPipeStopSession(info_, session_);
@@ -511,6 +554,102 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   std::lock_guard<std::mutex> lock(meta_mutex_);
   functions_.insert(function);
   if (is_lock_method(name)) lock_functions_.insert(function);
+}
+
+// ---- attach
+
+namespace {
+// Every id an enumerator gives (ICorProfilerModuleEnum, ...Function..., ...Thread...), then released.
+template <class T>
+std::vector<T> drain_enum(void* unknown) {
+  std::vector<T> out;
+  auto* e = static_cast<IdEnum*>(unknown);
+  if (!e || !e->table) return out;
+  T batch[256];
+  ULONG fetched = 0;
+  while (out.size() < (size_t{1} << 22) && succeeded(e->table->Next(e, 256, batch, &fetched)) && fetched > 0) {
+    out.insert(out.end(), batch, batch + std::min<ULONG>(fetched, 256));
+    if (fetched < 256) break;
+  }
+  e->table->Release(e);
+  return out;
+}
+}  // namespace
+
+void ClrRuntime::catch_up() {
+  if (!active() || !info_) return;
+  void* e = nullptr;
+  if (succeeded(info_->table->EnumModules(info_, &e)))
+    for (ModuleID m : drain_enum<ModuleID>(e)) module_loaded(m);
+  e = nullptr;
+  size_t jitted = 0;
+  if (about_.info_level >= 4 && succeeded(info_->table->EnumJITedFunctions2(info_, &e))) {
+    for (const FunctionAndRejit& f : drain_enum<FunctionAndRejit>(e)) {
+      ensure_function(f.function_id);
+      ++jitted;
+    }
+  }
+  e = nullptr;
+  size_t threads = 0;
+  if (succeeded(info_->table->EnumThreads(info_, &e))) {
+    for (ThreadID t : drain_enum<ThreadID>(e)) {
+      DWORD os = 0;
+      info_->table->GetThreadInfo(info_, t, &os);
+      std::lock_guard<std::mutex> lock(threads_mutex_);
+      ThreadState& st = threads_[t];
+      if (!st.os_tid) st.os_tid = static_cast<int>(os);
+      ++threads;
+    }
+  }
+  if (config_.verbose) {
+    size_t modules = 0;
+    {
+      std::lock_guard<std::mutex> lock(meta_mutex_);
+      modules = modules_.size();
+    }
+    const std::string line = "mlpd: attached: " + std::to_string(modules) + " modules, " + std::to_string(jitted) +
+                             " compiled methods, " + std::to_string(threads) + " managed threads found\n";
+    (void)!::write(2, line.data(), line.size());
+  }
+}
+
+bool ClrRuntime::request_detach(std::string& error) {
+  if (!info_) return error = "no runtime to detach from", false;
+  // The runtime checks for callbacks in progress after the time it is told to expect (300 ms at the
+  // least), then only every few minutes: ours return at once once the mask is cleared (detach()).
+  const HRESULT hr = info_->table->RequestProfilerDetach(info_, 300);
+  if (succeeded(hr)) return true;
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
+  error = std::string("the runtime refused the detach (") + text + ")";
+  return false;
+}
+
+void ClrRuntime::describe_late_entry(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                                     std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  ClrRuntime* r = instance();
+  for (size_t i = 0; i < count; ++i) resolved[i] = 0;
+  if (r) r->describe_late(methods, code, resolved, count, ranges);
+}
+
+// The drain's question after an attach (helper thread): the methods of code addresses no JIT range
+// of the file holds: compiled before the attach and not enumerated (a body replaced since), or
+// ReadyToRun code. Asked of the runtime (GetFunctionFromIP2: off the signal path, its locks are
+// fine here); each method is described with every body, as at its compilation.
+void ClrRuntime::describe_late(const uint64_t*, const uint64_t* code, uint64_t* resolved, size_t count,
+                               std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  if (!active() || !info_) return;
+  for (size_t i = 0; i < count; ++i) {
+    FunctionID f = 0;
+    ReJITID rejit = 0;
+    if (!code[i] || !succeeded(info_->table->GetFunctionFromIP2(info_, reinterpret_cast<LPCBYTE>(code[i]), &f, &rejit)) || !f) {
+      if (code[i]) ranges.emplace_back(code[i], 0);
+      continue;
+    }
+    ensure_function(f);
+    resolved[i] = file_method_id(f);
+    for (const CodeInfo& b : code_bodies(f)) ranges.emplace_back(b.start_address, b.size);
+  }
 }
 
 // The helper's round: the code of methods named before their code was published.
