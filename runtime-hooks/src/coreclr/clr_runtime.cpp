@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "coreclr/clr_calls.h"
 #include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
@@ -76,7 +77,6 @@ void ClrRuntime::rebind(ProfilerInfo* info, const RuntimeInfo& about) {
 
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
   // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
-  if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
   // alloc-sample and monitor come through an EventPipe session of the profiler's own (Info12).
   const bool alloc_sampled = (config.mask & MASK_GC_ALLOC) && config.alloc_sample;
   if (alloc_sampled && (about_.major < 10 || about_.info_level < 12))
@@ -99,8 +99,19 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   if (config.late && !late_refusal(config).empty()) return error = late_refusal(config), false;
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
-  if (config.options.find("callspec=") != std::string::npos)
-    return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
+  callspec_ = CallSpec();
+  for (size_t pos = 0; pos < config.options.size();) {
+    size_t end = config.options.find('\n', pos);
+    if (end == std::string::npos) end = config.options.size();
+    const std::string_view line = std::string_view(config.options).substr(pos, end - pos);
+    pos = end + 1;
+    if (line.starts_with("callspec=")) {
+      if (!callspec_.parse(line.substr(9), error)) return false;
+    } else if (!line.empty()) {
+      return error = "unknown runtime option '" + std::string(line) + "'", false;
+    }
+  }
+  if (!callspec_.empty()) program_assembly_ = program_assembly_name();
   config_ = config;
   env_ = env;
   // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
@@ -137,6 +148,15 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // Stack snapshots: the innermost managed frame of an allocation or a contention (backtrace()).
   if (config_.mask & (MASK_GC_ALLOC | MASK_MONITOR)) low |= monitor::kEnableStackSnapshot;
   alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
+  // `calls`: the enter/leave hooks (fast path: no frame info, arguments or return values asked for),
+  // in every method the JIT compiles from now on, and no inlining (an inlined callee would have no
+  // enter and leave of its own; .NET 8 and 10 were seen not to inline a hooked method anyway, the flag
+  // makes it so on any runtime). ReadyToRun code has no hooks: see r2r_disabled_for_calls.
+  calls_ = config_.calls;
+  if (calls_) {
+    low |= monitor::kEnterLeave | monitor::kDisableInlining;
+    if (r2r_disabled_for_calls()) low |= monitor::kDisableAllNgenImages;
+  }
   monitor_at_start_ = (config_.mask & MASK_MONITOR) != 0;
   const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
                             (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
@@ -150,6 +170,11 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  if (calls_ && !calls::install(info_, &ClrRuntime::map_function_thunk, this,
+                                config.start_paused ? 0 : config_.calldepth, config_.calls_min_ns, error)) {
+    info_->table->SetEventMask2(info_, 0, 0);
+    return false;
+  }
   if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
@@ -190,6 +215,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   }
   set_instance(this);
   active_.store(true, std::memory_order_release);
+  saved_calldepth_ = config_.calldepth;
+  if (calls_) calls::set_active(true);
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
   Event e;
   e.kind = EventKind::domain_load;
@@ -245,6 +272,7 @@ void ClrRuntime::sync_environment() {
 
 void ClrRuntime::stop() {
   active_.store(false, std::memory_order_release);
+  calls::set_active(false);
   if (sampling_) hooks::stop_sampling();  // a signal from now on is counted, not recorded
 }
 
@@ -307,6 +335,8 @@ bool ClrRuntime::pause() {
   if (paused_.load()) return false;
   saved_mask_ = mask_.load();
   mask_.store(0, std::memory_order_release);
+  saved_calldepth_ = calls::depth();
+  calls::set_depth(0);  // the hooks stay; nothing is recorded at depth 0, open frames still get leaves
   paused_.store(true, std::memory_order_release);
   paused_since_read_.store(true, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -318,10 +348,81 @@ bool ClrRuntime::resume() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (!paused_.load()) return false;
   mask_.store(saved_mask_, std::memory_order_release);
+  calls::set_depth(saved_calldepth_);
   paused_.store(false, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
   write_sync_point(SYNC_POINT_PERIODIC);
   return true;
+}
+
+// ReadyToRun code has no hooks, and `calls` wants every method's (docs/dotnet.md, "ReadyToRun code").
+// Measured side by side, COR_PRF_DISABLE_ALL_NGEN_IMAGES and refusing each method's cached code at
+// its search (JITCachedFunctionSearchStarted) cost the same start-up and give the same methods: every
+// method then goes through the JIT (and .NET 8 and 10 already ignore the precompiled code of a method
+// once enter/leave hooks are on: the per-method answer is a guard). The per-method answer is kept: it
+// can still say yes to a method that gets no hooks, the switch is for every image and only at start.
+bool ClrRuntime::r2r_disabled_for_calls() { return false; }
+
+bool ClrRuntime::use_cached_code(FunctionID function) { return !calls_ || !hooked(function); }
+
+bool ClrRuntime::hooked(FunctionID function) {
+  if (!calls_) return false;
+  if (callspec_.empty()) return true;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = hooked_.find(function); it != hooked_.end()) return it->second;
+  }
+  ClassID klass = 0;
+  ModuleID module = 0;
+  mdToken token = 0;
+  ULONG32 count = 0;
+  info_->table->GetFunctionInfo2(info_, function, 0, &klass, &module, &token, 0, &count, nullptr);
+  std::string assembly;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = module_assembly_.find(module); it != module_assembly_.end()) assembly = it->second;
+  }
+  if (assembly.empty() && module) {
+    AssemblyID id = 0;
+    ULONG length = 0;
+    if (succeeded(info_->table->GetModuleInfo(info_, module, nullptr, 0, &length, nullptr, &id)) && id)
+      assembly = names_.assembly_name(id);
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    module_assembly_[module] = assembly;
+  }
+  const bool hook = callspec_.matches(names_.method_name(function), assembly,
+                                      !program_assembly_.empty() && assembly == program_assembly_);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  hooked_[function] = hook;
+  return hook;
+}
+
+std::string ClrRuntime::calls_notice() const {
+  const uint64_t n = dynamic_unhooked_.load(std::memory_order_relaxed);
+  if (!calls_ || n == 0) return {};
+  return "mlpd: calls: " + std::to_string(n) + " dynamic method" + (n == 1 ? "" : "s") +
+         " (DynamicMethod, compiled Expressions) ran without enter/leave events (.NET puts no hooks into them)";
+}
+
+uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
+
+void ClrRuntime::set_call_depth(uint32_t depth) {
+  if (!calls_) return;
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (paused_.load()) saved_calldepth_ = depth;
+  else calls::set_depth(depth);
+}
+
+// The mapper (at compilation, on the compiling thread, before the code can run): the method is
+// described now, so its first enter never reaches the file before its name. Dynamic methods are not
+// hooked (the runtime does not ask for them: seen on .NET 10; clr_calls.h), nor the methods a
+// callspec leaves out.
+uint64_t ClrRuntime::map_function(FunctionID function, bool& hook) {
+  hook = false;
+  if (!function || calls::compiling_dynamic(function) || !hooked(function)) return function;
+  ensure_function(function);
+  hook = true;
+  return function;
 }
 
 uint64_t ClrRuntime::paused_since_last_read() {
@@ -570,6 +671,7 @@ void ClrRuntime::round() {
 
 void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
   if (!active()) return;
+  if (dynamic && calls_) dynamic_unhooked_.fetch_add(1, std::memory_order_relaxed);
   counts_[kJitted].fetch_add(1, std::memory_order_relaxed);
   ensure_function(function, dynamic);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "coreclr/clr_callbacks.h"
+#include "coreclr/clr_runtime.h"
 
 namespace mlpd::coreclr {
 
@@ -112,9 +113,11 @@ HRESULT profiler_shutdown(ProfilerCallback*) {
 }
 
 // Out-parameters the runtime reads back: answered with the runtime's own default (use the
-// ReadyToRun code; inline as the JIT decides; a full profiler, not a notification-only one).
-HRESULT cached_function_search_started(ProfilerCallback*, FunctionID, BOOL* use_cached) {
-  if (use_cached) *use_cached = 1;
+// ReadyToRun code, except where `calls` needs the method compiled with its hooks; inline as the JIT
+// decides; a full profiler, not a notification-only one).
+HRESULT cached_function_search_started(ProfilerCallback*, FunctionID function, BOOL* use_cached) {
+  ClrRuntime* r = ClrRuntime::instance();
+  if (use_cached) *use_cached = !r || r->use_cached_code(function) ? 1 : 0;
   return kS_OK;
 }
 HRESULT jit_inlining(ProfilerCallback*, FunctionID, FunctionID, BOOL* should_inline) {
