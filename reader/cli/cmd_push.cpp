@@ -16,7 +16,7 @@ int cmd_push(int, char**) {
 }
 }  // namespace mlpd::cli
 #else
-#include <curl/curl.h>
+#include "mlpd/curl_api.h"
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -76,68 +76,11 @@ const std::string kHelp =
 
 int usage_error(const std::string& m) { return cli::usage_error(kCmd, m); }
 
-// libcurl, loaded (dlopen) by this command only: the other commands do not map it and its TLS
-// library (6 MiB of resident memory at start, which the reader's memory budget would count).
-struct Curl {
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_easy_perform) easy_perform = nullptr;
-  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_easy_escape) easy_escape = nullptr;
-  decltype(&::curl_free) free = nullptr;
-  decltype(&::curl_mime_init) mime_init = nullptr;
-  decltype(&::curl_mime_addpart) mime_addpart = nullptr;
-  decltype(&::curl_mime_name) mime_name = nullptr;
-  decltype(&::curl_mime_filename) mime_filename = nullptr;
-  decltype(&::curl_mime_type) mime_type = nullptr;
-  decltype(&::curl_mime_data) mime_data = nullptr;
-  decltype(&::curl_mime_free) mime_free = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
-};
-Curl g_curl;
+// libcurl, loaded (mlpd/curl_api.h) by this command only: the other commands do not map it and its
+// TLS library (6 MiB of resident memory at start, which the reader's memory budget would count).
+curl_api::Curl g_curl;
 
-bool load_curl(std::string& error) {
-  void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);  // the same API, GnuTLS's flavour
-  if (!h) {
-    error = std::string("cannot load libcurl (libcurl.so.4; Debian: libcurl4): ") + dlerror();
-    return false;
-  }
-  Curl c;
-  auto load = [h](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    return fn != nullptr;
-  };
-  if (!(
-        load(c.global_init, "curl_global_init") &&
-        load(c.easy_init, "curl_easy_init") &&
-        load(c.easy_setopt, "curl_easy_setopt") &&
-        load(c.easy_cleanup, "curl_easy_cleanup") &&
-        load(c.easy_perform, "curl_easy_perform") &&
-        load(c.easy_getinfo, "curl_easy_getinfo") &&
-        load(c.easy_strerror, "curl_easy_strerror") &&
-        load(c.easy_escape, "curl_easy_escape") &&
-        load(c.free, "curl_free") &&
-        load(c.mime_init, "curl_mime_init") &&
-        load(c.mime_addpart, "curl_mime_addpart") &&
-        load(c.mime_name, "curl_mime_name") &&
-        load(c.mime_filename, "curl_mime_filename") &&
-        load(c.mime_type, "curl_mime_type") &&
-        load(c.mime_data, "curl_mime_data") &&
-        load(c.mime_free, "curl_mime_free") &&
-        load(c.slist_append, "curl_slist_append") &&
-        load(c.slist_free_all, "curl_slist_free_all") &&
-        true)) {
-    error = "libcurl.so.4 is too old (7.56 or later is needed: curl_mime)";
-    return false;
-  }
-  g_curl = c;
-  return true;
-}
+bool load_curl(std::string& error) { return curl_api::load(g_curl, error); }
 
 bool label_name_ok(std::string_view k) {
   if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
