@@ -25,7 +25,7 @@ using namespace mlpd::format;
 // its kind's range. The finalizer queue is Mono's special slot 1 ("Finalizer Queue").
 constexpr uint64_t kSlotBase = 0x6d6c706400000000ull;  // "mlpd"
 constexpr uint64_t kRegionSize = uint64_t{1} << 36;
-enum Region : unsigned { kStackRegion, kStrongRegion, kPinnedRegion, kRefCountedRegion, kOtherRegion, kRegions };
+enum Region : unsigned { kStackRegion, kStrongRegion, kPinnedRegion, kRefCountedRegion, kOtherRegion, kFrozenRegion, kRegions };
 struct RegionInfo {
   uint8_t source;  // MonoGCRootSource: 1 stack, 6 gc_handle, 0 external
   const char* name;
@@ -36,6 +36,7 @@ constexpr RegionInfo kRegionInfo[kRegions] = {
     {6, "GC Handles (Pinned)"},
     {6, "GC Handles (RefCounted)"},
     {0, "Other Roots (CoreCLR)"},
+    {0, "Frozen Objects (CoreCLR's non-GC heap)"},
 };
 constexpr uint64_t kFinalizerSlot = 1;
 
@@ -43,13 +44,14 @@ void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(tex
 
 }  // namespace
 
-bool ClrHeapshots::configure(const runtime::Config& config, ProfilerInfo* info, Hooks hooks) {
+bool ClrHeapshots::configure(const runtime::Config& config, ProfilerInfo* info, int info_level, Hooks hooks) {
   info_ = info;
   hooks_ = std::move(hooks);
   mode_ = config.heapshot_mode;
   every_ms_ = config.heapshot_ms;
   every_gc_ = config.heapshot_gc;
   keep_monitor_ = mode_ == HEAPSHOT_MAJOR;
+  frozen_check_ = info_level >= 10;  // IsFrozenObject is ICorProfilerInfo10's
   // Heapshots only when asked for by an option: MONITOR_GC at Initialize turns concurrent GC off for
   // the whole run, which a run that only opened the command port did not ask to pay.
   enabled_ = mode_ != HEAPSHOT_NONE;
@@ -279,6 +281,14 @@ HRESULT ClrHeapshots::object_references(ObjectID object, ClassID klass, ULONG co
   uint64_t sz = (static_cast<uint64_t>(size) + 7) & ~uint64_t{7};  // the heap's alignment, as Mono reports sizes
   const uint8_t generation = generation_of(object);
   const uint64_t now = rt::now_ns();
+  // An object of the runtime's non-GC heap (string literals, the preallocated RuntimeType objects) is
+  // never collected and no GC root holds it: it is its own root (kind external), not "unreached".
+  BOOL frozen = 0;
+  if (frozen_check_ && succeeded(info_->table->IsFrozenObject(info_, object, &frozen)) && frozen) {
+    const uint64_t slot = kSlotBase + kFrozenRegion * kRegionSize + 8 * root_seq_[kFrozenRegion]++;
+    const uint64_t obj = object;
+    rt::write_heap_roots(*log_, now, &slot, &obj, 1);
+  }
   // The runtime gives the references in the order of their slots, without the slots' offsets: each
   // offset is found by reading the object's words in order (the world is stopped and the objects are
   // where the collection left them); a reference not found that way gets the offset after the last.

@@ -49,7 +49,7 @@ class ClrHeapshots {
 
   // At install (Initialize): whether heapshots may be taken in this run, and so whether
   // COR_PRF_MONITOR_GC must be asked for at Initialize.
-  bool configure(const runtime::Config& config, ProfilerInfo* info, Hooks hooks);
+  bool configure(const runtime::Config& config, ProfilerInfo* info, int info_level, Hooks hooks);
   bool monitor_at_start() const { return enabled_; }
   // The runtime has started (its first module loaded): MONITOR_GC can be cleared (the runtime
   // turned concurrent GC off when Initialize returned). Helper thread.
@@ -92,7 +92,8 @@ class ClrHeapshots {
   bool enabled_ = false;
   uint8_t mode_ = 0;
   uint32_t every_ms_ = 0, every_gc_ = 0;
-  bool keep_monitor_ = false;  // `heapshot`: every full collection is walked
+  bool keep_monitor_ = false;
+  bool frozen_check_ = false;  // `heapshot`: every full collection is walked
   std::atomic<bool> started_{false};  // runtime_started() ran
   std::atomic<bool> monitor_on_{false};
 

@@ -124,7 +124,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   hooks.describe_class = [this](ClassID klass, rt::ThreadLog& l) { describe_class_in(klass, l); };
   hooks.active = [this] { return active(); };
   hooks.paused = [this] { return paused_.load(std::memory_order_acquire); };
-  heap_low_ = heapshots_.configure(config_, info_, std::move(hooks)) ? monitor::kGc : 0;
+  heap_low_ = heapshots_.configure(config_, info_, about_.info_level, std::move(hooks)) ? monitor::kGc : 0;
   low_ = low;
   high_ = high;
   const HRESULT hr = info_->table->SetEventMask2(info_, low | heap_low_, high);

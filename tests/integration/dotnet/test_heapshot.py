@@ -249,6 +249,10 @@ def check_views(path, label):
     theirs = json.loads(r.stdout.splitlines()[0])
     byname = {c["name"]: c for c in theirs["classes"]}
     unreached = [o for o in objects if o not in reached]
+    # Every object the walk lists survived the collection: some root reaches it (frozen objects are
+    # their own roots).
+    t.check(not unreached, f"{label}: {len(unreached)} objects no root reaches: "
+            f"{sorted(set(objects[o][0] for o in unreached))[:8]}")
     t.check(theirs["unreached"]["objects"] == len(unreached),
             f"{label}: unreached {theirs['unreached']} against {len(unreached)} computed")
     t.check(theirs["unreached"]["bytes"] == sum(objects[o][1] for o in unreached),
@@ -321,6 +325,9 @@ def main():
         t.check(rc == 7 and stdout == out0, f"exit {rc} or output changed: {stdout!r} against {out0!r}")
         t.check(all(l.startswith("mlpd: command port ") for l in mlpd_lines(stderr)), f"agent lines: {mlpd_lines(stderr)}")
         shots = heapshots_json(out)
+        if not shots:
+            t.check(False, "no heapshot in the file")
+            t.finish("dotnet_heapshot")
         t.check(len(shots) == 1 and shots[0]["complete"], f"heapshots: {[(s['index'], s['complete']) for s in shots]}")
         classes = {c["name"]: c for c in shots[0]["classes"]}
         for c in TYPES:
