@@ -369,43 +369,67 @@ def main():
     t.finish("dotnet_heapshot")
 
 
+def gcdump_tool():
+    for c in (os.path.join(os.environ.get("MLPD_SOURCE", ""), "tests", "tools", "dotnet", "dotnet-gcdump"),
+              shutil.which("dotnet-gcdump") or ""):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+def gcdump_counts(tool, dump):
+    """(objects, bytes, {type: objects}) of `dotnet-gcdump report`'s heap statistics."""
+    rep = t.run([tool, "report", dump], timeout=300)
+    total_objects = total_bytes = None
+    types = {}
+    for line in rep.stdout.splitlines():
+        w = line.split()
+        if len(w) >= 4 and w[1:] == ["GC", "Heap", "objects"]:
+            total_objects = int(w[0].replace(",", ""))
+        elif len(w) >= 4 and w[1:] == ["GC", "Heap", "bytes"]:
+            total_bytes = int(w[0].replace(",", ""))
+        elif len(w) >= 3 and w[0].replace(",", "").isdigit() and w[1].replace(",", "").isdigit():
+            name = w[2]
+            types[name] = types.get(name, 0) + int(w[1].replace(",", ""))
+    return total_objects, total_bytes, types
+
+
 def pause(out0, d):
-    """mlpd's heapshot against dotnet-gcdump's on the same heap: the program's longest stall and the
-    object counts."""
-    gcdump = shutil.which("dotnet-gcdump") or "/opt/dotnet-tools/dotnet-gcdump"
-    if not os.path.exists(gcdump):
-        print("dotnet_heapshot: no dotnet-gcdump (scripts/install-deps.sh): the pause comparison is skipped")
+    """mlpd's heapshot against dotnet-gcdump's dump of the same heap (the same program and filler):
+    the longest stall the program's ticking thread saw while each was taken, and the object counts.
+    Rounds alternate; prints one line per run and the medians."""
+    tool = gcdump_tool()
+    if not tool:
+        print("dotnet_heapshot: no dotnet-gcdump (scripts/install-deps.sh installs it): the pause comparison is skipped")
         return
-    for filler in (0, 64, 256):
-        out = os.path.join(d, f"pause{filler}.mlpd")
-        port = free_port()
-        prog = Program(f"heapshot=ondemand,port={port},output={out}", filler)
-        prog.gap_us()
-        heapshot(port)
-        ours = prog.gap_us()
-        prog.quit()
-        shot = heapshots_json(out)[-1]
-        plain = Program(None, filler)
-        plain.gap_us()
-        dump = os.path.join(d, f"pause{filler}.gcdump")
-        r = t.run([gcdump, "collect", "-p", str(plain.pid), "-o", dump], timeout=300)
-        theirs = plain.gap_us()
-        plain.quit()
-        rep = t.run([gcdump, "report", dump], timeout=300)
-        total = None
-        for line in rep.stdout.splitlines():
-            w = line.split()
-            if len(w) >= 3 and w[-1] == "TOTAL" if False else False:
-                pass
-        counts = {}
-        for line in rep.stdout.splitlines():
-            w = line.split()
-            if len(w) >= 3 and w[0].replace(",", "").isdigit() and w[1].replace(",", "").isdigit():
-                counts[" ".join(w[2:])] = int(w[1].replace(",", ""))
-        total = sum(counts.values())
-        print(f"pause filler={filler}MB: mlpd {ours} us ({shot['objects']} objects, {shot['bytes']} bytes); "
-              f"dotnet-gcdump {theirs} us ({total} objects in its report; rc {r.returncode}); "
-              f"HeapB: {counts.get('MlpdTests.HeapB')}")
+    rounds = int(os.environ.get("MLPD_PAUSE_ROUNDS", "3"))
+    for filler in (0, 200):
+        ours, theirs = [], []
+        for _ in range(rounds):
+            out = os.path.join(d, f"pause{filler}.mlpd")
+            port = free_port()
+            prog = Program(f"heapshot=ondemand,port={port},output={out}", filler)
+            prog.gap_us()
+            answer = heapshot(port)
+            ours.append(prog.gap_us())
+            prog.quit()
+            shot = heapshots_json(out)[-1]
+            plain = Program(None, filler)
+            plain.gap_us()
+            dump = os.path.join(d, f"pause{filler}.gcdump")
+            r = t.run([tool, "collect", "-p", str(plain.pid), "-o", dump], timeout=300)
+            theirs.append(plain.gap_us())
+            plain.quit()
+            objects, nbytes, types = gcdump_counts(tool, dump) if os.path.exists(dump) else (None, None, {})
+            mine = {c["name"]: c["objects"] for c in shot["classes"]}
+            print(f"pause filler={filler}MB: mlpd {answer!r} stall {ours[-1]} us, {shot['objects']} objects "
+                  f"{shot['bytes']} bytes (HeapB {mine.get('MlpdTests.HeapB')}, byte[] {mine.get('byte[]')}); "
+                  f"dotnet-gcdump (rc {r.returncode}) stall {theirs[-1]} us, {objects} objects {nbytes} bytes "
+                  f"(HeapB {types.get('MlpdTests.HeapB')}, byte[] {types.get('System.Byte[]')})", flush=True)
+        ours.sort()
+        theirs.sort()
+        print(f"pause filler={filler}MB: median stall mlpd {ours[len(ours) // 2]} us, "
+              f"dotnet-gcdump {theirs[len(theirs) // 2]} us", flush=True)
 
 
 if __name__ == "__main__":
