@@ -103,6 +103,9 @@ void ClrHeapshots::ensure_thread() {
 // this thread's buffers while the helper goes on writing the full ones out.
 void ClrHeapshots::thread_main() {
   bool refused_said = false;
+  // This thread's buffers registered now, not first during the collection it forces (the registry's
+  // lock is then never taken with the world stopped).
+  (void)hooks_.log();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_.load()) {
     cv_.wait_for(lock, std::chrono::milliseconds(100));
