@@ -47,6 +47,10 @@ void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(tex
 bool ClrHeapshots::configure(const runtime::Config& config, ProfilerInfo* info, int info_level, Hooks hooks) {
   info_ = info;
   hooks_ = std::move(hooks);
+  // A later install (attach again after a detach) starts afresh: stop() ended the thread.
+  stopping_.store(false);
+  started_.store(false);
+  thread_started_ = false;
   mode_ = config.heapshot_mode;
   every_ms_ = config.heapshot_ms;
   every_gc_ = config.heapshot_gc;

@@ -134,6 +134,9 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  // Attached (InitializeForAttach): the runtime turned concurrent GC off inside SetEventMask2 itself,
+  // and no first module load is to come: the heapshots' mask may change from now on.
+  if (config.late) heapshots_.runtime_started();
   if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
