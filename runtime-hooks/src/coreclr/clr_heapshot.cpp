@@ -39,6 +39,7 @@ constexpr RegionInfo kRegionInfo[kRegions] = {
     {0, "Frozen Objects (CoreCLR's non-GC heap)"},
 };
 constexpr uint64_t kFinalizerSlot = 1;
+constexpr uint8_t kNoGeneration = 0xFF;  // generation_of: in no generation's range
 
 void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
 
@@ -234,7 +235,7 @@ uint8_t ClrHeapshots::generation_of(ObjectID object) const {
       return static_cast<uint8_t>(gen < 0 ? 0 : gen > 2 ? 2 : gen);  // LOH, POH: collected with gen 2
     }
   }
-  return 2;
+  return kNoGeneration;
 }
 
 void ClrHeapshots::root_references(ULONG count, const ObjectID* objects, const GcRootKind* kinds,
@@ -286,12 +287,15 @@ HRESULT ClrHeapshots::object_references(ObjectID object, ClassID klass, ULONG co
   SIZE_T size = 0;
   info_->table->GetObjectSize2(info_, object, &size);
   uint64_t sz = (static_cast<uint64_t>(size) + 7) & ~uint64_t{7};  // the heap's alignment, as Mono reports sizes
-  const uint8_t generation = generation_of(object);
+  uint8_t generation = generation_of(object);
   const uint64_t now = rt::now_ns();
   // An object of the runtime's non-GC heap (string literals, the preallocated RuntimeType objects) is
   // never collected and no GC root holds it: it is its own root (kind external), not "unreached".
+  // Only an object outside every generation's range can be one (one runtime call fewer per object).
+  const bool outside = generation == kNoGeneration;
+  if (outside) generation = 2;
   BOOL frozen = 0;
-  if (frozen_check_ && succeeded(info_->table->IsFrozenObject(info_, object, &frozen)) && frozen) {
+  if (outside && frozen_check_ && succeeded(info_->table->IsFrozenObject(info_, object, &frozen)) && frozen) {
     const uint64_t slot = kSlotBase + kFrozenRegion * kRegionSize + 8 * root_seq_[kFrozenRegion]++;
     const uint64_t obj = object;
     rt::write_heap_roots(*log_, now, &slot, &obj, 1);

@@ -327,7 +327,10 @@ void ClrRuntime::ensure_module(ModuleID module) {
 void ClrRuntime::module_loaded(ModuleID module) {
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
-    if (!first_module_) first_module_ = module;
+    if (!first_module_) {
+      first_module_ = module;
+      corelib_.store(module, std::memory_order_release);
+    }
   }
   if (active()) ensure_module(module);
   heapshots_.runtime_started();  // Initialize has returned: the heapshots' mask may change now
@@ -785,11 +788,7 @@ void ClrRuntime::describe_class_in(ClassID klass, rt::ThreadLog& l) {
     if (info_->table->IsArrayClass(info_, klass, &element_type, &element, &rank) == kS_OK && element)
       info_->table->GetClassIDInfo2(info_, element, &module, &type, &parent, 0, &n, nullptr);
   }
-  if (!module) {  // CoreLib's, as class_module() says for what names no module
-    std::unique_lock<std::mutex> lock(meta_mutex_, std::try_to_lock);
-    if (!lock.owns_lock() || !first_module_) return;  // left undescribed rather than wait
-    module = first_module_;
-  }
+  if (!module) module = corelib_.load(std::memory_order_acquire);  // as class_module() says for what names none
   std::string name = names_.class_name(klass);
   if (name.size() > 1024) name.resize(1024);
   const uint64_t now = now_ns();

@@ -176,6 +176,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
   std::unordered_set<FunctionID> lock_functions_;  // the locks' own methods (Monitor, Lock): not sites
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
+  std::atomic<ModuleID> corelib_{0};     // the same, read without the lock (a heapshot's walk)
 
   // Threads: the runtime's ThreadID -> the file's thread id (pthread_self of the thread).
   struct ThreadState {

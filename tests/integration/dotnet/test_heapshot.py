@@ -30,7 +30,7 @@ import mlpdtest as t  # noqa: E402
 
 from dotnettest import AGENT, CLSID, DLL, DOTNET, check_file, env_with, mlpd_lines, require_programs  # noqa: E402
 
-N = 1000
+N = int(os.environ.get("MLPD_HEAP_N", "1000"))  # objects of each type (the pause figures use more)
 TYPES = ("MlpdTests.HeapA", "MlpdTests.HeapB", "MlpdTests.HeapC")
 
 
@@ -403,7 +403,7 @@ def pause(out0, d):
         print("dotnet_heapshot: no dotnet-gcdump (scripts/install-deps.sh installs it): the pause comparison is skipped")
         return
     rounds = int(os.environ.get("MLPD_PAUSE_ROUNDS", "3"))
-    for filler in (0, 200):
+    for filler in [int(x) for x in os.environ.get("MLPD_PAUSE_FILLER_MB", "0,200").split(",")]:
         ours, theirs = [], []
         for _ in range(rounds):
             out = os.path.join(d, f"pause{filler}.mlpd")
