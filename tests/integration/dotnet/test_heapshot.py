@@ -308,6 +308,15 @@ def check_views(path, label):
 
 def main():
     require_programs("dotnet_heapshot")
+    if "--gcdump" in sys.argv:  # dotnet_heapshot_gcdump: only the comparison with dotnet-gcdump
+        if not gcdump_tool():
+            print("dotnet_heapshot: no dotnet-gcdump (scripts/install-deps.sh installs it into tests/tools/dotnet): skipped")
+            sys.exit(77)
+        os.environ.setdefault("MLPD_PAUSE_ROUNDS", "1")
+        os.environ.setdefault("MLPD_PAUSE_FILLER_MB", "0,64")
+        with tempfile.TemporaryDirectory() as d:
+            pause(None, d)
+        t.finish("dotnet_heapshot_gcdump")
     with tempfile.TemporaryDirectory() as d:
         plain = Program(None)
         rc0, out0, _ = plain.quit()
@@ -422,6 +431,15 @@ def pause(out0, d):
             plain.quit()
             objects, nbytes, types = gcdump_counts(tool, dump) if os.path.exists(dump) else (None, None, {})
             mine = {c["name"]: c["objects"] for c in shot["classes"]}
+            # The same heap in both: the program's types counted alike; the totals apart only by what
+            # dotnet-gcdump's own EventPipe session keeps in the process (about 80 objects).
+            t.check(r.returncode == 0 and objects is not None, f"dotnet-gcdump collect/report failed: {r.stderr[-300:]}")
+            for ours_name, theirs_name in (("MlpdTests.HeapA", "MlpdTests.HeapA"), ("MlpdTests.HeapB", "MlpdTests.HeapB"),
+                                           ("MlpdTests.HeapC", "MlpdTests.HeapC"), ("byte[]", "System.Byte[]")):
+                t.check(mine.get(ours_name) == types.get(theirs_name),
+                        f"{ours_name}: mlpd {mine.get(ours_name)}, dotnet-gcdump {types.get(theirs_name)}")
+            t.check(objects is not None and abs(objects - shot["objects"]) <= 200,
+                    f"objects: mlpd {shot['objects']}, dotnet-gcdump {objects}")
             print(f"pause filler={filler}MB: mlpd {answer!r} stall {ours[-1]} us, {shot['objects']} objects "
                   f"{shot['bytes']} bytes (HeapB {mine.get('MlpdTests.HeapB')}, byte[] {mine.get('byte[]')}); "
                   f"dotnet-gcdump (rc {r.returncode}) stall {theirs[-1]} us, {objects} objects {nbytes} bytes "
