@@ -32,6 +32,21 @@ class ClrRuntime final : public runtime::Runtime {
   std::string late_refusal(const runtime::Config& config) const override;
 
   bool install(const runtime::Config& config, const runtime::Env& env, std::string& error) override;
+  // Attach: a second session's ICorProfilerInfo (the first one's is gone after its detach).
+  void rebind(ProfilerInfo* info, const RuntimeInfo& about);
+  // ProfilerAttachComplete: what was loaded, compiled and started before the attach (EnumModules,
+  // EnumJITedFunctions2, EnumThreads).
+  void catch_up();
+  // Detach, from a thread of ours outside every callback: the runtime waits for the callbacks in
+  // progress, then ProfilerDetachSucceeded. False with the runtime's answer in `error`.
+  bool request_detach(std::string& error);
+  // The sample drain's describer after an attach (capture/sampling.h's DescribeMethods).
+  static void describe_late_entry(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                                  std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+  void replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked, uint64_t hidden_ip,
+                           uint64_t hidden);
+  void describe_late(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                     std::vector<std::pair<uint64_t, uint64_t>>& ranges);
   void stop() override;
   void detach() override;
   void end_remaining_threads() override;
@@ -122,7 +137,7 @@ class ClrRuntime final : public runtime::Runtime {
   // chain and the code map; null when backtraces are off.
   const rt::Backtrace* backtrace(rt::Backtrace& bt);
   uint64_t hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                        uint64_t stack_hi);
+                        uint64_t stack_hi, uint64_t& hidden_ip);
   HiddenFrames hidden_;  // frames the chain skips, learned (code_map.h)
   struct Innermost {
     FunctionID function;
@@ -157,6 +172,7 @@ class ClrRuntime final : public runtime::Runtime {
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
+  bool late_ = false;            // attached to a running program (`mlpd attach`)
   std::atomic<bool> monitor_at_start_{false};  // a session of ours has the contention keyword
   DWORD low_ = 0, high_ = 0;       // the event mask asked of the runtime (install, set_event_mask)
   bool alloc_sampled_ = false;     // alloc-sample: allocations come from AllocationSampled events

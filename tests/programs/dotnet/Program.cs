@@ -51,6 +51,8 @@ namespace MlpdTests
                 case "dynamic": return Dynamic.Run(args.Length > 1 ? int.Parse(args[1]) : 50);
                 case "recurse":
                     return Recursion.Run(args.Length > 1 ? int.Parse(args[1]) : 100, args.Length > 2 ? int.Parse(args[2]) : 1000);
+                case "osr": return Osr.Run(args.Length > 1 ? int.Parse(args[1]) : 1500);
+                case "attach_service": return AttachService.Run(args.Length > 1 ? int.Parse(args[1]) : 10);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
