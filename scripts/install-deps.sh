@@ -61,6 +61,16 @@ else
     echo "install-deps: the .NET 8 runtime pack could not be restored from NuGet: the dotnet8 tests will be skipped"
   fi
   rm -rf "$restore_dir" "$restore_dir.log"
+  # dotnet-gcdump (NuGet global tool, by name), the peer dotnet_heapshot --pause measures heapshots
+  # against (docs/dotnet.md, "Heapshots"): into tests/tools/dotnet (git ignores it), once.
+  if [ ! -x "$root_dir/tests/tools/dotnet/dotnet-gcdump" ]; then
+    if DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet tool install --tool-path "$root_dir/tests/tools/dotnet" \
+        dotnet-gcdump >/dev/null 2>&1; then
+      echo "install-deps: dotnet-gcdump installed (tests/tools/dotnet)"
+    else
+      echo "install-deps: dotnet-gcdump could not be installed from NuGet: the heapshot pause comparison will be skipped"
+    fi
+  fi
 fi
 
 # npm packages the export tests use, pinned, in a project-local directory git ignores

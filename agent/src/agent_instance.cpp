@@ -269,6 +269,7 @@ CommandHandlers Agent::command_handlers() {
   if (runtime_.heapshots_available()) {
     h.request_heapshot = [this] { return runtime_.request_heapshot(); };  // never blocks
     h.heapshots_done = [this] { return runtime_.heapshots_done(); };
+    h.heapshot_refusal = [this] { return runtime_.heapshot_refusal(); };
   }
   h.stats = [this] { return helper_.stats_line(); };
   h.event_mask = [this] { return runtime_.event_mask(); };

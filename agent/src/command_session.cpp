@@ -138,7 +138,10 @@ void CommandSession::run(std::string_view line, int64_t now_ms) {
     if (!args.empty()) return answer("ERR heapshot takes no arguments");
     if (!h.request_heapshot || !h.heapshots_done) return answer("ERR heapshot: not available in this build");
     const uint64_t ticket = h.request_heapshot();
-    if (ticket == 0) return answer("ERR heapshot: not possible now (profiling has stopped)");
+    if (ticket == 0) {
+      const std::string why = h.heapshot_refusal ? h.heapshot_refusal() : std::string();
+      return answer(why.empty() ? "ERR heapshot: not possible now (profiling has stopped)" : "ERR heapshot: " + why);
+    }
     wait_ = Wait::Heapshot;
     wait_target_ = ticket;
     wait_deadline_ = now_ms + h.heapshot_wait_ms;

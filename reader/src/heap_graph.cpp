@@ -478,6 +478,10 @@ void HeapGraphCollector::label(HeapGraph& g, std::vector<uint64_t>* loose) const
     if (best->kind == 3 /* static */) {
       if (const std::string* c = names_.vtable_class_name(best->key)) name += ": " + *c;
     } else if (best->kind == 1 || best->kind == 4 || best->kind == 14) {  // stack, thread static, handle
+      if (best->key == 0) {  // no thread named (CoreCLR's stack roots: the runtime does not say whose)
+        r.label = label_id(best->kind, name);
+        continue;
+      }
       name += ": thread " + hex(best->key);
       if (const std::string* t = names_.thread_name(best->key)) name += " (" + *t + ")";
     }

@@ -124,6 +124,18 @@ HRESULT object_allocated(ProfilerCallback*, ObjectID object, ClassID klass) {
   return kS_OK;
 }
 
+// A heapshot's collection (COR_PRF_MONITOR_GC, clr_heapshot.h): a failure from ObjectReferences
+// stops the runtime's walk of the heap (every collection outside a heapshot's).
+HRESULT object_references(ProfilerCallback*, ObjectID object, ClassID klass, ULONG count, ObjectID* refs) {
+  if (ClrRuntime* r = rt()) return r->object_references(object, klass, count, refs);
+  return kE_FAIL;
+}
+HRESULT root_references2(ProfilerCallback*, ULONG count, ObjectID* objects, GcRootKind* kinds, GcRootFlags* flags,
+                         UINT_PTR* ids) {
+  if (ClrRuntime* r = rt()) r->root_references(count, objects, kinds, flags, ids);
+  return kS_OK;
+}
+
 // The runtime's events of our EventPipe session, delivered synchronously on the thread that raised
 // them (seen on .NET 10: the contending thread, the allocating thread; `thread` and the stack are not
 // filled in for a profiler's session).
@@ -164,6 +176,8 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.ExceptionSearchFilterEnter = &filter_enter;
   t.ObjectAllocated = &object_allocated;
   t.EventPipeEventDelivered = &event_pipe_delivered;
+  t.ObjectReferences = &object_references;
+  t.RootReferences2 = &root_references2;
 }
 
 }  // namespace mlpd::coreclr

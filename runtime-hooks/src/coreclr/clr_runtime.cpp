@@ -94,8 +94,8 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
            false;
   if (config.mask & (MASK_GC_HANDLE | MASK_GC_FINALIZATION))
     return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
-  if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
-    return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
+  if (config.heapshot_on_shutdown)
+    return error = "heapshot-on-shutdown: not built on .NET yet (heapshot=ondemand|NUMms|NUMgc and heapshot are)", false;
   if (config.late && !late_refusal(config).empty()) return error = late_refusal(config), false;
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
@@ -161,9 +161,18 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
                             (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
   if (keywords) high |= monitor_high::kEventPipe;  // EventPipeEventDelivered
+  // Heapshots: COR_PRF_MONITOR_GC now (only at Initialize does the runtime turn concurrent GC off,
+  // which it needs before it lets MONITOR_GC be set later); cleared once the runtime has started.
+  ClrHeapshots::Hooks hooks;
+  hooks.monitor_gc = [this](bool on) { return set_heap_monitoring(on); };
+  hooks.log = [this] { return log(); };
+  hooks.describe_class = [this](ClassID klass, rt::ThreadLog& l) { describe_class_in(klass, l); };
+  hooks.active = [this] { return active(); };
+  hooks.paused = [this] { return paused_.load(std::memory_order_acquire); };
+  heap_low_ = heapshots_.configure(config_, info_, about_.info_level, std::move(hooks)) ? monitor::kGc : 0;
   low_ = low;
   high_ = high;
-  const HRESULT hr = info_->table->SetEventMask2(info_, low, high);
+  const HRESULT hr = info_->table->SetEventMask2(info_, low | heap_low_, high);
   if (!succeeded(hr)) {
     char text[16];
     std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
@@ -175,6 +184,9 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
   }
+  // Attached (InitializeForAttach): the runtime turned concurrent GC off inside SetEventMask2 itself,
+  // and no first module load is to come: the heapshots' mask may change from now on.
+  if (config.late) heapshots_.runtime_started();
   if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
@@ -276,8 +288,18 @@ void ClrRuntime::stop() {
   if (sampling_) hooks::stop_sampling();  // a signal from now on is counted, not recorded
 }
 
+bool ClrRuntime::set_heap_monitoring(bool on) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  const DWORD want = on ? monitor::kGc : 0;
+  if (want == heap_low_) return true;
+  if (!succeeded(info_->table->SetEventMask2(info_, low_ | want, high_))) return false;
+  heap_low_ = want;
+  return true;
+}
+
 void ClrRuntime::detach() {
   stop();
+  heapshots_.stop();
   if (late_) {
     hooks::set_describe_methods(nullptr);
     hooks::set_attached_late(false);
@@ -311,7 +333,7 @@ void ClrRuntime::set_event_mask(uint32_t mask) {
       !contention_session_) {
     std::string error;
     if (!(high_ & monitor_high::kEventPipe) &&
-        succeeded(info_->table->SetEventMask2(info_, low_, high_ | monitor_high::kEventPipe)))
+        succeeded(info_->table->SetEventMask2(info_, low_ | heap_low_, high_ | monitor_high::kEventPipe)))
       high_ |= monitor_high::kEventPipe;
     EVENTPIPE_SESSION session = 0;
     if ((high_ & monitor_high::kEventPipe) && start_event_pipe(event_pipe::kContentionKeyword, session, error)) {
@@ -452,9 +474,13 @@ void ClrRuntime::ensure_module(ModuleID module) {
 void ClrRuntime::module_loaded(ModuleID module) {
   {
     std::lock_guard<std::mutex> lock(meta_mutex_);
-    if (!first_module_) first_module_ = module;
+    if (!first_module_) {
+      first_module_ = module;
+      corelib_.store(module, std::memory_order_release);
+    }
   }
   if (active()) ensure_module(module);
+  heapshots_.runtime_started();  // Initialize has returned: the heapshots' mask may change now
 }
 
 void ClrRuntime::assembly_loaded(AssemblyID assembly) {
@@ -823,10 +849,12 @@ void ClrRuntime::gc_started(int generations, const BOOL* collected) {
   // dotnet.gc.collections by generation: a collection of generation N collects the younger ones too,
   // counted as .NET counts them (GC.CollectionCount(n) includes the older collections).
   for (uint8_t g = 0; g <= oldest; ++g) counts_[kGen0 + g].fetch_add(1, std::memory_order_relaxed);
+  heapshots_.gc_started(oldest == 2);
   if (!recording(MASK_GC)) return;
   if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_START, oldest);
 }
 void ClrRuntime::gc_finished() {
+  heapshots_.gc_finished(gc_generation_ == 2);
   if (!recording(MASK_GC)) return;
   if (rt::ThreadLog* l = log()) rt::write_gc_event(*l, now_ns(), GC_EVENT_END, gc_generation_);
 }
@@ -982,6 +1010,36 @@ void ClrRuntime::note_class(ClassID klass) {
     ensure_class(klass);
     slot.store(klass, std::memory_order_relaxed);
   }
+}
+
+// A class met by a heapshot's walk (the world stopped): described in the walk's own buffer, as Mono's
+// heapshot engine does, so that it comes before the objects in the file. The described set's lock
+// only with try_lock (a thread the collection stopped may hold it): a class described twice is
+// harmless to every reader.
+void ClrRuntime::describe_class_in(ClassID klass, rt::ThreadLog& l) {
+  {
+    std::unique_lock<std::mutex> lock(meta_mutex_, std::try_to_lock);
+    if (lock.owns_lock() && classes_.count(klass)) return;
+  }
+  ModuleID module = 0;
+  mdTypeDef type = 0;
+  ClassID parent = 0;
+  ULONG32 n = 0;
+  if (!succeeded(info_->table->GetClassIDInfo2(info_, klass, &module, &type, &parent, 0, &n, nullptr)) || !module) {
+    std::uint32_t element_type = 0;
+    ClassID element = 0;
+    ULONG rank = 0;
+    if (info_->table->IsArrayClass(info_, klass, &element_type, &element, &rank) == kS_OK && element)
+      info_->table->GetClassIDInfo2(info_, element, &module, &type, &parent, 0, &n, nullptr);
+  }
+  if (!module) module = corelib_.load(std::memory_order_acquire);  // as class_module() says for what names none
+  std::string name = names_.class_name(klass);
+  if (name.size() > 1024) name.resize(1024);
+  const uint64_t now = now_ns();
+  rt::write_class_load(l, now, klass, module, name.data(), name.size());
+  rt::write_vtable_load(l, now, klass, 0, klass);
+  std::unique_lock<std::mutex> lock(meta_mutex_, std::try_to_lock);
+  if (lock.owns_lock()) classes_.insert(klass);
 }
 
 void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {
@@ -1297,6 +1355,7 @@ bool ClrRuntime::read_counter(const runtime::Counter& counter, uint64_t& bits) {
 }
 
 void ClrRuntime::runtime_shutdown() {
+  heapshots_.stop();
   if (env_.on_shutdown_begin) env_.on_shutdown_begin();
   if (env_.on_shutdown_end) env_.on_shutdown_end();
 }

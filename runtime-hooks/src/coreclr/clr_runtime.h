@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "coreclr/clr_callspec.h"
+#include "coreclr/clr_heapshot.h"
 #include "coreclr/clr_names.h"
 #include "coreclr/code_map.h"
 #include "coreclr/event_pipe.h"
@@ -74,6 +75,10 @@ class ClrRuntime final : public runtime::Runtime {
   uint64_t alloc_sample_bytes() const override { return alloc_sampled_ ? event_pipe::kAllocationSamplingMean : 0; }
   std::vector<runtime::OsThread> os_threads() const override;
   void take_new_counters(std::vector<runtime::Counter>& out) override;
+  bool heapshots_available() const override { return true; }  // taken when an option asked at start
+  std::string heapshot_refusal() const override { return heapshots_.refusal(); }
+  uint64_t request_heapshot() override { return heapshots_.request(); }
+  uint64_t heapshots_done() const override { return heapshots_.done(); }
   bool read_counter(const runtime::Counter& counter, uint64_t& bits) override;
 
   // ---- the callbacks (profiler.cpp forwards the runtime's calls here once installed)
@@ -118,6 +123,14 @@ class ClrRuntime final : public runtime::Runtime {
   bool use_cached_code(FunctionID function);
   // Whether `calls` hooks `function`: every method, or those the callspec includes (decided once).
   bool hooked(FunctionID function);
+  // A heapshot's collection (clr_heapshot.h): its roots and surviving objects.
+  HRESULT object_references(ObjectID object, ClassID klass, ULONG count, const ObjectID* refs) {
+    return heapshots_.object_references(object, klass, count, refs);
+  }
+  void root_references(ULONG count, const ObjectID* objects, const GcRootKind* kinds, const GcRootFlags* flags,
+                       const UINT_PTR* ids) {
+    heapshots_.root_references(count, objects, kinds, flags, ids);
+  }
 
   // The one runtime of the process (set by the entry point before install; null before).
   static ClrRuntime* instance() { return instance_.load(std::memory_order_acquire); }
@@ -152,7 +165,8 @@ class ClrRuntime final : public runtime::Runtime {
   static HRESULT innermost_frame(FunctionID function, UINT_PTR ip, COR_PRF_FRAME_INFO frame, ULONG32 context_size,
                                  BYTE* context, void* data);
   void ensure_class(ClassID klass);
-  void note_class(ClassID klass);  // ensure_class through a lossy cache of the classes seen
+  void note_class(ClassID klass);
+  void describe_class_in(ClassID klass, rt::ThreadLog& l);  // a heapshot's walk (clr_heapshot.h)  // ensure_class through a lossy cache of the classes seen
   bool start_event_pipe(uint64_t keywords, EVENTPIPE_SESSION& session, std::string& error);
   bool runtime_provider(EVENTPIPE_PROVIDER provider);
   void contention_started(const BYTE* data, ULONG size, DWORD version);
@@ -204,6 +218,7 @@ class ClrRuntime final : public runtime::Runtime {
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
   std::unordered_set<FunctionID> lock_functions_;  // the locks' own methods (Monitor, Lock): not sites
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
+  std::atomic<ModuleID> corelib_{0};     // the same, read without the lock (a heapshot's walk)
 
   // Threads: the runtime's ThreadID -> the file's thread id (pthread_self of the thread).
   struct ThreadState {
@@ -222,6 +237,11 @@ class ClrRuntime final : public runtime::Runtime {
   std::atomic<uint64_t> counts_[kCounterCount] = {};
   bool counters_given_ = false;
   std::atomic<uint64_t> suspend_start_ns_{0};
+
+  // Heapshots (clr_heapshot.h): COR_PRF_MONITOR_GC in the mask while heap_low_ has it.
+  ClrHeapshots heapshots_;
+  DWORD heap_low_ = 0;  // under control_mutex_
+  bool set_heap_monitoring(bool on);
 
   // The collection in progress (GarbageCollectionStarted .. Finished: one at a time).
   std::atomic<uint8_t> gc_generation_{0};

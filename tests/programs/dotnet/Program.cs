@@ -47,6 +47,7 @@ namespace MlpdTests
                     crasher.Join();
                     return 0;
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
+                case "heap": return Heap.Run(args.Length > 1 ? int.Parse(args[1]) : 1000, args.Length > 2 ? int.Parse(args[2]) : 0);
                 case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
                 case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
                 case "server": return Server.Run(args.Length > 1 ? int.Parse(args[1]) : 18080);
@@ -157,6 +158,119 @@ namespace MlpdTests
             Console.Out.Flush();
             Console.ReadLine();
             return 5;
+        }
+    }
+
+    // Known live objects for the heapshot tests (dotnet_heapshot): N HeapA held by a static array, N
+    // HeapB in a cycle held only by a strong GC handle, N HeapC held by an array in a local of Run,
+    // HeapF objects kept only by the finalizer queue (their finalizers wait behind a blocked finalizer
+    // thread), and FILLER extra MB of byte arrays (a larger heap for the pause comparison). Prints each
+    // type's size (measured as the bytes allocated per object), then "ready", then answers stdin: "gap"
+    // prints the longest stall a ticking thread saw since the last "gap" (the pause a heapshot costs the
+    // program), "quit" ends the program (exit 7).
+    public sealed class HeapA { public long X; public HeapA Next; }
+    public sealed class HeapB { public HeapB Next; public int I; }
+    public sealed class HeapC { public long A, B, C, D; }
+    public sealed class HeapF
+    {
+        public long Id;
+        ~HeapF() { Heap.FinalizedF++; }
+    }
+    public sealed class HeapBlocker
+    {
+        ~HeapBlocker() { Heap.BlockerRunning.Set(); Heap.Release.Wait(); }
+    }
+
+    public static class Heap
+    {
+        public static HeapA[] StaticAs;
+        public static volatile int FinalizedF;
+        public static readonly ManualResetEventSlim BlockerRunning = new ManualResetEventSlim(false);
+        public static readonly ManualResetEventSlim Release = new ManualResetEventSlim(false);
+        static long maxGapTicks;
+        static byte[][] filler;
+
+        static long PerObject<T>(Func<T> make, int n, T[] into)
+        {
+            make();  // the first one outside the measure (type loading)
+            long before = GC.GetAllocatedBytesForCurrentThread();
+            for (int i = 0; i < n; i++) into[i] = make();
+            return (GC.GetAllocatedBytesForCurrentThread() - before) / n;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void MakeUnreachableF(int count)
+        {
+            for (int i = 0; i < count; i++) new HeapF { Id = i };
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void MakeBlocker() { new HeapBlocker(); }
+
+        // Everything but the HeapC array, made in a frame of its own so that no local of Run holds it.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static System.Runtime.InteropServices.GCHandle Setup(int n, int fillerMb, HeapC[] Cs, long[] sizes)
+        {
+            var As = new HeapA[n];
+            var Bs = new HeapB[n];
+            sizes[0] = PerObject(() => new HeapA(), n, As);
+            sizes[1] = PerObject(() => new HeapB(), n, Bs);
+            sizes[2] = PerObject(() => new HeapC(), n, Cs);
+            for (int i = 0; i < n; i++) { As[i].X = i; Bs[i].Next = Bs[(i + 1) % n]; Bs[i].I = i; }
+            StaticAs = As;
+            filler = new byte[fillerMb * 16][];
+            for (int i = 0; i < filler.Length; i++) filler[i] = new byte[65536 - 64];
+            MakeUnreachableF(3);
+            return System.Runtime.InteropServices.GCHandle.Alloc(Bs[0]);
+        }
+
+        public static int Run(int n, int fillerMb)
+        {
+            // The finalizer thread blocked first, so the HeapF objects stay in its queue.
+            MakeBlocker();
+            GC.Collect();
+            BlockerRunning.Wait();
+            var Cs = new HeapC[n];
+            var sizes = new long[3];
+            var handle = Setup(n, fillerMb, Cs, sizes);
+            long sizeA = sizes[0], sizeB = sizes[1], sizeC = sizes[2];
+            GC.Collect();
+            GC.Collect();
+            var ticker = new Thread(() =>
+            {
+                var watch = System.Diagnostics.Stopwatch.StartNew();
+                long last = watch.ElapsedTicks;
+                while (true)
+                {
+                    Thread.Sleep(1);
+                    long now = watch.ElapsedTicks;
+                    long gap = now - last;
+                    last = now;
+                    long seen = Interlocked.Read(ref maxGapTicks);
+                    if (gap > seen) Interlocked.CompareExchange(ref maxGapTicks, gap, seen);
+                }
+            }) { IsBackground = true };
+            ticker.Start();
+            Console.WriteLine("size MlpdTests.HeapA " + sizeA);
+            Console.WriteLine("size MlpdTests.HeapB " + sizeB);
+            Console.WriteLine("size MlpdTests.HeapC " + sizeC);
+            Console.WriteLine("ready " + Environment.ProcessId);
+            Console.Out.Flush();
+            string line;
+            while ((line = Console.ReadLine()) != null && line != "quit")
+            {
+                if (line == "gap")
+                {
+                    long ticks = Interlocked.Exchange(ref maxGapTicks, 0);
+                    Console.WriteLine("gap_us " + ticks * 1000000 / System.Diagnostics.Stopwatch.Frequency);
+                    Console.Out.Flush();
+                }
+            }
+            GC.KeepAlive(Cs);
+            GC.KeepAlive(filler);
+            handle.Free();
+            Release.Set();
+            return 7;
         }
     }
 

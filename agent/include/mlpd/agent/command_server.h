@@ -42,6 +42,8 @@ struct CommandHandlers {
   // Either null: `ERR heapshot: not available in this build`.
   std::function<uint64_t()> request_heapshot;
   std::function<uint64_t()> heapshots_done;
+  // Why `request_heapshot` refused while profiling runs ("": profiling has stopped); may be null.
+  std::function<std::string()> heapshot_refusal;
   // The statistics line after "OK " (key=value pairs).
   std::function<std::string()> stats;
   // The event mask (format::MASK_*), read and changed at run time.

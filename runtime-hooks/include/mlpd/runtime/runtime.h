@@ -237,6 +237,9 @@ class Runtime {
   virtual bool heapshots_available() const { return false; }
   virtual uint64_t request_heapshot() { return 0; }
   virtual uint64_t heapshots_done() const { return 0; }
+  // Why request_heapshot() returned 0 while profiling runs (a runtime that takes heapshots only when
+  // an option asked for them at start); "" when profiling has stopped.
+  virtual std::string heapshot_refusal() const { return {}; }
 
   // -- the helper thread's rounds
   // Each round, before the buffers are written: completed samples (and the native names they need)
