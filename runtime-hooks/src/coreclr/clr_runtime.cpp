@@ -135,9 +135,13 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   late_ = config.late;
   // A later attach's file starts with one body per method described before (the agent's seed): every
   // body is described again at the catch-up (tier 0, tier 1 and OSR bodies of one method).
+  // The classes a heapshot described in its walk's own buffer are not in that seed either: described
+  // again when next used.
   if (config.late) {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     bodies_.clear();
+    for (ClassID k : classes_in_logs_) classes_.erase(k);
+    classes_in_logs_.clear();
   }
   // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
   // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
@@ -1039,7 +1043,7 @@ void ClrRuntime::describe_class_in(ClassID klass, rt::ThreadLog& l) {
   rt::write_class_load(l, now, klass, module, name.data(), name.size());
   rt::write_vtable_load(l, now, klass, 0, klass);
   std::unique_lock<std::mutex> lock(meta_mutex_, std::try_to_lock);
-  if (lock.owns_lock()) classes_.insert(klass);
+  if (lock.owns_lock() && classes_.insert(klass).second) classes_in_logs_.insert(klass);
 }
 
 void ClrRuntime::object_allocated(ObjectID object, ClassID klass) {

@@ -216,6 +216,7 @@ class ClrRuntime final : public runtime::Runtime {
   CodeMap code_map_;  // every body described, for backtraces
   std::unordered_set<FunctionID> without_code_;  // named before the runtime published its code
   std::unordered_set<ClassID> classes_;  // described as class and vtable (one ClassID is both)
+  std::unordered_set<ClassID> classes_in_logs_;  // of those, described in a heapshot walk's buffer
   std::unordered_set<FunctionID> lock_functions_;  // the locks' own methods (Monitor, Lock): not sites
   ModuleID first_module_ = 0;            // System.Private.CoreLib: the image of what names none
   std::atomic<ModuleID> corelib_{0};     // the same, read without the lock (a heapshot's walk)

@@ -3,8 +3,9 @@
 left as it was.
 
 - attach_service (two worker threads req-0/req-1 in AttachHot.Spin, a growing list, a ticker that
-  measures its longest gap): attach `sample,gc,exception,port=0` while it runs; the samples name
-  AttachHot:Spin and both worker threads by name; detach: no thread of ours left (mlpd-helper,
+  measures its longest gap): attach `sample,gc,exception,heapshot=ondemand,port=0` while it runs; the
+  samples name AttachHot:Spin and both worker threads by name; a heapshot over the command port counts
+  the AttachGrowing nodes; detach: no thread of ours left (mlpd-helper,
   mlpd-ctimer, mlpd-control, ...), the command port closed; attach again with other options, detach;
   the program then finishes by itself with its own output ("done ...") and exit status 7; both files
   pass verify --strict and Mono's mprof-report reads them;
@@ -13,8 +14,8 @@ left as it was.
   .NET process without a diagnostics socket (DOTNET_EnableDiagnostics=0), a process profiled already
   (started with the profiler), another user's process (root and setpriv only), detach of a process
   with no attached agent.
-Prints the figures: `mlpd attach` to the first sample, the target's longest pause over attach, detach,
-attach, detach.
+Prints the figures: `mlpd attach` to the first sample, the target's longest pause over attach, heapshot,
+detach, attach, detach.
 """
 import glob
 import os
@@ -134,7 +135,7 @@ def check_session(path, what, share=0.5):
 def main_scenario():
     p = start(9)
     began = time.time()
-    a = attach(p.pid, "sample,gc,exception,port=0")
+    a = attach(p.pid, "sample,gc,exception,heapshot=ondemand,port=0")
     t.check(a.returncode == 0, f"attach: exit {a.returncode}: {a.stdout} {a.stderr}")
     path = out_file(a)
     t.check(path and path.startswith(WORK), f"attach: output file {path!r} (default name in the caller's directory)")
@@ -144,6 +145,9 @@ def main_scenario():
     again = attach(p.pid, "sample")
     t.check(again.returncode != 0 and "profiled already" in again.stderr, f"second attach: {again.returncode} {again.stderr!r}")
     time.sleep(1.5)
+    if port:  # a heapshot over the command port while attached (the runtime's collection, forced)
+        h = t.run([t.MLPD, "heapshot", "--port", port.group(1)], timeout=60)
+        t.check(h.returncode == 0 and h.stdout.startswith("OK heapshot"), f"heapshot over the port: {h.stdout!r} {h.stderr!r}")
     dt = detach(p.pid)
     t.check(dt.returncode == 0 and "detached" in dt.stdout, f"detach: exit {dt.returncode}: {dt.stdout} {dt.stderr}")
     nothing_of_ours_left(p.pid, "first detach")
@@ -171,6 +175,18 @@ def main_scenario():
     gap = re.search(r"longest gap (\d+) ms", out)
     if path:
         hot, total, _ = check_session(path, "first session")
+        # The heapshot: the workers' AttachGrowing nodes, held by the static list, counted.
+        import json
+        hs = t.run([t.MLPD, "heapshots", "--json", path], timeout=300)
+        grown = 0
+        for line in hs.stdout.splitlines():  # one JSON object per heapshot
+            try:
+                shot = json.loads(line)
+            except ValueError:
+                continue
+            grown = max(grown, sum(c.get("objects", 0) for c in shot.get("classes", [])
+                                   if c.get("name") == "MlpdTests.AttachGrowing"))
+        t.check(grown > 10, f"heapshot after attach: {grown} AttachGrowing objects: {hs.stdout[:300]} {hs.stderr[:200]}")
         ms = first_sample_ms(path, began)
         print(f"figure: attach to first sample {ms:.0f} ms; {hot} of {total} hits in AttachHot:Spin" if ms is not None
               else "figure: no sample", flush=True)
@@ -184,7 +200,7 @@ def main_scenario():
                      if ty["name"] in ("MlpdTests.AttachGrowing", "byte[]") and ty["objects"] > 0]
             t.check(grown, f"second session: no sampled allocations of the program's loop: "
                            f"{samples.get('alloc', {}).get('types', [])[:4]}")
-    print(f"figure: target's longest pause over attach, detach, attach, detach: {gap.group(1) if gap else '?'} ms",
+    print(f"figure: target's longest pause over attach, heapshot, detach, attach, detach: {gap.group(1) if gap else '?'} ms",
           flush=True)
 
 
