@@ -229,14 +229,62 @@ void diff_json(OutBuffer& out, const HeapshotDiff& d, bool all, uint64_t top) {
 
 }  // namespace
 
-int cmd_heapshots(int argc, char** argv) {
+// Each file's heapshots (the problems met printed); false when a file cannot be opened (said).
+bool collect_heapshots(const std::vector<std::string>& files, unsigned jobs, HeapshotCollector* collectors, int& status) {
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f];
+    struct stat st {};
+    if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
+      return false;
+    }
+    std::string open_error;
+    std::unique_ptr<Input> input = Input::open(path, open_error);
+    if (!input) {
+      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
+      return false;
+    }
+    HeapshotCollector& collector = collectors[f];
+    decode_heapshots(*input, collector, read_options(), jobs);
+    collector.finish();
+    for (const Problem& p : collector.problems())
+      std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
+    if (!collector.problems().empty()) status = 1;
+  }
+  return true;
+}
+
+// --diff A B: both heapshots exist (A in the first file, B in the second when there are two); false
+// after saying which does not.
+bool diff_indices_ok(const std::vector<std::string>& files, const HeapshotCollector* collectors, uint64_t from,
+                     uint64_t to) {
+  const bool two_files = files.size() == 2;
+  for (const size_t which : {0, 1}) {
+    const uint64_t ix = which ? to : from;
+    const size_t f = two_files ? which : 0;
+    const std::vector<HeapshotSummary>& in = collectors[f].heapshots();
+    if (ix < in.size()) continue;
+    if (in.empty())
+      std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has no heapshots\n", kCmd,
+                   static_cast<unsigned long long>(ix), files[f].c_str());
+    else
+      std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has %zu (0..%zu)\n", kCmd,
+                   static_cast<unsigned long long>(ix), files[f].c_str(), in.size(), in.size() - 1);
+    return false;
+  }
+  return true;
+}
+
+// What `mlpd heapshots` takes (its options fill these).
+struct HeapshotsArgs {
   bool diff = false, have_top = false;
   uint64_t diff_from = 0, diff_to = 0, top = UINT64_MAX;
   RetainedRequest rq;
   bool have_paths = false, have_max = false, have_depth = false;
   bool json = false, all = false, retained = false, dominators = false, suspects = false;
   unsigned jobs = default_jobs();
-  std::vector<std::string> files;
+
+  std::vector<Option> options() {
   // The options with values take --NAME VALUE or --NAME=VALUE (--diff: two values); a missing value
   // is their own error ("--max needs one number of paths"), as is an option given twice.
   auto valued = [](const char* name, std::function<std::string(const std::string&)> take) {
@@ -246,16 +294,14 @@ int cmd_heapshots(int argc, char** argv) {
   };
   Option diff_option{"--diff", nullptr, nullptr, {}, false};
   diff_option.missing_empty = true;
-  diff_option.take2 = [&](const std::string& a, const std::string& b) -> std::string {
+  diff_option.take2 = [this](const std::string& a, const std::string& b) -> std::string {
     if (diff) return "--diff given twice";
     if (a.empty() || b.empty() || !parse_index(a.c_str(), diff_from) || !parse_index(b.c_str(), diff_to))
       return "--diff needs two heapshot indices (0, 1, ...)";
     diff = true;
     return {};
   };
-  const int rc = parse_command(
-      argc, argv, kCmd, kHelp,
-      {{"--json", nullptr, &json},
+    return {{"--json", nullptr, &json},
        jobs_option(jobs),
        {"--all", nullptr, &all},
        {"--retained", nullptr, &retained},
@@ -263,14 +309,14 @@ int cmd_heapshots(int argc, char** argv) {
        {"--suspects", nullptr, &suspects},
        diff_option,
        valued("--heapshot",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (rq.have_heapshot) return "--heapshot given twice";
                 if (!parse_index(v.c_str(), rq.heapshot)) return "--heapshot needs a heapshot index (0, 1, ...)";
                 rq.have_heapshot = true;
                 return {};
               }),
        valued("--paths",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (have_paths) return "--paths given twice";
                 if (v.empty()) return "--paths needs a class name";
                 rq.paths_class = v;
@@ -278,34 +324,46 @@ int cmd_heapshots(int argc, char** argv) {
                 return {};
               }),
        valued("--max",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (have_max || !parse_index(v.c_str(), rq.max)) return "--max needs one number of paths";
                 have_max = true;
                 return {};
               }),
        valued("--depth",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (have_depth || !parse_index(v.c_str(), rq.depth) || rq.depth == 0)
                   return "--depth needs one number of levels (1, 2, ...)";
                 have_depth = true;
                 return {};
               }),
        valued("--min-bytes",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (rq.have_min_bytes || !parse_size(v, rq.min_bytes))
                   return "--min-bytes needs one size (4096, 64K, 1M, ...)";
                 rq.have_min_bytes = true;
                 return {};
               }),
        valued("--top",
-              [&](const std::string& v) -> std::string {
+              [this](const std::string& v) -> std::string {
                 if (have_top) return "--top given twice";
                 if (!parse_index(v.c_str(), top)) return "--top needs a number of classes";
                 have_top = true;
                 return {};
-              })},
-      files);
+              })};
+  }
+};
+
+int cmd_heapshots(int argc, char** argv) {
+  HeapshotsArgs args;
+  std::vector<std::string> files;
+  const int rc = parse_command(argc, argv, kCmd, kHelp, args.options(), files);
   if (rc >= 0) return rc;
+  const bool diff = args.diff, have_paths = args.have_paths, have_max = args.have_max, have_depth = args.have_depth;
+  const bool json = args.json, all = args.all, retained = args.retained, dominators = args.dominators;
+  const bool suspects = args.suspects;
+  const uint64_t diff_from = args.diff_from, diff_to = args.diff_to, top = args.top;
+  const unsigned jobs = args.jobs;
+  RetainedRequest& rq = args.rq;
   if (files.empty()) return usage_error("no FILE given");
   const int views = int{retained && !diff} + int{dominators} + int{have_paths} + int{suspects} + int{diff};
   if (views > 1) return usage_error("--retained, --dominators, --paths, --suspects and --diff go one at a time (--diff A B --retained is one)");
@@ -338,44 +396,11 @@ int cmd_heapshots(int argc, char** argv) {
   // With --diff A B FILE1 FILE2, A is a heapshot of FILE1 and B one of FILE2.
   HeapshotCollector collectors[2];
   int status = 0;
-  for (size_t f = 0; f < files.size(); ++f) {
-    const std::string& path = files[f];
-    struct stat st {};
-    if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), std::strerror(EISDIR));
-      return 1;
-    }
-    std::string open_error;
-    std::unique_ptr<Input> input = Input::open(path, open_error);
-    if (!input) {
-      std::fprintf(stderr, "mlpd %s: cannot open '%s': %s\n", kCmd, path.c_str(), open_error.c_str());
-      return 1;
-    }
-    HeapshotCollector& collector = collectors[f];
-    decode_heapshots(*input, collector, read_options(), jobs);
-    collector.finish();
-    for (const Problem& p : collector.problems())
-      std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), where(p).c_str(), p.message.c_str());
-    if (!collector.problems().empty()) status = 1;
-  }
+  if (!collect_heapshots(files, jobs, collectors, status)) return 1;
   const std::string& path = files[0];
   const std::vector<HeapshotSummary>& shots = collectors[0].heapshots();
   const bool two_files = files.size() == 2;
-  if (diff) {
-    for (const size_t which : {0, 1}) {
-      const uint64_t ix = which ? diff_to : diff_from;
-      const size_t f = two_files ? which : 0;
-      const std::vector<HeapshotSummary>& in = collectors[f].heapshots();
-      if (ix < in.size()) continue;
-      if (in.empty())
-        std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has no heapshots\n", kCmd,
-                     static_cast<unsigned long long>(ix), files[f].c_str());
-      else
-        std::fprintf(stderr, "mlpd %s: no heapshot %llu: '%s' has %zu (0..%zu)\n", kCmd,
-                     static_cast<unsigned long long>(ix), files[f].c_str(), in.size(), in.size() - 1);
-      return 2;
-    }
-  }
+  if (diff && !diff_indices_ok(files, collectors, diff_from, diff_to)) return 2;
 
   OutBuffer out(stdout);
   if (diff) {
