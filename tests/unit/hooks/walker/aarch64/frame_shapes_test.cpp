@@ -180,9 +180,11 @@ TEST_CASE("aarch64 caller_frame: one frame up through the frame record", "[walke
 #include "mono/v6_8/layouts.h"
 
 namespace {
+// (fp_here written after the call, so that the call is no tail call: the context is this frame's.)
 __attribute__((noinline)) int call_getcontext(unw_context_t* uc, uint64_t& fp_here) {
+  const int r = mlpd_aarch64_getcontext(uc);
   fp_here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
-  return mlpd_aarch64_getcontext(uc);
+  return r;
 }
 }  // namespace
 
