@@ -1,7 +1,7 @@
 #include "push_sender.h"
 
 #if MLPD_PUSH_CURL
-#include <curl/curl.h>
+#include "mlpd/curl_api.h"
 #endif
 #include <signal.h>
 #include <time.h>
@@ -17,77 +17,14 @@ namespace mlpd::agent {
 #if MLPD_PUSH_CURL
 namespace {
 
-// libcurl, loaded when push= is given (dlopen): a program profiled without push= does not get
-// libcurl and its TLS library mapped into it. Its functions, resolved once.
-struct Curl {
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_multi_init) multi_init = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_mime_init) mime_init = nullptr;
-  decltype(&::curl_mime_addpart) mime_addpart = nullptr;
-  decltype(&::curl_mime_name) mime_name = nullptr;
-  decltype(&::curl_mime_filename) mime_filename = nullptr;
-  decltype(&::curl_mime_type) mime_type = nullptr;
-  decltype(&::curl_mime_data) mime_data = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_multi_add_handle) multi_add_handle = nullptr;
-  decltype(&::curl_multi_perform) multi_perform = nullptr;
-  decltype(&::curl_multi_info_read) multi_info_read = nullptr;
-  decltype(&::curl_multi_poll) multi_poll = nullptr;
-  decltype(&::curl_multi_remove_handle) multi_remove_handle = nullptr;
-  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
-  decltype(&::curl_mime_free) mime_free = nullptr;
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_multi_wakeup) multi_wakeup = nullptr;
-};
-Curl g_curl;
+// libcurl, loaded when push= is given (mlpd/curl_api.h): a program profiled without push= does not
+// get libcurl and its TLS library mapped into it. Its functions, resolved once.
+curl_api::Curl g_curl;
 
 bool load_curl(std::string& error) {
   static bool loaded = false;
   if (loaded) return true;
-  // OpenSSL's flavour, else GnuTLS's (the same API; Debian installs one or the other).
-  void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    error = std::string("cannot load libcurl (libcurl.so.4; Debian: libcurl4): ") + dlerror();
-    return false;
-  }
-  Curl c;
-  auto load = [h](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    return fn != nullptr;
-  };
-  if (!(
-      load(c.global_init, "curl_global_init") &&
-      load(c.multi_init, "curl_multi_init") &&
-      load(c.easy_init, "curl_easy_init") &&
-      load(c.easy_setopt, "curl_easy_setopt") &&
-      load(c.mime_init, "curl_mime_init") &&
-      load(c.mime_addpart, "curl_mime_addpart") &&
-      load(c.mime_name, "curl_mime_name") &&
-      load(c.mime_filename, "curl_mime_filename") &&
-      load(c.mime_type, "curl_mime_type") &&
-      load(c.mime_data, "curl_mime_data") &&
-      load(c.slist_append, "curl_slist_append") &&
-      load(c.multi_add_handle, "curl_multi_add_handle") &&
-      load(c.multi_perform, "curl_multi_perform") &&
-      load(c.multi_info_read, "curl_multi_info_read") &&
-      load(c.multi_poll, "curl_multi_poll") &&
-      load(c.multi_remove_handle, "curl_multi_remove_handle") &&
-      load(c.easy_getinfo, "curl_easy_getinfo") &&
-      load(c.easy_strerror, "curl_easy_strerror") &&
-      load(c.slist_free_all, "curl_slist_free_all") &&
-      load(c.mime_free, "curl_mime_free") &&
-      load(c.easy_cleanup, "curl_easy_cleanup") &&
-      load(c.multi_wakeup, "curl_multi_wakeup") &&
-        true)) {
-    error = "libcurl.so.4 is too old (7.68 or later is needed: curl_multi_wakeup)";
-    return false;  // kept loaded: harmless, and unloading a library others may use is not
-  }
-  g_curl = c;
+  if (!curl_api::load(g_curl, error)) return false;
   loaded = true;
   return true;
 }

@@ -1,5 +1,5 @@
-// mlpd attach PID [--for SECONDS] [OPTIONS] / mlpd detach PID: profiling a running Mono process
-// (docs/attach.md). The runtime's attach listener (Mono 6.8/6.12: started when the process gets
+// mlpd attach PID [--for SECONDS] [OPTIONS] / mlpd detach PID: profiling a running Mono or .NET process
+// (docs/attach.md). .NET: attach_dotnet.cpp. Mono: the runtime's attach listener (Mono 6.8/6.12: started when the process gets
 // SIGQUIT while /tmp/.mono_attach_pid<PID> exists; a Unix socket /tmp/mono-<user>/.mono-<PID> in a
 // 0700 directory of the process's user) loads our managed agent (LIBDIR/mlpd/MlpdAttach.dll), which
 // loads libmlpd.so from beside it and starts or stops the agent; its answer comes back in a file.
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "args.h"
+#include "attach_dotnet.h"
 #include "attach_proc.h"
 #include "commands.h"
 
@@ -48,8 +49,8 @@ void sleep_ms(int ms) {
   nanosleep(&t, nullptr);
 }
 
-// libmlpd.so and the managed agent: installed (BINDIR/../LIBDIR), else this build's.
-bool find_agent(std::string& lib, std::string& dll, std::string& why) {
+// libmlpd.so and (for Mono) the managed agent: installed (BINDIR/../LIBDIR), else this build's.
+bool find_agent(std::string& lib, std::string& dll, std::string& why, bool need_dll = true) {
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   std::vector<std::string> dirs;
@@ -64,9 +65,11 @@ bool find_agent(std::string& lib, std::string& dll, std::string& why) {
     char real[4096];
     if (!realpath(d.c_str(), real)) continue;
     const std::string l = std::string(real) + "/libmlpd.so", m = std::string(real) + "/mlpd/MlpdAttach.dll";
-    if (access(l.c_str(), R_OK) != 0 || access(m.c_str(), R_OK) != 0) continue;
+    if (access(l.c_str(), R_OK) != 0 || (need_dll && access(m.c_str(), R_OK) != 0)) continue;
     // Loaded into someone's process: neither may be writable by others (nor its directory).
-    for (const std::string& p : {l, m, std::string(real), std::string(real) + "/mlpd"}) {
+    std::vector<std::string> loaded = {l, std::string(real)};
+    if (need_dll) loaded.insert(loaded.end(), {m, std::string(real) + "/mlpd"});
+    for (const std::string& p : loaded) {
       struct stat st{};
       if (stat(p.c_str(), &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid())) {
         why = p + " is writable by others or owned by another user; not loading it into a process";
@@ -77,7 +80,8 @@ bool find_agent(std::string& lib, std::string& dll, std::string& why) {
     dll = m;
     return true;
   }
-  why = "cannot find libmlpd.so and mlpd/MlpdAttach.dll (installed beside mlpd's " MLPD_INSTALL_LIBDIR ")";
+  why = need_dll ? "cannot find libmlpd.so and mlpd/MlpdAttach.dll (installed beside mlpd's " MLPD_INSTALL_LIBDIR ")"
+                 : "cannot find libmlpd.so (installed beside mlpd's " MLPD_INSTALL_LIBDIR ")";
   return false;
 }
 
@@ -123,10 +127,6 @@ bool check_target(long pid, Target& t, std::string& why) {
   t.uid = st.st_uid;
   if (geteuid() != 0 && geteuid() != st.st_uid) {
     why = "process " + std::to_string(pid) + " belongs to another user; only its user or root can attach";
-    return false;
-  }
-  if (!is_mono(pid)) {
-    why = "process " + std::to_string(pid) + " is not a Mono process";
     return false;
   }
   passwd pw{};
@@ -277,6 +277,15 @@ int run_command(long pid, const std::string& command, std::string* answer_out = 
   std::string why;
   if (!check_target(pid, t, why)) return fail(why);
   const bool attach = command.rfind("attach", 0) == 0;
+  if (attach_dotnet::is_coreclr(pid)) {
+    if (attach && profiled(pid)) return fail("process " + std::to_string(pid) + " is being profiled already");
+    if (!attach && !profiled(pid)) return fail("process " + std::to_string(pid) + " is not being profiled");
+    if (!attach) return attach_dotnet::detach(pid, answer_out);
+    std::string lib, dll;
+    if (!find_agent(lib, dll, why, false)) return fail(why);
+    return attach_dotnet::attach(pid, t.uid, lib, command.substr(std::min<size_t>(command.size(), 7)), answer_out);
+  }
+  if (!is_mono(pid)) return fail("process " + std::to_string(pid) + " is neither a Mono nor a .NET (CoreCLR) process");
   if (attach && attach_disabled(pid)) return fail("process " + std::to_string(pid) + " runs with --attach=disable");
   if (attach && profiled(pid)) return fail("process " + std::to_string(pid) + " is being profiled already");
   if (!attach && !profiled(pid)) return fail("process " + std::to_string(pid) + " is not being profiled");
@@ -400,9 +409,10 @@ bool parse_pid(const char* s, long& pid) {
 
 const char kAttachHelp[] =
     "usage: mlpd attach PID [--for SECONDS] [OPTIONS]\n"
-    "  Loads the agent into the running Mono process PID and starts profiling with OPTIONS\n"
+    "  Loads the agent into the running Mono or .NET process PID and starts profiling with OPTIONS\n"
     "  (MLPD_OPTIONS syntax; output= defaults to mlpd.PID.TIME.mlpd here). With --for, waits\n"
-    "  SECONDS, detaches and verifies the file. Not after attach: alloc, alloc-sample, calls\n"
+    "  SECONDS, detaches and verifies the file. Not after attach: calls and exact allocations on\n"
+    "  .NET; alloc and alloc-sample on Mono, where calls covers only code compiled after it\n"
     "  (docs/attach.md).\n";
 
 int cmd_attach(int argc, char** argv) {

@@ -149,6 +149,106 @@ const ExporterEntry* by_extension(std::string_view out) {
   return best;
 }
 
+// The exporter --format names, else the one OUT's ending names; null with the usage error in `why`.
+const ExporterEntry* choose_exporter(const std::string& format, const std::string& out_path, std::string& why) {
+  if (!format.empty()) {
+    if (const ExporterEntry* e = by_name(format)) return e;
+    std::string names;
+    for (const ExporterEntry& e : kExporters) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    why = "unknown --format '" + format + "' (" + names + ")";
+    return nullptr;
+  }
+  if (out_path.empty()) {
+    why = "give --format F or -o OUT";
+    return nullptr;
+  }
+  if (const ExporterEntry* e = by_extension(out_path)) return e;
+  why = "cannot tell the format from '" + out_path + "'; give --format";
+  return nullptr;
+}
+
+// The refusal of an export estimated above --max-output: what it would be, and the formats that fit.
+void refuse_too_large(const std::string& file, const ExporterEntry* entry, const views::ExportOptions& o,
+                      profile::What what, const profile::Profile& p, uint64_t estimate, uint64_t max_output) {
+  std::string fit;
+  for (const ExporterEntry& e : kExporters) {
+    if (&e == entry) continue;
+    views::ExportOptions eo = o;
+    eo.what = what;
+    eo.what_given = true;
+    auto other = e.make(eo);
+    if (other->listener()) continue;  // needs the events of the pass: not estimated here
+    const uint64_t size = other->estimate(p);
+    if (size <= max_output) fit += (fit.empty() ? "" : ", ") + std::string(e.name) + " (about " + size_h(size) + ")";
+  }
+  std::fprintf(stderr,
+               "mlpd export: %s: the %s export would be about %s, above --max-output %s: nothing written; %s%s\n",
+               file.c_str(), entry->name, size_h(estimate).c_str(), size_h(max_output).c_str(),
+               fit.empty() ? "no other format fits either; " : ("formats that fit: " + fit + "; ").c_str(),
+               "--max-output SIZE raises the limit, --from/--to narrow the time");
+}
+
+// Where the export goes: standard output; a special file (/dev/null, a FIFO, a terminal) written in
+// place (renaming over it would replace it); else a temporary name in OUT's directory, renamed to OUT
+// once complete and removed on any failure.
+struct OutputTarget {
+  std::FILE* file = stdout;
+  std::string path, tmp_path;
+  bool special = false;
+
+  bool open(const std::string& out_path) {
+    path = out_path;
+    if (out_path.empty() || out_path == "-") return true;
+    struct stat existing{};
+    special = ::stat(out_path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode);
+    if (special) {
+      file = std::fopen(out_path.c_str(), "wb");
+      if (!file) return cannot_write();
+      return true;
+    }
+    const size_t slash = out_path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? std::string() : out_path.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? out_path : out_path.substr(slash + 1);
+    tmp_path = dir + "." + base + ".partial-XXXXXX";
+    const int fd = ::mkostemp(tmp_path.data(), O_CLOEXEC);
+    if (fd < 0 || !(file = ::fdopen(fd, "wb"))) {
+      file = nullptr;
+      const int saved = errno;
+      if (fd >= 0) {
+        ::close(fd);
+        ::unlink(tmp_path.c_str());
+      }
+      errno = saved;
+      return cannot_write();
+    }
+    ::fchmod(fd, 0666 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
+    return true;
+  }
+  bool cannot_write() const {
+    std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  // Flushed and closed (a file renamed into place when `ok`, removed when not); `ok` and `error` updated.
+  void close(bool& ok, std::string& error) {
+    if (file == stdout) {
+      if (std::fflush(stdout) != 0 && ok) {
+        ok = false;
+        error = "write error";
+      }
+      return;
+    }
+    if (std::fflush(file) != 0 || std::fclose(file) != 0) {
+      if (ok) error = std::string("write error: ") + std::strerror(errno);
+      ok = false;
+    }
+    if (!special && ok && std::rename(tmp_path.c_str(), path.c_str()) != 0) {
+      error = "cannot rename " + tmp_path + " to " + path + ": " + std::strerror(errno);
+      ok = false;
+    }
+    if (!special && !ok) ::unlink(tmp_path.c_str());
+  }
+};
+
 }  // namespace
 
 int cmd_export(int argc, char** argv) {
@@ -187,20 +287,9 @@ int cmd_export(int argc, char** argv) {
   if (rc >= 0) return rc;
   if (files.empty()) return usage_error("no FILE given");
   const std::string file = files[0];
-  const ExporterEntry* entry = nullptr;
-  if (!format.empty()) {
-    entry = by_name(format);
-    if (!entry) {
-      std::string names;
-      for (const ExporterEntry& e : kExporters) names += (names.empty() ? "" : ", ") + std::string(e.name);
-      return usage_error("unknown --format '" + format + "' (" + names + ")");
-    }
-  } else if (!out_path.empty()) {
-    entry = by_extension(out_path);
-    if (!entry) return usage_error("cannot tell the format from '" + out_path + "'; give --format");
-  } else {
-    return usage_error("give --format F or -o OUT");
-  }
+  std::string why;
+  const ExporterEntry* entry = choose_exporter(format, out_path, why);
+  if (!entry) return usage_error(why);
   o.input_name = file;
   std::unique_ptr<views::Exporter> exporter = entry->make(o);
   profile::Profile p;
@@ -219,53 +308,12 @@ int cmd_export(int argc, char** argv) {
   // The size, before anything is written.
   const uint64_t estimate = exporter->estimate(p);
   if (max_output && estimate > max_output) {
-    std::string fit;
-    for (const ExporterEntry& e : kExporters) {
-      if (&e == entry) continue;
-      views::ExportOptions eo = o;
-      eo.what = what;
-      eo.what_given = true;
-      auto other = e.make(eo);
-      if (other->listener()) continue;  // needs the events of the pass: not estimated here
-      const uint64_t size = other->estimate(p);
-      if (size <= max_output) fit += (fit.empty() ? "" : ", ") + std::string(e.name) + " (about " + size_h(size) + ")";
-    }
-    std::fprintf(stderr,
-                 "mlpd export: %s: the %s export would be about %s, above --max-output %s: nothing written; %s%s\n",
-                 file.c_str(), entry->name, size_h(estimate).c_str(), size_h(max_output).c_str(),
-                 fit.empty() ? "no other format fits either; " : ("formats that fit: " + fit + "; ").c_str(),
-                 "--max-output SIZE raises the limit, --from/--to narrow the time");
+    refuse_too_large(file, entry, o, what, p, estimate, max_output);
     return 1;
   }
-  std::FILE* target = stdout;
-  std::string tmp_path;
-  struct stat existing{};
-  const bool special = !out_path.empty() && out_path != "-" && ::stat(out_path.c_str(), &existing) == 0 &&
-                       !S_ISREG(existing.st_mode);
-  if (special) {  // /dev/null, a FIFO, a terminal: written in place (renaming over it would replace it)
-    target = std::fopen(out_path.c_str(), "wb");
-    if (!target) {
-      std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
-      return 1;
-    }
-  } else if (!out_path.empty() && out_path != "-") {
-    // A temporary name in OUT's directory, renamed to OUT once complete; removed on any failure.
-    const size_t slash = out_path.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? std::string() : out_path.substr(0, slash + 1);
-    const std::string base = slash == std::string::npos ? out_path : out_path.substr(slash + 1);
-    tmp_path = dir + "." + base + ".partial-XXXXXX";
-    const int fd = ::mkostemp(tmp_path.data(), O_CLOEXEC);
-    if (fd < 0 || !(target = ::fdopen(fd, "wb"))) {
-      std::fprintf(stderr, "mlpd export: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
-      if (fd >= 0) {
-        ::close(fd);
-        ::unlink(tmp_path.c_str());
-      }
-      return 1;
-    }
-    ::fchmod(fd, 0666 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
-  }
-  Capped cap{target, max_output, 0, false};
+  OutputTarget target;
+  if (!target.open(out_path)) return 1;
+  Capped cap{target.file, max_output, 0, false};
   std::FILE* out = ::fopencookie(&cap, "wb", cookie_io_functions_t{nullptr, capped_write, nullptr, nullptr});
   std::string error;
   bool ok = out != nullptr;
@@ -278,22 +326,9 @@ int cmd_export(int argc, char** argv) {
   if (cap.over) {
     ok = false;
     error = "the output reached --max-output " + size_h(max_output) + " (estimated " + size_h(estimate) +
-            "): stopped" + (target != stdout ? ", nothing kept" : "") + "; --max-output SIZE raises the limit";
+            "): stopped" + (target.file != stdout ? ", nothing kept" : "") + "; --max-output SIZE raises the limit";
   }
-  if (target != stdout) {
-    if (std::fflush(target) != 0 || std::fclose(target) != 0) {
-      if (ok) error = std::string("write error: ") + std::strerror(errno);
-      ok = false;
-    }
-    if (!special && ok && std::rename(tmp_path.c_str(), out_path.c_str()) != 0) {
-      error = "cannot rename " + tmp_path + " to " + out_path + ": " + std::strerror(errno);
-      ok = false;
-    }
-    if (!special && !ok) ::unlink(tmp_path.c_str());
-  } else if (std::fflush(stdout) != 0 && ok) {
-    ok = false;
-    error = "write error";
-  }
+  target.close(ok, error);
   if (!ok) {
     std::fprintf(stderr, "mlpd export: %s\n", error.c_str());
     return 1;

@@ -16,7 +16,7 @@ int cmd_push(int, char**) {
 }
 }  // namespace mlpd::cli
 #else
-#include <curl/curl.h>
+#include "mlpd/curl_api.h"
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -76,68 +76,11 @@ const std::string kHelp =
 
 int usage_error(const std::string& m) { return cli::usage_error(kCmd, m); }
 
-// libcurl, loaded (dlopen) by this command only: the other commands do not map it and its TLS
-// library (6 MiB of resident memory at start, which the reader's memory budget would count).
-struct Curl {
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_easy_perform) easy_perform = nullptr;
-  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_easy_escape) easy_escape = nullptr;
-  decltype(&::curl_free) free = nullptr;
-  decltype(&::curl_mime_init) mime_init = nullptr;
-  decltype(&::curl_mime_addpart) mime_addpart = nullptr;
-  decltype(&::curl_mime_name) mime_name = nullptr;
-  decltype(&::curl_mime_filename) mime_filename = nullptr;
-  decltype(&::curl_mime_type) mime_type = nullptr;
-  decltype(&::curl_mime_data) mime_data = nullptr;
-  decltype(&::curl_mime_free) mime_free = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
-};
-Curl g_curl;
+// libcurl, loaded (mlpd/curl_api.h) by this command only: the other commands do not map it and its
+// TLS library (6 MiB of resident memory at start, which the reader's memory budget would count).
+curl_api::Curl g_curl;
 
-bool load_curl(std::string& error) {
-  void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);  // the same API, GnuTLS's flavour
-  if (!h) {
-    error = std::string("cannot load libcurl (libcurl.so.4; Debian: libcurl4): ") + dlerror();
-    return false;
-  }
-  Curl c;
-  auto load = [h](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    return fn != nullptr;
-  };
-  if (!(
-        load(c.global_init, "curl_global_init") &&
-        load(c.easy_init, "curl_easy_init") &&
-        load(c.easy_setopt, "curl_easy_setopt") &&
-        load(c.easy_cleanup, "curl_easy_cleanup") &&
-        load(c.easy_perform, "curl_easy_perform") &&
-        load(c.easy_getinfo, "curl_easy_getinfo") &&
-        load(c.easy_strerror, "curl_easy_strerror") &&
-        load(c.easy_escape, "curl_easy_escape") &&
-        load(c.free, "curl_free") &&
-        load(c.mime_init, "curl_mime_init") &&
-        load(c.mime_addpart, "curl_mime_addpart") &&
-        load(c.mime_name, "curl_mime_name") &&
-        load(c.mime_filename, "curl_mime_filename") &&
-        load(c.mime_type, "curl_mime_type") &&
-        load(c.mime_data, "curl_mime_data") &&
-        load(c.mime_free, "curl_mime_free") &&
-        load(c.slist_append, "curl_slist_append") &&
-        load(c.slist_free_all, "curl_slist_free_all") &&
-        true)) {
-    error = "libcurl.so.4 is too old (7.56 or later is needed: curl_mime)";
-    return false;
-  }
-  g_curl = c;
-  return true;
-}
+bool load_curl(std::string& error) { return curl_api::load(g_curl, error); }
 
 bool label_name_ok(std::string_view k) {
   if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
@@ -316,16 +259,88 @@ bool read_token(const std::string& path, std::string& token, std::string& error)
 
 }  // namespace
 
-int cmd_push(int argc, char** argv) {
+// Pyroscope's /ingest URL from what the user gave (http[s]://HOST[:PORT][/PATH], no query); "" with
+// the usage error in `why`.
+std::string ingest_url(std::string url, std::string& why) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+    why = "bad URL '" + url + "': expected http://HOST[:PORT][/PATH] or https://...";
+    return {};
+  }
+  const size_t host_at = url.find("://") + 3;
+  if (host_at >= url.size() || url[host_at] == '/' || url.find_first_of("?#", host_at) != std::string::npos) {
+    why = "bad URL '" + url + "': expected http://HOST[:PORT][/PATH] (no query)";
+    return {};
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url.size() >= 7 && url.compare(url.size() - 7, 7, "/ingest") == 0 ? url : url + "/ingest";
+}
+
+// The series a file's profiles go to: SERVICE{k=v,...}, the file's labels (service_name from the
+// program, pid, runtime) then --label's, which win.
+std::string series_name(const profile::Profile& p, const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<std::pair<std::string, std::string>> ls;
+  auto set = [&ls](const std::string& k, const std::string& v) {
+    for (auto& [lk, lv] : ls)
+      if (lk == k) {
+        lv = v;
+        return;
+      }
+    ls.emplace_back(k, v);
+  };
+  set("service_name", service_from(p.program()));
+  if (p.header().pid > 0) set("pid", std::to_string(p.header().pid));
+  if (const std::string r = runtime_of(p); !r.empty()) set("runtime", r);
+  for (const auto& [k, v] : labels) set(k, v);
+  std::string name, rest;
+  for (const auto& [k, v] : ls) {
+    if (k == "service_name") name = v;
+    else rest += (rest.empty() ? "" : ",") + k + "=" + v;
+  }
+  return name + "{" + rest + "}";
+}
+
+// The file's time in Unix seconds: from its first event to its last (at least one second).
+void file_span(const profile::Profile& p, uint64_t& from, uint64_t& until) {
+  const auto& h = p.header();
+  auto unix_s = [&](uint64_t when) -> uint64_t {
+    const int64_t rel = when >= h.startup_ns ? static_cast<int64_t>(when - h.startup_ns)
+                                             : -static_cast<int64_t>(h.startup_ns - when);
+    return static_cast<uint64_t>((static_cast<int64_t>(h.startup_ms) * 1000000 + rel) / 1000000000);
+  };
+  from = unix_s(p.first_time() ? p.first_time() : h.startup_ns);
+  until = unix_s(p.last_time() ? p.last_time() : h.startup_ns);
+  if (until <= from) until = from + 1;
+}
+
+// One kind of the file's profile as pprof bytes; false with `error`.
+bool pprof_body(const profile::Profile& p, profile::What what, const std::string& file, std::string& body,
+                std::string& error) {
+  views::ExportOptions eo;
+  eo.what = what;
+  eo.what_given = true;
+  eo.input_name = file;
+  auto exporter = views::make_pprof_exporter(eo);
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = ::open_memstream(&buf, &len);
+  bool ok = mem && exporter->write(p, mem, error);
+  if (mem && std::fclose(mem) != 0) ok = false;
+  body = ok && buf ? std::string(buf, len) : std::string();
+  std::free(buf);
+  if (!ok && error.empty()) error = "out of memory";
+  return ok;
+}
+
+// What `mlpd push` takes besides URL and FILEs.
+struct PushArgs {
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
   std::string token_file, tenant;
   long timeout_s = 30;
   unsigned jobs = default_jobs();
-  std::vector<std::string> args;
-  const int rc = parse_command(
-      argc, argv, kCmd, kHelp,
-      {{"--label", nullptr, nullptr,
-        [&](const std::string& v) {
+
+  std::vector<Option> options() {
+    return {{"--label", nullptr, nullptr,
+        [this](const std::string& v) {
           const size_t eq = v.find('=');
           if (eq == std::string::npos) return "bad --label '" + v + "': expected K=V";
           const std::string k = v.substr(0, eq), val = v.substr(eq + 1);
@@ -343,20 +358,20 @@ int cmd_push(int argc, char** argv) {
         },
         true},
        {"--token-file", nullptr, nullptr,
-        [&](const std::string& v) {
+        [this](const std::string& v) {
           token_file = v;
           return std::string();
         },
         true},
        {"--tenant", nullptr, nullptr,
-        [&](const std::string& v) {
+        [this](const std::string& v) {
           if (!label_value_ok(v)) return "bad --tenant '" + v + "'";
           tenant = v;
           return std::string();
         },
         true},
        {"--timeout", nullptr, nullptr,
-        [&](const std::string& v) {
+        [this](const std::string& v) {
           char* end = nullptr;
           errno = 0;
           const long s = std::strtol(v.c_str(), &end, 10);
@@ -366,27 +381,26 @@ int cmd_push(int argc, char** argv) {
           return std::string();
         },
         true},
-       jobs_option(jobs)},
-      args);
+       jobs_option(jobs)};
+  }
+};
+
+int cmd_push(int argc, char** argv) {
+  PushArgs a;
+  std::vector<std::string> args;
+  const int rc = parse_command(argc, argv, kCmd, kHelp, a.options(), args);
   if (rc >= 0) return rc;
   if (args.empty()) return usage_error("no URL given");
   if (args.size() < 2) return usage_error("no FILE given");
   Target t;
-  t.timeout_s = timeout_s;
-  t.tenant = tenant;
-  std::string url = args[0];
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return usage_error("bad URL '" + url + "': expected http://HOST[:PORT][/PATH] or https://...");
-  {
-    const size_t host_at = url.find("://") + 3;
-    if (host_at >= url.size() || url[host_at] == '/' || url.find_first_of("?#", host_at) != std::string::npos)
-      return usage_error("bad URL '" + url + "': expected http://HOST[:PORT][/PATH] (no query)");
-  }
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  t.ingest = url.size() >= 7 && url.compare(url.size() - 7, 7, "/ingest") == 0 ? url : url + "/ingest";
-  if (!token_file.empty()) {
+  t.timeout_s = a.timeout_s;
+  t.tenant = a.tenant;
+  std::string why;
+  t.ingest = ingest_url(args[0], why);
+  if (t.ingest.empty()) return usage_error(why);
+  if (!a.token_file.empty()) {
     std::string error;
-    if (!read_token(token_file, t.token, error)) {
+    if (!read_token(a.token_file, t.token, error)) {
       std::fprintf(stderr, "mlpd push: %s\n", error.c_str());
       return 2;
     }
@@ -412,7 +426,7 @@ int cmd_push(int argc, char** argv) {
     profile::Profile p;
     bool file_problems = false;
     profile::BuildOptions o;
-    o.jobs = jobs;
+    o.jobs = a.jobs;
     if (!load_profiles(kCmd, {file}, p, nullptr, o, file_problems)) {
       problems = true;
       continue;
@@ -423,65 +437,23 @@ int cmd_push(int argc, char** argv) {
       problems = true;
       continue;
     }
-    // The labels: the file's, then --label's (which win).
-    std::vector<std::pair<std::string, std::string>> ls;
-    auto set = [&ls](const std::string& k, const std::string& v) {
-      for (auto& [lk, lv] : ls)
-        if (lk == k) {
-          lv = v;
-          return;
-        }
-      ls.emplace_back(k, v);
-    };
-    set("service_name", service_from(p.program()));
-    if (p.header().pid > 0) set("pid", std::to_string(p.header().pid));
-    if (const std::string r = runtime_of(p); !r.empty()) set("runtime", r);
-    for (const auto& [k, v] : labels) set(k, v);
-    std::string name, rest;
-    for (const auto& [k, v] : ls) {
-      if (k == "service_name")
-        name = v;
-      else
-        rest += (rest.empty() ? "" : ",") + k + "=" + v;
-    }
-    name += "{" + rest + "}";
-    // The file's time, in Unix seconds: from its first event to its last (at least one second).
-    const auto& h = p.header();
-    auto unix_s = [&](uint64_t when) -> uint64_t {
-      const int64_t rel = when >= h.startup_ns ? static_cast<int64_t>(when - h.startup_ns)
-                                               : -static_cast<int64_t>(h.startup_ns - when);
-      return static_cast<uint64_t>((static_cast<int64_t>(h.startup_ms) * 1000000 + rel) / 1000000000);
-    };
-    const uint64_t from = unix_s(p.first_time() ? p.first_time() : h.startup_ns);
-    uint64_t until = unix_s(p.last_time() ? p.last_time() : h.startup_ns);
-    if (until <= from) until = from + 1;
+    const std::string name = series_name(p, a.labels);
+    uint64_t from = 0, until = 0;
+    file_span(p, from, until);
     bool any = false;
     for (const Kind& k : kKinds) {
       if (!p.has(k.what) || p.total(k.what) == 0) continue;
       any = true;
-      views::ExportOptions eo;
-      eo.what = k.what;
-      eo.what_given = true;
-      eo.input_name = file;
-      auto exporter = views::make_pprof_exporter(eo);
-      char* buf = nullptr;
-      size_t len = 0;
-      std::FILE* mem = ::open_memstream(&buf, &len);
-      std::string error;
-      bool ok = mem && exporter->write(p, mem, error);
-      if (mem && std::fclose(mem) != 0) ok = false;
-      std::string body = ok && buf ? std::string(buf, len) : std::string();
-      std::free(buf);
-      if (!ok) {
-        std::fprintf(stderr, "mlpd push: %s: %s: the pprof could not be made: %s\n", file.c_str(), k.name,
-                     error.empty() ? "out of memory" : error.c_str());
+      std::string body, error;
+      if (!pprof_body(p, k.what, file, body, error)) {
+        std::fprintf(stderr, "mlpd push: %s: %s: the pprof could not be made: %s\n", file.c_str(), k.name, error.c_str());
         return 1;
       }
       const std::string query = "name=" + url_encode(esc.get(), name) + "&from=" + std::to_string(from) +
                                 "&until=" + std::to_string(until) + "&format=pprof&spyName=mlpd";
-      if (const std::string why = post(t, query, body); !why.empty()) {
+      if (const std::string failed = post(t, query, body); !failed.empty()) {
         std::fprintf(stderr, "mlpd push: %s: %s profile to %s: %s (%zu profile%s sent before; nothing more sent)\n",
-                     file.c_str(), k.name, t.ingest.c_str(), why.c_str(), sent, sent == 1 ? "" : "s");
+                     file.c_str(), k.name, t.ingest.c_str(), failed.c_str(), sent, sent == 1 ? "" : "s");
         return 1;
       }
       ++sent;

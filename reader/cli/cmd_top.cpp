@@ -189,10 +189,242 @@ HeaderState read_entry(int fd, uint64_t size, Entry& e) {
   return HeaderState::ok;
 }
 
+
+// One run of `mlpd top` on an open file: where counting starts, the reads (the live part, the history
+// read for its names), the views, the end.
+class TopSession {
+ public:
+  TopSession(std::string file, int fd, double interval, size_t top, bool stats, unsigned jobs)
+      : file_(std::move(file)), fd_(fd), interval_(interval), stats_(stats), jobs_(jobs) {
+    pipe_in_ = file_ == "-";
+    struct stat st{};
+    regular_ = !pipe_in_ && fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+    tty_ = isatty(1);
+    t_start_ = t_last_ = Clock::now();
+    ro_.top = top;
+    ro_.input_name = file_;
+    buf_.resize(kChunk);
+  }
+
+  // Where counting starts (see the top of this file); -1 to go on, else the exit status.
+  int enter(bool from_start) {
+    if (!regular_ || from_start) return -1;
+    Entry entry;
+    HeaderState hs = HeaderState::wait;
+    for (;;) {
+      struct stat now{};
+      if (fstat(fd_, &now) != 0) break;
+      hs = read_entry(fd_, static_cast<uint64_t>(now.st_size), entry);
+      if (hs != HeaderState::wait || std::chrono::duration<double>(Clock::now() - t_start_).count() > 30) break;
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(interval_, 0.2)));
+    }
+    if (hs == HeaderState::ok && entry.gzip && pid_alive(entry.pid)) {
+      struct stat now{};
+      if (fstat(fd_, &now) == 0 && now.st_size > 0) {
+        names_until_raw_ = static_cast<uint64_t>(now.st_size);
+        counting_from_start_ = false;
+      }
+    } else if (hs == HeaderState::ok && pid_alive(entry.pid) && entry.offset > entry.header.size()) {
+      live_.add(entry.header.data(), entry.header.size());
+      live_.feed(builder_);
+      if (!live_.skip_to(entry.offset, entry.buffers) ||
+          ::lseek(fd_, static_cast<off_t>(entry.offset), SEEK_SET) != static_cast<off_t>(entry.offset)) {
+        std::fprintf(stderr, "mlpd top: %s: cannot start at offset %llu\n", file_.c_str(),
+                     static_cast<unsigned long long>(entry.offset));
+        return 1;
+      }
+      hist_end_ = entry.offset;
+      skipped_ = entry.offset - entry.header.size();
+      counting_from_start_ = false;
+    }
+    return -1;
+  }
+
+  // A plain file counted from its start: its whole buffers there are read at once on every core (the
+  // parallel build), then what comes after, as it comes, by one thread. -1 to go on, else the status.
+  int read_start_in_parallel() {
+    if (!counting_from_start_ || !regular_ || jobs_ <= 1) return -1;
+    struct stat now{};
+    Entry entry;
+    std::string error;
+    std::unique_ptr<Input> in;
+    if (fstat(fd_, &now) != 0 || read_entry(fd_, static_cast<uint64_t>(now.st_size), entry) != HeaderState::ok ||
+        entry.gzip || entry.buffers == 0 || !(in = Input::open(file_, error)))
+      return -1;
+    LimitedInput whole(std::move(in), entry.offset);
+    if (!builder_.feed_whole(whole, jobs_)) return -1;
+    live_.add(entry.header.data(), entry.header.size());
+    live_.feed(builder_);
+    if (!live_.skip_to(entry.offset, entry.buffers) ||
+        ::lseek(fd_, static_cast<off_t>(entry.offset), SEEK_SET) != static_cast<off_t>(entry.offset)) {
+      std::fprintf(stderr, "mlpd top: %s: cannot go on at offset %llu\n", file_.c_str(),
+                   static_cast<unsigned long long>(entry.offset));
+      return 1;
+    }
+    raw_ = entry.offset;
+    return -1;
+  }
+
+  // The views, every interval, until the writer is done; the exit status.
+  int run() {
+    for (;;) {
+      const auto t_begin = Clock::now();
+      const auto deadline = t_begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_));
+      // The live part, the history, then what came meanwhile.
+      if (!read_live(deadline) || !read_history(deadline) || (hist_end_ && !read_live(deadline))) return read_error();
+      const bool live_caught_up = eof_;
+      const int pid = live_.writer_pid();
+      // The writer is done: a pipe closed, or (a file) the pid is gone -- then what is left is read
+      // to the end (its last bytes, the rest of a backlog, the names before the start).
+      const bool done = pipe_in_ ? eof_ : (pid && !pid_alive(pid));
+      if (done && !pipe_in_ && (!read_live(Clock::time_point::max()) || !read_history(Clock::time_point::max())))
+        return read_error();
+      if (done) live_.finish(builder_);  // a buffer still cut now is a problem
+      profile::Profile p;
+      builder_.snapshot(p);
+      const auto now = Clock::now();
+      show(p, done, live_caught_up, now);
+      if (done) return finish(p, pid);
+      if (!pid && !pipe_in_ && std::chrono::duration<double>(now - t_start_).count() > 30 && !live_.header_seen()) {
+        std::fprintf(stderr, "mlpd top: %s: no file header after 30 s\n", file_.c_str());
+        return 1;
+      }
+      // Caught up: wait for the rest of the interval; behind: go on at once.
+      if (live_caught_up && hist_pos_ >= hist_end_ && now < deadline) std::this_thread::sleep_until(deadline);
+    }
+  }
+
+ private:
+  int read_error() const {
+    std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file_.c_str(), std::strerror(errno));
+    return 1;
+  }
+
+  void feed(profile::LiveFile& lf, bool names_only) {
+    const uint64_t before = builder_.events();
+    lf.feed(builder_, names_only);
+    if (names_only) named_events_ += builder_.events() - before;
+    held_max_ = std::max(held_max_, lf.held());
+  }
+
+  // Reads what the writer added since the last call, a chunk at a time, until the end of what is
+  // written or `deadline`. False on a read error.
+  bool read_live(Clock::time_point deadline) {
+    eof_ = false;
+    for (;;) {
+      const size_t want = live_.compressed() ? kGzipChunk : kChunk;
+      const ssize_t r = ::read(fd_, buf_.data(), want);
+      if (r > 0) {
+        raw_ += static_cast<uint64_t>(r);
+        live_.add(buf_.data(), static_cast<size_t>(r));  // corrupt compressed data: live.error(), shown at the end
+        feed(live_, raw_ <= names_until_raw_);
+        if (Clock::now() >= deadline) return true;
+        continue;
+      }
+      if (r == 0 || errno == EAGAIN) {
+        eof_ = true;
+        return true;
+      }
+      if (errno == EINTR) continue;
+      return false;
+    }
+  }
+
+  // Reads the history (for names) up to `deadline`.
+  bool read_history(Clock::time_point deadline) {
+    while (hist_pos_ < hist_end_) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, hist_end_ - hist_pos_));
+      const ssize_t r = pread_full(fd_, buf_.data(), want, hist_pos_);
+      if (r <= 0) return false;
+      hist_pos_ += static_cast<uint64_t>(r);
+      hist_raw_ += static_cast<uint64_t>(r);
+      hist_.add(buf_.data(), static_cast<size_t>(r));
+      feed(hist_, true);
+      if (Clock::now() >= deadline) break;
+    }
+    return true;
+  }
+
+  // One view: the heading line, the short report, and with --stats how far into the file it reads.
+  void show(const profile::Profile& p, bool done, bool live_caught_up, Clock::time_point now) {
+    const double secs = std::chrono::duration<double>(now - t_last_).count();
+    const uint64_t events = builder_.events() - std::min(builder_.events(), named_events_);
+    const double rate = secs > 0 ? static_cast<double>(events - std::min(events, last_events_)) / secs : 0;
+    last_events_ = events;
+    t_last_ = now;
+    std::string notes;
+    if (done) notes += ", program exited (final)";
+    if (!counting_from_start_ && !done) notes += ", counting since top started";
+    if (hist_pos_ < hist_end_)
+      notes += ", reading names: " + std::to_string(hist_pos_ * 100 / hist_end_) + "% of the first " +
+               std::to_string(hist_end_ >> 20) + " MiB";
+    if (!live_caught_up && !done) notes += ", catching up";
+    if (tty_) std::fputs("\x1b[H\x1b[2J", stdout);
+    const double since = std::chrono::duration<double>(now - t_start_).count();
+    std::printf("== mlpd top: +%.1f s, %llu events, %.0f events/s%s ==\n", since,
+                static_cast<unsigned long long>(events), rate, notes.c_str());
+    if (p.header_ok()) {
+      std::string error;
+      ro_.counters_partial = hist_pos_ < hist_end_;  // the counters' sums lack part of the file's start
+      views::write_report(p, ro_, stdout, error);
+    } else {
+      std::printf("(waiting for the file header)\n");
+    }
+    std::fflush(stdout);
+    if (stats_ && !live_.compressed())  // what this view has read: the file's bytes [0, N) (whole buffers)
+      std::fprintf(stderr, "mlpd top: view at +%.1f s: the file up to byte %llu%s\n", since,
+                   static_cast<unsigned long long>(live_.fed()),
+                   hist_pos_ < hist_end_ ? " (its start still being read for names)" : "");
+  }
+
+  // The writer is done: --stats' totals, the file's problems; the exit status.
+  int finish(const profile::Profile& p, int pid) const {
+    if (stats_)
+      std::fprintf(stderr, "mlpd top: read %llu bytes, decoded %llu bytes, held at most %llu bytes\n",
+                   static_cast<unsigned long long>(raw_ + hist_raw_),
+                   static_cast<unsigned long long>(live_.fed() - skipped_ +
+                                                   (hist_.fed() ? hist_.fed() - (hist_end_ - skipped_) : 0)),
+                   static_cast<unsigned long long>(held_max_));
+    if (!live_.error().empty()) std::fprintf(stderr, "%s: %s\n", file_.c_str(), live_.error().c_str());
+    if (p.problem_count() == 0 && live_.error().empty()) return 0;
+    for (const Problem& pr : p.problems())
+      std::fprintf(stderr, "%s: offset %llu: %s\n", file_.c_str(), static_cast<unsigned long long>(pr.offset),
+                   pr.message.c_str());
+    bool cut = false;  // the decoder's "truncated ..." problems: the file ends inside a buffer
+    for (const Problem& pr : p.problems()) cut = cut || pr.message.rfind("truncated", 0) == 0;
+    if (cut)
+      std::fprintf(stderr, "mlpd top: %s: the writer (pid %d) has exited and left the file incomplete\n",
+                   file_.c_str(), pid);
+    else if (p.problem_count())
+      std::fprintf(stderr, "mlpd top: %s: %llu problem%s (the figures show what could be read)\n", file_.c_str(),
+                   static_cast<unsigned long long>(p.problem_count()), p.problem_count() == 1 ? "" : "s");
+    return 1;
+  }
+
+  const std::string file_;
+  const int fd_;
+  const double interval_;
+  const bool stats_;
+  const unsigned jobs_;
+  bool pipe_in_ = false, regular_ = false, tty_ = false;
+  profile::LiveFile live_, hist_;
+  profile::IncrementalBuilder builder_;
+  Clock::time_point t_start_, t_last_;
+  uint64_t hist_end_ = 0, hist_pos_ = 0;  // plain file entered in the middle: its history [0, hist_end)
+  uint64_t skipped_ = 0;                  // the bytes of the live stream's jump (hist_end - header)
+  uint64_t names_until_raw_ = 0;          // gzip: raw bytes up to here are read for their names only
+  bool counting_from_start_ = true;
+  std::vector<uint8_t> buf_;
+  uint64_t raw_ = 0, hist_raw_ = 0, held_max_ = 0;
+  uint64_t named_events_ = 0;  // events decoded only for their names (not counted)
+  uint64_t last_events_ = 0;
+  bool eof_ = false;
+  views::ReportOptions ro_;
+};
+
 }  // namespace
 
 int cmd_top(int argc, char** argv) {
-  std::string file;
   double interval = 1.0;
   size_t top = 5;
   bool stats = false, from_start = false;
@@ -216,222 +448,17 @@ int cmd_top(int argc, char** argv) {
                                files);
   if (rc >= 0) return rc;
   if (files.size() > 1) return usage_error("one FILE only");
-  if (!files.empty()) file = files[0];
-  if (file.empty()) return usage_error("no FILE given");
-  const bool pipe_in = file == "-";
-  const int fd = pipe_in ? 0 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (files.empty() || files[0].empty()) return usage_error("no FILE given");
+  const std::string& file = files[0];
+  const int fd = file == "-" ? 0 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     std::fprintf(stderr, "mlpd top: %s: cannot open: %s\n", file.c_str(), std::strerror(errno));
     return 1;
   }
-  struct stat st{};
-  const bool regular = !pipe_in && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  const bool tty = isatty(1);
-  profile::LiveFile live, hist;
-  profile::IncrementalBuilder builder;
-  const auto t_start = Clock::now();
-
-  // Where counting starts (see the top of this file).
-  uint64_t hist_end = 0, hist_pos = 0;  // plain file entered in the middle: its history [0, hist_end)
-  uint64_t skipped = 0;                 // the bytes of the live stream's jump (hist_end - header)
-  uint64_t names_until_raw = 0;         // gzip: raw bytes up to here are read for their names only
-  bool counting_from_start = true;
-  if (regular && !from_start) {
-    Entry entry;
-    HeaderState hs = HeaderState::wait;
-    for (;;) {
-      struct stat now{};
-      if (fstat(fd, &now) != 0) break;
-      hs = read_entry(fd, static_cast<uint64_t>(now.st_size), entry);
-      if (hs != HeaderState::wait || std::chrono::duration<double>(Clock::now() - t_start).count() > 30) break;
-      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(interval, 0.2)));
-    }
-    if (hs == HeaderState::ok && entry.gzip && pid_alive(entry.pid)) {
-      struct stat now{};
-      if (fstat(fd, &now) == 0 && now.st_size > 0) {
-        names_until_raw = static_cast<uint64_t>(now.st_size);
-        counting_from_start = false;
-      }
-    } else if (hs == HeaderState::ok && pid_alive(entry.pid) && entry.offset > entry.header.size()) {
-      live.add(entry.header.data(), entry.header.size());
-      live.feed(builder);
-      if (live.skip_to(entry.offset, entry.buffers) &&
-          ::lseek(fd, static_cast<off_t>(entry.offset), SEEK_SET) == static_cast<off_t>(entry.offset)) {
-        hist_end = entry.offset;
-        skipped = entry.offset - entry.header.size();
-        counting_from_start = false;
-      } else {
-        std::fprintf(stderr, "mlpd top: %s: cannot start at offset %llu\n", file.c_str(),
-                     static_cast<unsigned long long>(entry.offset));
-        return 1;
-      }
-    }
-  }
-
-  std::vector<uint8_t> buf(kChunk);
-  uint64_t raw = 0, hist_raw = 0, held_max = 0;
-  // A plain file counted from its start: its whole buffers there are read at once on every core (the
-  // parallel build), then what comes after, as it comes, by one thread.
-  if (counting_from_start && regular && jobs > 1) {
-    struct stat now{};
-    Entry entry;
-    std::string error;
-    std::unique_ptr<Input> in;
-    if (fstat(fd, &now) == 0 && read_entry(fd, static_cast<uint64_t>(now.st_size), entry) == HeaderState::ok &&
-        !entry.gzip && entry.buffers > 0 && (in = Input::open(file, error))) {
-      LimitedInput whole(std::move(in), entry.offset);
-      if (builder.feed_whole(whole, jobs)) {
-        live.add(entry.header.data(), entry.header.size());
-        live.feed(builder);
-        if (!live.skip_to(entry.offset, entry.buffers) ||
-            ::lseek(fd, static_cast<off_t>(entry.offset), SEEK_SET) != static_cast<off_t>(entry.offset)) {
-          std::fprintf(stderr, "mlpd top: %s: cannot go on at offset %llu\n", file.c_str(),
-                       static_cast<unsigned long long>(entry.offset));
-          return 1;
-        }
-        raw = entry.offset;
-      }
-    }
-  }
-  uint64_t named_events = 0;  // events decoded only for their names (not counted)
-  uint64_t last_events = 0;
-  auto t_last = t_start;
-  views::ReportOptions ro;
-  ro.top = top;
-  ro.input_name = file;
-  auto feed = [&](profile::LiveFile& lf, bool names_only) {
-    const uint64_t before = builder.events();
-    lf.feed(builder, names_only);
-    if (names_only) named_events += builder.events() - before;
-    held_max = std::max(held_max, lf.held());
-  };
-  // Reads what the writer added since the last call, a chunk at a time, until the end of what is
-  // written or `deadline`. False on a read error.
-  bool eof = false;
-  auto read_live = [&](Clock::time_point deadline) {
-    eof = false;
-    for (;;) {
-      const size_t want = live.compressed() ? kGzipChunk : kChunk;
-      const ssize_t r = ::read(fd, buf.data(), want);
-      if (r > 0) {
-        raw += static_cast<uint64_t>(r);
-        live.add(buf.data(), static_cast<size_t>(r));  // corrupt compressed data: live.error(), shown at the end
-        feed(live, raw <= names_until_raw);
-        if (Clock::now() >= deadline) return true;
-        continue;
-      }
-      if (r == 0) {
-        eof = true;
-        return true;
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        eof = true;
-        return true;
-      }
-      return false;
-    }
-  };
-  // Reads the history (for names) up to `deadline`.
-  auto read_history = [&](Clock::time_point deadline) {
-    while (hist_pos < hist_end) {
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, hist_end - hist_pos));
-      const ssize_t r = pread_full(fd, buf.data(), want, hist_pos);
-      if (r <= 0) return false;
-      hist_pos += static_cast<uint64_t>(r);
-      hist_raw += static_cast<uint64_t>(r);
-      hist.add(buf.data(), static_cast<size_t>(r));
-      feed(hist, true);
-      if (Clock::now() >= deadline) break;
-    }
-    return true;
-  };
-
-  for (;;) {
-    const auto t_begin = Clock::now();
-    const auto deadline = t_begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
-    if (!read_live(deadline)) {
-      std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
-      return 1;
-    }
-    if (!read_history(deadline) || (hist_end && !read_live(deadline))) {  // the history, then what came meanwhile
-      std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
-      return 1;
-    }
-    const bool live_caught_up = eof;
-    const int pid = live.writer_pid();
-    // The writer is done: a pipe closed, or (a file) the pid is gone -- then what is left is read
-    // to the end (its last bytes, the rest of a backlog, the names before the start).
-    const bool done = pipe_in ? eof : (pid && !pid_alive(pid));
-    if (done && !pipe_in) {
-      if (!read_live(Clock::time_point::max()) || !read_history(Clock::time_point::max())) {
-        std::fprintf(stderr, "mlpd top: %s: read error: %s\n", file.c_str(), std::strerror(errno));
-        return 1;
-      }
-    }
-    if (done) live.finish(builder);  // a buffer still cut now is a problem
-    profile::Profile p;
-    builder.snapshot(p);
-    const bool clean = p.problem_count() == 0 && live.error().empty();
-    const auto now = Clock::now();
-    const double secs = std::chrono::duration<double>(now - t_last).count();
-    const uint64_t events = builder.events() - std::min(builder.events(), named_events);
-    const double rate = secs > 0 ? static_cast<double>(events - std::min(events, last_events)) / secs : 0;
-    last_events = events;
-    t_last = now;
-    std::string notes;
-    if (done) notes += ", program exited (final)";
-    if (!counting_from_start && !done) notes += ", counting since top started";
-    if (hist_pos < hist_end)
-      notes += ", reading names: " + std::to_string(hist_pos * 100 / hist_end) + "% of the first " +
-               std::to_string(hist_end >> 20) + " MiB";
-    if (!live_caught_up && !done) notes += ", catching up";
-    if (tty) std::fputs("\x1b[H\x1b[2J", stdout);
-    std::printf("== mlpd top: +%.1f s, %llu events, %.0f events/s%s ==\n",
-                std::chrono::duration<double>(now - t_start).count(), static_cast<unsigned long long>(events), rate,
-                notes.c_str());
-    if (p.header_ok()) {
-      std::string error;
-      ro.counters_partial = hist_pos < hist_end;  // the counters' sums lack part of the file's start
-      views::write_report(p, ro, stdout, error);
-    } else {
-      std::printf("(waiting for the file header)\n");
-    }
-    std::fflush(stdout);
-    if (stats && !live.compressed())  // what this view has read: the file's bytes [0, N) (whole buffers)
-      std::fprintf(stderr, "mlpd top: view at +%.1f s: the file up to byte %llu%s\n",
-                   std::chrono::duration<double>(now - t_start).count(), static_cast<unsigned long long>(live.fed()),
-                   hist_pos < hist_end ? " (its start still being read for names)" : "");
-    if (done) {
-      if (stats)
-        std::fprintf(stderr, "mlpd top: read %llu bytes, decoded %llu bytes, held at most %llu bytes\n",
-                     static_cast<unsigned long long>(raw + hist_raw),
-                     static_cast<unsigned long long>(live.fed() - skipped + (hist.fed() ? hist.fed() - (hist_end - skipped) : 0)),
-                     static_cast<unsigned long long>(held_max));
-      if (!live.error().empty()) std::fprintf(stderr, "%s: %s\n", file.c_str(), live.error().c_str());
-      if (!clean) {
-        for (const Problem& pr : p.problems())
-          std::fprintf(stderr, "%s: offset %llu: %s\n", file.c_str(), static_cast<unsigned long long>(pr.offset),
-                       pr.message.c_str());
-        bool cut = false;  // the decoder's "truncated ..." problems: the file ends inside a buffer
-        for (const Problem& pr : p.problems()) cut = cut || pr.message.rfind("truncated", 0) == 0;
-        if (cut)
-          std::fprintf(stderr, "mlpd top: %s: the writer (pid %d) has exited and left the file incomplete\n",
-                       file.c_str(), pid);
-        else if (p.problem_count())
-          std::fprintf(stderr, "mlpd top: %s: %llu problem%s (the figures show what could be read)\n", file.c_str(),
-                       static_cast<unsigned long long>(p.problem_count()), p.problem_count() == 1 ? "" : "s");
-        return 1;
-      }
-      return 0;
-    }
-    if (!pid && !pipe_in && std::chrono::duration<double>(now - t_start).count() > 30 && !live.header_seen()) {
-      std::fprintf(stderr, "mlpd top: %s: no file header after 30 s\n", file.c_str());
-      return 1;
-    }
-    // Caught up: wait for the rest of the interval; behind: go on at once.
-    if (live_caught_up && hist_pos >= hist_end && now < deadline) std::this_thread::sleep_until(deadline);
-  }
+  TopSession session(file, fd, interval, top, stats, jobs);
+  if (const int status = session.enter(from_start); status >= 0) return status;
+  if (const int status = session.read_start_in_parallel(); status >= 0) return status;
+  return session.run();
 }
 
 }  // namespace mlpd::cli

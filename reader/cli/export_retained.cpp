@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "args.h"
 #include "heapshots_retained.h"
 #include "mlpd/retention.h"
 #include "mlpd/views.h"
@@ -31,10 +32,7 @@ const char kHelp[] =
     ".txt (collapsed stacks: 'root;Class;Class BYTES', one line per frame with bytes of its own).\n"
     "Exit status: 0 success, 1 FILE has problems or a heapshot is too large, 2 bad usage.\n";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --what retained --help')\n", kCmd, message.c_str(), kCmd);
-  return 2;
-}
+int usage_error(const std::string& message) { return cli::usage_error("export --what retained", message); }
 
 bool parse_number(const std::string& s, uint64_t& out) {
   if (s.empty() || s[0] < '0' || s[0] > '9') return false;
@@ -58,41 +56,35 @@ std::string frame(std::string s) {
 int cmd_export_retained(int argc, char** argv) {
   std::string out_path, file;
   uint64_t heapshot = 0, depth = 32;
-  bool have_heapshot = false, have_file = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](std::string& v) {
-      const size_t eq = a.find('=');
-      if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-        v = a.substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      v = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--what" || a.rfind("--what=", 0) == 0) {
-      if (!value(v) || v != "retained") return usage_error("--what retained does not go with another --what");
-    } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
-      if (!value(v) || v.empty()) return usage_error(a + " needs a file name");
-      out_path = v;
-    } else if (a == "--heapshot" || a.rfind("--heapshot=", 0) == 0) {
-      if (!value(v) || !parse_number(v, heapshot)) return usage_error("--heapshot needs a heapshot index (0, 1, ...)");
-      have_heapshot = true;
-    } else if (a == "--depth" || a.rfind("--depth=", 0) == 0) {
-      if (!value(v) || !parse_number(v, depth) || depth == 0) return usage_error("--depth needs a number of levels");
-    } else if (a.size() > 1 && a[0] == '-' && a != "-") {
-      return usage_error("'" + a + "' does not go with --what retained");
-    } else {
-      if (have_file) return usage_error("--what retained reads one FILE");
-      file = a;
-      have_file = true;
-    }
-  }
+  bool have_heapshot = false;
+  std::vector<std::string> files;
+  std::string output_error;
+  // The one parser (args.h); its usage lines name `--what retained --help`, this command's help.
+  const std::vector<Option> options = {
+      {"--what", nullptr, nullptr,
+       [](const std::string& v) { return v == "retained" ? std::string() : "--what retained does not go with another --what"; },
+       true},
+      {"--output", "-o", nullptr,
+       [&](const std::string& v) { return v.empty() ? std::string("--output needs a file name") : (out_path = v, std::string()); },
+       true},
+      {"--heapshot", nullptr, nullptr,
+       [&](const std::string& v) {
+         if (!parse_number(v, heapshot)) return std::string("--heapshot needs a heapshot index (0, 1, ...)");
+         have_heapshot = true;
+         return std::string();
+       },
+       true},
+      {"--depth", nullptr, nullptr,
+       [&](const std::string& v) {
+         return parse_number(v, depth) && depth > 0 ? std::string() : std::string("--depth needs a number of levels");
+       },
+       true},
+  };
+  const int parsed = parse_command(argc, argv, "export --what retained", kHelp, options, files);
+  if (parsed >= 0) return parsed;
+  if (files.size() > 1) return usage_error("--what retained reads one FILE");
+  const bool have_file = !files.empty();
+  if (have_file) file = files[0];
   if (!have_file) return usage_error("no FILE");
   if (out_path.empty()) return usage_error("--what retained needs -o OUT (.html, .collapsed or .txt)");
   const bool html = ends_with(out_path, ".html") || ends_with(out_path, ".htm");

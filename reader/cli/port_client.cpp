@@ -1,5 +1,7 @@
 #include "port_client.h"
 
+#include "args.h"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -16,11 +18,6 @@
 namespace mlpd::cli {
 
 namespace {
-
-int usage_error(const char* command, const std::string& message) {
-  std::fprintf(stderr, "mlpd %s: %s (try 'mlpd %s --help')\n", command, message.c_str(), command);
-  return 2;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -82,56 +79,52 @@ int connect_with_deadline(const PortRequest& r, Clock::time_point deadline, std:
 int parse_port_args(int argc, char** argv, const char* command, const char* help, bool command_option,
                     bool words_are_commands, PortRequest& out) {
   bool have_command = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(help, stdout);
-      return 0;
-    }
-    auto value = [&](std::string_view name, std::string& v) {
-      if (a == name) {
-        if (i + 1 >= argc) return false;
-        v = argv[++i];
-        return true;
-      }
-      v.assign(a.substr(name.size() + 1));  // --name=value
-      return true;
-    };
-    auto is = [&](std::string_view name) { return a == name || (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '='); };
-    std::string v;
-    if (is("--host")) {
-      if (!value("--host", v) || v.empty()) return usage_error(command, "--host needs a host name or address");
-      out.host = v;
-    } else if (is("--port")) {
-      if (!value("--port", v)) return usage_error(command, "--port needs a port number");
-      char* end = nullptr;
-      const long p = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || p < 1 || p > 65535 || v[0] == '+' || v[0] == '-')
-        return usage_error(command, "--port needs a port number from 1 to 65535, not '" + v + "'");
-      out.port = std::to_string(p);
-    } else if (is("--timeout")) {
-      if (!value("--timeout", v)) return usage_error(command, "--timeout needs a number of seconds");
-      char* end = nullptr;
-      const double t = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(t > 0) || t > 86400)
-        return usage_error(command, "--timeout needs a number of seconds (more than 0), not '" + v + "'");
-      out.timeout_s = t;
-    } else if (command_option && is("--command")) {
-      if (!value("--command", v) || v.empty()) return usage_error(command, "--command needs a command");
-      if (have_command) return usage_error(command, "--command given twice");
-      out.commands = {v};
-      have_command = true;
-    } else if (a == "--") {
-      if (!words_are_commands) return usage_error(command, "unexpected argument '--'");
-      for (++i; i < argc; ++i) out.commands.emplace_back(argv[i]);
-    } else if (a.starts_with("-") && a.size() > 1) {
-      return usage_error(command, "unknown option '" + std::string(a) + "'");
-    } else if (words_are_commands) {
-      out.commands.emplace_back(a);
-    } else {
-      return usage_error(command, "unexpected argument '" + std::string(a) + "'");
-    }
+  std::vector<Option> options = {
+      {"--host", nullptr, nullptr,
+       [&](const std::string& v) {
+         if (v.empty()) return std::string("--host needs a host name or address");
+         out.host = v;
+         return std::string();
+       },
+       true},
+      {"--port", nullptr, nullptr,
+       [&](const std::string& v) {
+         char* end = nullptr;
+         const long p = std::strtol(v.c_str(), &end, 10);
+         if (v.empty() || *end || p < 1 || p > 65535 || v[0] == '+' || v[0] == '-')
+           return "--port needs a port number from 1 to 65535, not '" + v + "'";
+         out.port = std::to_string(p);
+         return std::string();
+       },
+       true},
+      {"--timeout", nullptr, nullptr,
+       [&](const std::string& v) {
+         char* end = nullptr;
+         const double t = std::strtod(v.c_str(), &end);
+         if (v.empty() || *end || !(t > 0) || t > 86400)
+           return "--timeout needs a number of seconds (more than 0), not '" + v + "'";
+         out.timeout_s = t;
+         return std::string();
+       },
+       true},
+  };
+  if (command_option) {
+    options.push_back({"--command", nullptr, nullptr,
+                       [&](const std::string& v) {
+                         if (v.empty()) return std::string("--command needs a command");
+                         if (have_command) return std::string("--command given twice");
+                         out.commands = {v};
+                         have_command = true;
+                         return std::string();
+                       },
+                       true});
   }
+  // The one parser (args.h): words (and everything after `--`) are the commands, where they are taken.
+  std::vector<std::string> words;
+  const int parsed = parse_command(argc, argv, command, help, options, words);
+  if (parsed >= 0) return parsed;
+  if (!words.empty() && !words_are_commands) return usage_error(command, "unexpected argument '" + words[0] + "'");
+  for (std::string& w : words) out.commands.push_back(std::move(w));
   if (out.port.empty()) return usage_error(command, "--port is required");
   if (out.commands.empty()) return usage_error(command, "no COMMAND given");
   for (const std::string& c : out.commands) {

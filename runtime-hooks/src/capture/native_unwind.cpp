@@ -11,9 +11,11 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "native_unwind.h"
+#include "sample_capture.h"
 #include "sample_pool.h"
 #include "unwind_binding.h"
 
@@ -227,6 +229,40 @@ void unwind_one(const ChunkJob& d, Pending& p) {
   }
 }
 
+std::atomic<bool (*)(uint64_t, uint64_t)> g_other_body{nullptr};
+std::atomic<bool (*)(uint64_t)> g_is_code{nullptr};
+
+// On-stack replacement (sample_capture.h, set_replaced_frames): the record at `fp` holds `caller_fp`
+// (the caller's frame pointer, copied from the replaced frame's record) and a return address into
+// another body of the frame's own method. The replaced frame's record lies between this frame and
+// the caller's, at the top of the replaced frame: right below where the caller's stack pointer was
+// at the call. Searched from the caller's frame pointer down (the caller's own frame holds its live
+// locals; below the replaced frame's record lie stale frame records of earlier calls, which hold the
+// same saved frame pointer when the callee that made them had no frame record of its own): the first
+// slot holding `caller_fp` with an address of code above it (JIT'd or in a module). Its return address (into the caller) in
+// `*ret`, its place in `*record`; false when none is found (the chain goes on as it was).
+template <typename InModule>
+bool replaced_frame_record(UnwindArg* arg, uint64_t fp, uint64_t caller_fp, uint64_t* ret, uint64_t* record,
+                           InModule&& in_module) {
+  bool (*is_code)(uint64_t) = g_is_code.load(std::memory_order_acquire);
+  if (!is_code || caller_fp < fp + 32) return false;
+  constexpr uint64_t kScan = 8192;  // a caller's and a tier-0 frame's size at most, in bytes
+  const uint64_t lowest = fp + 16;
+  uint64_t x = std::min(caller_fp, lowest + kScan) - 16;
+  x &= ~uint64_t{7};
+  for (; x >= lowest; x -= 8) {
+    uint64_t v = 0, r = 0;
+    if (read_word(arg, x, &v) != 0) return false;
+    if (v != caller_fp) continue;
+    // Into the runtime's code or the caller's JIT'd code (a method called from native code: Main).
+    if (read_word(arg, x + 8, &r) != 0 || !r || !(is_code(r - 1) || in_module(r - 1))) continue;
+    *ret = r;
+    *record = x;
+    return true;
+  }
+  return false;
+}
+
 // A runtime whose managed frames are not walked in the signal handler (.NET: sampling.h's check not
 // set): the whole stack is unwound here, native frames by libunwind and JIT'd frames (code in no
 // module, with no unwind info the helper can read) through their frame records, which the JIT keeps:
@@ -295,9 +331,20 @@ void unwind_mixed(const ChunkJob& d, Pending& p) {
       return;
     }
     if (ret == 0) return;
+    uint64_t sp_after = fp + 16;
+    // An OSR body's record returns into its own tier-0 body: the tier-0 frame's record returns into
+    // the caller (the pseudo return address is not a frame of its own: the method is the leaf's).
+    if (bool (*other_body)(uint64_t, uint64_t) = g_other_body.load(std::memory_order_acquire);
+        other_body && other_body(leaf ? ip : ip - 1, ret - 1)) {
+      uint64_t real = 0, record = 0;
+      if (replaced_frame_record(&arg, fp, caller_fp, &real, &record, [&](uint64_t a) { return in_module(a, true); })) {
+        ret = real;
+        sp_after = record + 16;
+      }
+    }
     if (!add(ret)) return;
     regs[arch::kRegIp] = ret;
-    regs[arch::kRegSp] = fp + 16;
+    regs[arch::kRegSp] = sp_after;
     regs[arch::kRegFp] = caller_fp;
     // The outermost frame has no caller (fp 0); a chain that does not rise is not a chain.
     if (caller_fp == 0) return;
@@ -378,3 +425,12 @@ void native_chains(std::vector<Pending>& batch, Snapshot& snapshot, [[maybe_unus
 }
 
 }  // namespace mlpd::hooks::sampling_detail
+
+namespace mlpd::hooks {
+
+void set_replaced_frames(const ReplacedFrames& check) {
+  sampling_detail::g_is_code.store(check.is_code, std::memory_order_release);
+  sampling_detail::g_other_body.store(check.other_body, std::memory_order_release);
+}
+
+}  // namespace mlpd::hooks

@@ -41,4 +41,18 @@ void set_sample_rate(uint8_t mode, uint32_t freq);
 void set_method_known(bool (*known)(uint64_t method));
 void set_attached_late(bool late);
 
+// Frame records that skip a frame (the helper's unwind through JIT'd code, native_unwind.cpp). .NET's
+// on-stack replacement: a method's OSR body runs over its tier-0 frame, and the OSR frame's record
+// holds the tier-0 frame's saved frame pointer (the caller's) with a return address into the tier-0
+// body, so the chain passes over the tier-0 frame's own record, the one that returns into the caller.
+// `other_body(ip, ret)`: whether the return address `ret` lies in another code body of the method
+// whose code holds `ip` (the frame's own address: the leaf's ip, or a return address). `is_code(a)`:
+// whether `a` is an address in code the runtime knows. Helper thread, under the loader's lock: no
+// dlopen, no runtime call. nullptr (default): frame records are followed as they are.
+struct ReplacedFrames {
+  bool (*other_body)(uint64_t ip, uint64_t ret) = nullptr;
+  bool (*is_code)(uint64_t address) = nullptr;
+};
+void set_replaced_frames(const ReplacedFrames& check);
+
 }  // namespace mlpd::hooks

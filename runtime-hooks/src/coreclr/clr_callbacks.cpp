@@ -4,6 +4,7 @@
 // blocks.
 #include "coreclr/clr_callbacks.h"
 
+#include "coreclr/clr_calls.h"
 #include "coreclr/clr_runtime.h"
 #include "mlpd/format.h"
 
@@ -29,7 +30,12 @@ HRESULT rejit_finished(ProfilerCallback*, FunctionID function, ReJITID, HRESULT 
   if (ClrRuntime* r = rt(); r && succeeded(status)) r->function_compiled(function, false);
   return kS_OK;
 }
+HRESULT dynamic_jit_started(ProfilerCallback*, FunctionID function, BOOL, LPCBYTE, ULONG) {
+  calls::dynamic_compile(function);
+  return kS_OK;
+}
 HRESULT dynamic_jit_finished(ProfilerCallback*, FunctionID function, HRESULT status, BOOL) {
+  calls::dynamic_compile(0);
   if (ClrRuntime* r = rt(); r && succeeded(status)) r->function_compiled(function, true);
   return kS_OK;
 }
@@ -91,7 +97,17 @@ HRESULT search_catcher_found(ProfilerCallback*, FunctionID) {
   return kS_OK;
 }
 HRESULT catcher_enter(ProfilerCallback*, FunctionID function, ObjectID) {
+  calls::catcher_enter();  // the frame that catches goes on (calls)
   if (ClrRuntime* r = rt()) r->exception_clause(format::CLAUSE_CATCH, function);
+  return kS_OK;
+}
+// `calls`: a frame the exception's second pass unwinds, closed with an exceptional leave.
+HRESULT unwind_function_enter(ProfilerCallback*, FunctionID function) {
+  calls::unwind_function_enter(function);
+  return kS_OK;
+}
+HRESULT unwind_function_leave(ProfilerCallback*) {
+  calls::unwind_function_leave();
   return kS_OK;
 }
 HRESULT finally_enter(ProfilerCallback*, FunctionID function) {
@@ -125,6 +141,7 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.AssemblyLoadFinished = &assembly_load_finished;
   t.JITCompilationFinished = &jit_finished;
   t.ReJITCompilationFinished = &rejit_finished;
+  t.DynamicMethodJITCompilationStarted = &dynamic_jit_started;
   t.DynamicMethodJITCompilationFinished = &dynamic_jit_finished;
   t.JITCachedFunctionSearchFinished = &cached_search_finished;
   t.ThreadCreated = &thread_created;
@@ -142,6 +159,8 @@ void fill_event_callbacks(CallbackTable11& t) {
   t.ExceptionSearchFunctionEnter = &search_function_enter;
   t.ExceptionSearchCatcherFound = &search_catcher_found;
   t.ExceptionUnwindFinallyEnter = &finally_enter;
+  t.ExceptionUnwindFunctionEnter = &unwind_function_enter;
+  t.ExceptionUnwindFunctionLeave = &unwind_function_leave;
   t.ExceptionSearchFilterEnter = &filter_enter;
   t.ObjectAllocated = &object_allocated;
   t.EventPipeEventDelivered = &event_pipe_delivered;

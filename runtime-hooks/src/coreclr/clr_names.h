@@ -17,6 +17,8 @@ namespace mlpd::coreclr {
 class ClrNames {
  public:
   explicit ClrNames(ProfilerInfo* info) : info_(info) {}
+  // A later attach's ICorProfilerInfo (the metadata interfaces already asked for stay valid).
+  void rebind(ProfilerInfo* info) { info_ = info; }
 
   // "Namespace.Type:Method<args> (params)"; "" when the runtime cannot say (a dynamic method: see
   // dynamic_method_name).

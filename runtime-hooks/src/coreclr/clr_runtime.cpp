@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "coreclr/clr_calls.h"
 #include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
 #include "mlpd/capture/late_sampler.h"
 #include "mlpd/capture/sampling.h"
+#include "capture/sample_capture.h"
 #include "mlpd/rt/clock.h"
 #include "mlpd/rt/events.h"
 
@@ -55,13 +57,26 @@ std::string ClrRuntime::summary() const {
          " (CoreCLR), ICorProfilerInfo" + std::to_string(about_.info_level);
 }
 
-std::string ClrRuntime::late_refusal(const runtime::Config&) const {
-  return "attach (attaching to a running .NET program is not built yet)";
+// What .NET forbids a profiler attached to a running program (the event mask after attach: no
+// enter/leave hooks, no ObjectAllocated; docs/attach.md).
+std::string ClrRuntime::late_refusal(const runtime::Config& config) const {
+  if (config.calls)
+    return "calls (.NET gives a profiler attached to a running program no enter/leave hooks)";
+  if ((config.mask & MASK_GC_ALLOC) && !config.alloc_sample)
+    return "alloc (.NET gives an attached profiler no allocation callback; alloc-sample=100k works after attach "
+           "on .NET 10)";
+  return {};
+}
+
+// A second attach after a detach: the runtime hands the profiler a new ICorProfilerInfo.
+void ClrRuntime::rebind(ProfilerInfo* info, const RuntimeInfo& about) {
+  info_ = info;
+  about_ = about;
+  names_.rebind(info);
 }
 
 bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env, std::string& error) {
   // What .NET cannot give mlpd yet: refused with one line naming the option (docs/dotnet.md).
-  if (config.calls) return error = "calls: enter/leave events on .NET are not built yet (issue 35)", false;
   // alloc-sample and monitor come through an EventPipe session of the profiler's own (Info12).
   const bool alloc_sampled = (config.mask & MASK_GC_ALLOC) && config.alloc_sample;
   if (alloc_sampled && (about_.major < 10 || about_.info_level < 12))
@@ -81,11 +96,22 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = "gchandle/finalization: not built on .NET yet (issue 35)", false;
   if (config.heapshot_mode != HEAPSHOT_NONE || config.heapshot_on_shutdown)
     return error = "heapshot: heap shots on .NET are not built yet (issue 35)", false;
-  if (config.late) return error = late_refusal(config), false;
+  if (config.late && !late_refusal(config).empty()) return error = late_refusal(config), false;
   // The runtime's own settings are Mono's (callspec=, walker=, roots-every-gc): a callspec the user
   // gave cannot be honoured here; the others only choose Mono's internals and mean nothing on .NET.
-  if (config.options.find("callspec=") != std::string::npos)
-    return error = "callspec: Mono's call filter; .NET has no enter/leave events yet (issue 35)", false;
+  callspec_ = CallSpec();
+  for (size_t pos = 0; pos < config.options.size();) {
+    size_t end = config.options.find('\n', pos);
+    if (end == std::string::npos) end = config.options.size();
+    const std::string_view line = std::string_view(config.options).substr(pos, end - pos);
+    pos = end + 1;
+    if (line.starts_with("callspec=")) {
+      if (!callspec_.parse(line.substr(9), error)) return false;
+    } else if (!line.empty()) {
+      return error = "unknown runtime option '" + std::string(line) + "'", false;
+    }
+  }
+  if (!callspec_.empty()) program_assembly_ = program_assembly_name();
   config_ = config;
   env_ = env;
   // gcmove and gcroot come with `alloc` (Mono's alias: gc, gcalloc, gcmove, and gcroot in the compat
@@ -103,6 +129,16 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // The callbacks are set for everything a mask may switch on later (the runtime's immutable flags
   // are none of these); a callback whose kind is off returns at once.
   runtime_mask(MASK_GC | MASK_EXCEPTION, low, high);
+  // Attached: the cached-function searches are not among the flags allowed after attach (ReadyToRun
+  // code met by the samples is named through GetFunctionFromIP instead: describe_late()).
+  if (config.late) low &= ~monitor::kCacheSearches;
+  late_ = config.late;
+  // A later attach's file starts with one body per method described before (the agent's seed): every
+  // body is described again at the catch-up (tier 0, tier 1 and OSR bodies of one method).
+  if (config.late) {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    bodies_.clear();
+  }
   // Exact allocations: the runtime's allocation callback exists only when asked for at Initialize
   // (it takes the allocator off its fast path for the whole run), so only when `alloc` was given.
   // With alloc-sample, the runtime's AllocationSampled events instead (its fast path kept).
@@ -112,6 +148,15 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
   // Stack snapshots: the innermost managed frame of an allocation or a contention (backtrace()).
   if (config_.mask & (MASK_GC_ALLOC | MASK_MONITOR)) low |= monitor::kEnableStackSnapshot;
   alloc_at_start_ = (config_.mask & MASK_GC_ALLOC) != 0;
+  // `calls`: the enter/leave hooks (fast path: no frame info, arguments or return values asked for),
+  // in every method the JIT compiles from now on, and no inlining (an inlined callee would have no
+  // enter and leave of its own; .NET 8 and 10 were seen not to inline a hooked method anyway, the flag
+  // makes it so on any runtime). ReadyToRun code has no hooks: see r2r_disabled_for_calls.
+  calls_ = config_.calls;
+  if (calls_) {
+    low |= monitor::kEnterLeave | monitor::kDisableInlining;
+    if (r2r_disabled_for_calls()) low |= monitor::kDisableAllNgenImages;
+  }
   monitor_at_start_ = (config_.mask & MASK_MONITOR) != 0;
   const uint64_t keywords = (monitor_at_start_ ? event_pipe::kContentionKeyword : 0) |
                             (alloc_sampled_ ? event_pipe::kAllocationSamplingKeyword : 0);
@@ -125,6 +170,11 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     return error = std::string("the runtime refused the event mask (") + text + ")", false;
   }
   sync_environment();
+  if (calls_ && !calls::install(info_, &ClrRuntime::map_function_thunk, this,
+                                config.start_paused ? 0 : config_.calldepth, config_.calls_min_ns, error)) {
+    info_->table->SetEventMask2(info_, 0, 0);
+    return false;
+  }
   if (keywords && !start_event_pipe(keywords, session_, error)) {
     info_->table->SetEventMask2(info_, 0, 0);
     return false;
@@ -146,9 +196,27 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
       return false;
     }
     sampling_ = true;
+    // Attached: the threads that started before were named before us (their samples get their OS
+    // names), and code compiled before (or ReadyToRun code, whose searches are not reported after an
+    // attach) is described when a sample first meets it (describe_late()).
+    hooks::set_attached_late(config.late);
+    hooks::set_describe_methods(config.late ? &ClrRuntime::describe_late_entry : nullptr);
+    // OSR bodies: their frame records skip the tier-0 frame's (sample_capture.h).
+    hooks::ReplacedFrames replaced;
+    replaced.other_body = [](uint64_t ip, uint64_t ret) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.other_body_of_same_method(ip, ret);
+    };
+    replaced.is_code = [](uint64_t address) {
+      const ClrRuntime* r = instance();
+      return r && r->code_map_.find(address) != 0;
+    };
+    hooks::set_replaced_frames(replaced);
   }
   set_instance(this);
   active_.store(true, std::memory_order_release);
+  saved_calldepth_ = config_.calldepth;
+  if (calls_) calls::set_active(true);
   // The runtime's one domain (CoreCLR has a single AppDomain), as Mono's root domain is described.
   Event e;
   e.kind = EventKind::domain_load;
@@ -204,11 +272,17 @@ void ClrRuntime::sync_environment() {
 
 void ClrRuntime::stop() {
   active_.store(false, std::memory_order_release);
+  calls::set_active(false);
   if (sampling_) hooks::stop_sampling();  // a signal from now on is counted, not recorded
 }
 
 void ClrRuntime::detach() {
   stop();
+  if (late_) {
+    hooks::set_describe_methods(nullptr);
+    hooks::set_attached_late(false);
+  }
+  hooks::set_replaced_frames({});
   if (sampling_) hooks::stop_late_sampling();  // the timers or our sampler thread ended, the signal given back
   sampling_ = false;
   if (info_ && session_) info_->table->EventPipeStopSession(info_, session_);
@@ -261,6 +335,8 @@ bool ClrRuntime::pause() {
   if (paused_.load()) return false;
   saved_mask_ = mask_.load();
   mask_.store(0, std::memory_order_release);
+  saved_calldepth_ = calls::depth();
+  calls::set_depth(0);  // the hooks stay; nothing is recorded at depth 0, open frames still get leaves
   paused_.store(true, std::memory_order_release);
   paused_since_read_.store(true, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -272,10 +348,81 @@ bool ClrRuntime::resume() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (!paused_.load()) return false;
   mask_.store(saved_mask_, std::memory_order_release);
+  calls::set_depth(saved_calldepth_);
   paused_.store(false, std::memory_order_release);
   pause_generation_.fetch_add(1, std::memory_order_acq_rel);
   write_sync_point(SYNC_POINT_PERIODIC);
   return true;
+}
+
+// ReadyToRun code has no hooks, and `calls` wants every method's (docs/dotnet.md, "ReadyToRun code").
+// Measured side by side, COR_PRF_DISABLE_ALL_NGEN_IMAGES and refusing each method's cached code at
+// its search (JITCachedFunctionSearchStarted) cost the same start-up and give the same methods: every
+// method then goes through the JIT (and .NET 8 and 10 already ignore the precompiled code of a method
+// once enter/leave hooks are on: the per-method answer is a guard). The per-method answer is kept: it
+// can still say yes to a method that gets no hooks, the switch is for every image and only at start.
+bool ClrRuntime::r2r_disabled_for_calls() { return false; }
+
+bool ClrRuntime::use_cached_code(FunctionID function) { return !calls_ || !hooked(function); }
+
+bool ClrRuntime::hooked(FunctionID function) {
+  if (!calls_) return false;
+  if (callspec_.empty()) return true;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = hooked_.find(function); it != hooked_.end()) return it->second;
+  }
+  ClassID klass = 0;
+  ModuleID module = 0;
+  mdToken token = 0;
+  ULONG32 count = 0;
+  info_->table->GetFunctionInfo2(info_, function, 0, &klass, &module, &token, 0, &count, nullptr);
+  std::string assembly;
+  {
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    if (const auto it = module_assembly_.find(module); it != module_assembly_.end()) assembly = it->second;
+  }
+  if (assembly.empty() && module) {
+    AssemblyID id = 0;
+    ULONG length = 0;
+    if (succeeded(info_->table->GetModuleInfo(info_, module, nullptr, 0, &length, nullptr, &id)) && id)
+      assembly = names_.assembly_name(id);
+    std::lock_guard<std::mutex> lock(meta_mutex_);
+    module_assembly_[module] = assembly;
+  }
+  const bool hook = callspec_.matches(names_.method_name(function), assembly,
+                                      !program_assembly_.empty() && assembly == program_assembly_);
+  std::lock_guard<std::mutex> lock(meta_mutex_);
+  hooked_[function] = hook;
+  return hook;
+}
+
+std::string ClrRuntime::calls_notice() const {
+  const uint64_t n = dynamic_unhooked_.load(std::memory_order_relaxed);
+  if (!calls_ || n == 0) return {};
+  return "mlpd: calls: " + std::to_string(n) + " dynamic method" + (n == 1 ? "" : "s") +
+         " (DynamicMethod, compiled Expressions) ran without enter/leave events (.NET puts no hooks into them)";
+}
+
+uint32_t ClrRuntime::call_depth() const { return calls_ ? calls::depth() : 0; }
+
+void ClrRuntime::set_call_depth(uint32_t depth) {
+  if (!calls_) return;
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (paused_.load()) saved_calldepth_ = depth;
+  else calls::set_depth(depth);
+}
+
+// The mapper (at compilation, on the compiling thread, before the code can run): the method is
+// described now, so its first enter never reaches the file before its name. Dynamic methods are not
+// hooked (the runtime does not ask for them: seen on .NET 10; clr_calls.h), nor the methods a
+// callspec leaves out.
+uint64_t ClrRuntime::map_function(FunctionID function, bool& hook) {
+  hook = false;
+  if (!function || calls::compiling_dynamic(function) || !hooked(function)) return function;
+  ensure_function(function);
+  hook = true;
+  return function;
 }
 
 uint64_t ClrRuntime::paused_since_last_read() {
@@ -409,6 +556,102 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (is_lock_method(name)) lock_functions_.insert(function);
 }
 
+// ---- attach
+
+namespace {
+// Every id an enumerator gives (ICorProfilerModuleEnum, ...Function..., ...Thread...), then released.
+template <class T>
+std::vector<T> drain_enum(void* unknown) {
+  std::vector<T> out;
+  auto* e = static_cast<IdEnum*>(unknown);
+  if (!e || !e->table) return out;
+  T batch[256];
+  ULONG fetched = 0;
+  while (out.size() < (size_t{1} << 22) && succeeded(e->table->Next(e, 256, batch, &fetched)) && fetched > 0) {
+    out.insert(out.end(), batch, batch + std::min<ULONG>(fetched, 256));
+    if (fetched < 256) break;
+  }
+  e->table->Release(e);
+  return out;
+}
+}  // namespace
+
+void ClrRuntime::catch_up() {
+  if (!active() || !info_) return;
+  void* e = nullptr;
+  if (succeeded(info_->table->EnumModules(info_, &e)))
+    for (ModuleID m : drain_enum<ModuleID>(e)) module_loaded(m);
+  e = nullptr;
+  size_t jitted = 0;
+  if (about_.info_level >= 4 && succeeded(info_->table->EnumJITedFunctions2(info_, &e))) {
+    for (const FunctionAndRejit& f : drain_enum<FunctionAndRejit>(e)) {
+      ensure_function(f.function_id);
+      ++jitted;
+    }
+  }
+  e = nullptr;
+  size_t threads = 0;
+  if (succeeded(info_->table->EnumThreads(info_, &e))) {
+    for (ThreadID t : drain_enum<ThreadID>(e)) {
+      DWORD os = 0;
+      info_->table->GetThreadInfo(info_, t, &os);
+      std::lock_guard<std::mutex> lock(threads_mutex_);
+      ThreadState& st = threads_[t];
+      if (!st.os_tid) st.os_tid = static_cast<int>(os);
+      ++threads;
+    }
+  }
+  if (config_.verbose) {
+    size_t modules = 0;
+    {
+      std::lock_guard<std::mutex> lock(meta_mutex_);
+      modules = modules_.size();
+    }
+    const std::string line = "mlpd: attached: " + std::to_string(modules) + " modules, " + std::to_string(jitted) +
+                             " compiled methods, " + std::to_string(threads) + " managed threads found\n";
+    (void)!::write(2, line.data(), line.size());
+  }
+}
+
+bool ClrRuntime::request_detach(std::string& error) {
+  if (!info_) return error = "no runtime to detach from", false;
+  // The runtime checks for callbacks in progress after the time it is told to expect (300 ms at the
+  // least), then only every few minutes: ours return at once once the mask is cleared (detach()).
+  const HRESULT hr = info_->table->RequestProfilerDetach(info_, 300);
+  if (succeeded(hr)) return true;
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(hr));
+  error = std::string("the runtime refused the detach (") + text + ")";
+  return false;
+}
+
+void ClrRuntime::describe_late_entry(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                                     std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  ClrRuntime* r = instance();
+  for (size_t i = 0; i < count; ++i) resolved[i] = 0;
+  if (r) r->describe_late(methods, code, resolved, count, ranges);
+}
+
+// The drain's question after an attach (helper thread): the methods of code addresses no JIT range
+// of the file holds: compiled before the attach and not enumerated (a body replaced since), or
+// ReadyToRun code. Asked of the runtime (GetFunctionFromIP2: off the signal path, its locks are
+// fine here); each method is described with every body, as at its compilation.
+void ClrRuntime::describe_late(const uint64_t*, const uint64_t* code, uint64_t* resolved, size_t count,
+                               std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  if (!active() || !info_) return;
+  for (size_t i = 0; i < count; ++i) {
+    FunctionID f = 0;
+    ReJITID rejit = 0;
+    if (!code[i] || !succeeded(info_->table->GetFunctionFromIP2(info_, reinterpret_cast<LPCBYTE>(code[i]), &f, &rejit)) || !f) {
+      if (code[i]) ranges.emplace_back(code[i], 0);
+      continue;
+    }
+    ensure_function(f);
+    resolved[i] = file_method_id(f);
+    for (const CodeInfo& b : code_bodies(f)) ranges.emplace_back(b.start_address, b.size);
+  }
+}
+
 // The helper's round: the code of methods named before their code was published.
 void ClrRuntime::round() {
   // The samples first (their native symbols into the MetaLog); their managed frames are named by the
@@ -428,6 +671,7 @@ void ClrRuntime::round() {
 
 void ClrRuntime::function_compiled(FunctionID function, bool dynamic) {
   if (!active()) return;
+  if (dynamic && calls_) dynamic_unhooked_.fetch_add(1, std::memory_order_relaxed);
   counts_[kJitted].fetch_add(1, std::memory_order_relaxed);
   ensure_function(function, dynamic);
 }
@@ -889,8 +1133,10 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
   code_map_.find_all(ips, walked, methods);
   uint64_t inner[rt::kMaxBacktrace];
   uint32_t n = 0;
-  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi);
+  uint64_t hidden_ip = 0;
+  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi, hidden_ip);
   if (hidden && n < max) inner[n++] = hidden;
+  replace_osr_records(ips, fps, methods, walked, hidden_ip, hidden);
   for (unsigned i = 0; i < walked && n < max; ++i)
     if (methods[i]) inner[n++] = methods[i];
   bt.count = n;
@@ -905,8 +1151,45 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
 // return address is (read, and kept if it is in JIT code) or that there is none. An unknown one asks
 // the runtime's own walk once (DoStackSnapshot, stopped at the first managed frame: exact, about
 // 1.5 us) and learns from it where that frame's return address sits. Returns the hidden method, 0: none.
+// On-stack replacement in a backtrace (the samples' unwinder does the same: sample_capture.h's
+// set_replaced_frames): the record at fps[k] belongs to an OSR body when the return address it holds
+// (ips[k]) lies in another body of the method the frame below returned into (ips[k - 1]): a pseudo
+// return address into the tier-0 body, and the record links past the tier-0 frame's own. That record
+// is the highest slot between the two records holding the same saved frame pointer with an address of
+// code above it: its return address replaces the pseudo one (the caller's method, or none when the
+// caller is native code: the pseudo frame is dropped).
+void ClrRuntime::replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked,
+                                     uint64_t hidden_ip, uint64_t hidden) {
+  unsigned first_managed = walked;
+  for (unsigned i = 0; i < walked && first_managed == walked; ++i)
+    if (methods[i]) first_managed = i;
+  for (unsigned k = first_managed; k + 1 < walked; ++k) {
+    // The frame record k belongs to: the one whose code the previous record returned into, or the
+    // hidden frame (no record of its own) right below the first managed record.
+    uint64_t owner_ip = 0, owner = 0;
+    if (k > first_managed && methods[k - 1]) owner_ip = ips[k - 1], owner = methods[k - 1];
+    else if (k == first_managed && hidden) owner_ip = hidden_ip, owner = hidden;
+    if (!methods[k] || !owner || methods[k] != owner || !code_map_.other_body_of_same_method(owner_ip, ips[k]))
+      continue;
+    const uint64_t caller_fp = fps[k + 1], lowest = fps[k] + 16;
+    if (caller_fp < lowest + 16) continue;
+    for (uint64_t x = (std::min(caller_fp, lowest + 8192) - 16) & ~uint64_t{7}; x >= lowest; x -= 8) {
+      const uint64_t* slot = reinterpret_cast<const uint64_t*>(x);
+      if (slot[0] != caller_fp || !slot[1]) continue;
+      const uint64_t m = code_map_.find(slot[1] - 1);
+      // A managed caller replaces the pseudo frame; a native one (Main's caller) removes it. A stack
+      // address is not a return address.
+      if (!m && slot[1] >= fps[0] && slot[1] <= caller_fp + (uint64_t{1} << 20)) continue;
+      ips[k] = slot[1] - 1;
+      methods[k] = m;
+      break;
+    }
+  }
+}
+
 uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                                  uint64_t stack_hi) {
+                                  uint64_t stack_hi, uint64_t& hidden_ip) {
+  hidden_ip = 0;
   unsigned first_managed = walked;
   for (unsigned i = 0; i < walked; ++i)
     if (methods[i]) {
@@ -922,7 +1205,10 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
     const uint64_t at = record < first_managed ? fps[record] + 16 + static_cast<uint32_t>(where) : 0;
     if (at && at + 8 <= gap_end(record)) {
       const uint64_t ret = *reinterpret_cast<const uint64_t*>(at);
-      if (const uint64_t m = code_map_.find(ret - 1)) return m;
+      if (const uint64_t m = code_map_.find(ret - 1)) {
+        hidden_ip = ret - 1;
+        return m;
+      }
     }
   }
   // Not learned, or the learned place does not hold a return address into JIT code now.
@@ -953,6 +1239,7 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
     ensure_function(first.function);
     m = code_map_.find(first.ip - 1);
   }
+  if (m) hidden_ip = first.ip - 1;
   return m;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "coreclr/clr_callspec.h"
 #include "coreclr/clr_names.h"
 #include "coreclr/code_map.h"
 #include "coreclr/event_pipe.h"
@@ -26,20 +27,39 @@ class ClrRuntime final : public runtime::Runtime {
   ClrRuntime(ProfilerInfo* info, const RuntimeInfo& about) : info_(info), about_(about), names_(info) {}
 
   std::string_view name() const override { return "coreclr"; }
+  // callspec= (with `calls`): Mono's call filter, evaluated on our names (clr_callspec.h).
+  bool takes_option(std::string_view option) const override { return option == "callspec"; }
   bool present() const override { return info_ != nullptr; }
   std::string summary() const override;
   std::string late_refusal(const runtime::Config& config) const override;
+  // `verbose`, with `calls`: how many dynamic methods ran without enter/leave events.
+  std::string calls_notice() const override;
 
   bool install(const runtime::Config& config, const runtime::Env& env, std::string& error) override;
+  // Attach: a second session's ICorProfilerInfo (the first one's is gone after its detach).
+  void rebind(ProfilerInfo* info, const RuntimeInfo& about);
+  // ProfilerAttachComplete: what was loaded, compiled and started before the attach (EnumModules,
+  // EnumJITedFunctions2, EnumThreads).
+  void catch_up();
+  // Detach, from a thread of ours outside every callback: the runtime waits for the callbacks in
+  // progress, then ProfilerDetachSucceeded. False with the runtime's answer in `error`.
+  bool request_detach(std::string& error);
+  // The sample drain's describer after an attach (capture/sampling.h's DescribeMethods).
+  static void describe_late_entry(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                                  std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+  void replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked, uint64_t hidden_ip,
+                           uint64_t hidden);
+  void describe_late(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                     std::vector<std::pair<uint64_t, uint64_t>>& ranges);
   void stop() override;
   void detach() override;
   void end_remaining_threads() override;
 
   uint32_t event_mask() const override { return mask_.load(std::memory_order_acquire); }
   void set_event_mask(uint32_t mask) override;
-  bool calls_enabled() const override { return false; }
-  uint32_t call_depth() const override { return 0; }
-  void set_call_depth(uint32_t) override {}
+  bool calls_enabled() const override { return calls_; }
+  uint32_t call_depth() const override;
+  void set_call_depth(uint32_t depth) override;
   uint32_t max_frames() const override { return config_.maxframes; }
   bool pause() override;
   bool resume() override;
@@ -84,6 +104,20 @@ class ClrRuntime final : public runtime::Runtime {
   void event_pipe_event(EVENTPIPE_PROVIDER provider, DWORD id, DWORD version, const BYTE* data, ULONG size,
                         ThreadID thread, ULONG frame_count, const UINT_PTR* frames);
   void runtime_shutdown();
+  // `calls`: the runtime's FunctionIDMapper2 (clr_calls.h) for `function`, at its compilation: the
+  // method described, whether to hook it, the hooks' value (its file method id).
+  uint64_t map_function(FunctionID function, bool& hook);
+  static uint64_t map_function_thunk(void* self, FunctionID function, bool& hook) {
+    return static_cast<ClrRuntime*>(self)->map_function(function, hook);
+  }
+  // ReadyToRun code has no hooks: with `calls`, whether the runtime is told to ignore every image's
+  // precompiled code at start (true), or each method's cached code is refused when the runtime looks
+  // for it (false: use_cached_code()).
+  static bool r2r_disabled_for_calls();
+  // JITCachedFunctionSearchStarted's answer for `function`.
+  bool use_cached_code(FunctionID function);
+  // Whether `calls` hooks `function`: every method, or those the callspec includes (decided once).
+  bool hooked(FunctionID function);
 
   // The one runtime of the process (set by the entry point before install; null before).
   static ClrRuntime* instance() { return instance_.load(std::memory_order_acquire); }
@@ -109,7 +143,7 @@ class ClrRuntime final : public runtime::Runtime {
   // chain and the code map; null when backtraces are off.
   const rt::Backtrace* backtrace(rt::Backtrace& bt);
   uint64_t hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                        uint64_t stack_hi);
+                        uint64_t stack_hi, uint64_t& hidden_ip);
   HiddenFrames hidden_;  // frames the chain skips, learned (code_map.h)
   struct Innermost {
     FunctionID function;
@@ -142,7 +176,15 @@ class ClrRuntime final : public runtime::Runtime {
   std::atomic<bool> paused_since_read_{false};
   uint32_t saved_mask_ = 0;
   bool alloc_at_start_ = false;  // ObjectAllocated was asked for at Initialize
+  bool calls_ = false;           // `calls`: the enter/leave hooks set at Initialize (clr_calls.h)
+  CallSpec callspec_;            // callspec= (empty: every method)
+  std::string program_assembly_; // callspec `program`: the program's assembly's simple name
+  std::unordered_map<FunctionID, bool> hooked_;        // the callspec's answer per method (meta_mutex_)
+  std::atomic<uint64_t> dynamic_unhooked_{0};          // dynamic methods compiled without hooks
+  std::unordered_map<ModuleID, std::string> module_assembly_;  // a module's assembly's name (meta_mutex_)
+  uint32_t saved_calldepth_ = 0; // calldepth before pause()
   bool sampling_ = false;        // `sample`/`sample-real` started (install)
+  bool late_ = false;            // attached to a running program (`mlpd attach`)
   std::atomic<bool> monitor_at_start_{false};  // a session of ours has the contention keyword
   DWORD low_ = 0, high_ = 0;       // the event mask asked of the runtime (install, set_event_mask)
   bool alloc_sampled_ = false;     // alloc-sample: allocations come from AllocationSampled events

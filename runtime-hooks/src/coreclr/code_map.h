@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <cstdint>
 #include <type_traits>
 #include <mutex>
@@ -73,6 +74,22 @@ class CodeMap {
   size_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return ranges_.size();
+  }
+  // Whether `b` lies in another body (range) of the method whose code holds `a` (on-stack
+  // replacement: an OSR body's frame record returns into its tier-0 body). Recursion within one body
+  // is not. Through the cache first: the method ids differ for nearly every pair.
+  bool other_body_of_same_method(uint64_t a, uint64_t b) const {
+    uint64_t m[2] = {0, 0};
+    const uint64_t ips[2] = {a, b};
+    find_all(ips, 2, m);
+    if (!m[0] || m[0] != m[1]) return false;
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto range_of = [&](uint64_t ip) {
+      auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
+                                 [](uint64_t p, const Range& r) { return p < r.start; });
+      return it == ranges_.begin() ? uint64_t{0} : std::prev(it)->start;
+    };
+    return range_of(a) != range_of(b);
   }
 
  private:

@@ -77,5 +77,6 @@ __attribute__((constructor)) static void mlpd_coreclr_preload_constructor() {
 extern "C" __attribute__((visibility("default"))) mlpd::coreclr::HRESULT DllGetClassObject(
     const mlpd::coreclr::Guid* clsid, const mlpd::coreclr::Guid* iid, void** out) {
   mlpd::coreclr::set_start(&mlpd::coreclr::start_agent, &mlpd::coreclr::shutdown_agent);
+  mlpd::coreclr::set_attach(&mlpd::coreclr::attach_agent, &mlpd::coreclr::attach_complete);
   return mlpd::coreclr::get_class_object(clsid, iid, out);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "coreclr/clr_callbacks.h"
+#include "coreclr/clr_runtime.h"
 
 namespace mlpd::coreclr {
 
@@ -13,6 +14,8 @@ namespace {
 
 std::atomic<StartFn> g_start{nullptr};
 std::atomic<ShutdownFn> g_shutdown{nullptr};
+std::atomic<AttachFn> g_attach{nullptr};
+std::atomic<AttachCompleteFn> g_attach_complete{nullptr};
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_shut_down{false};
 
@@ -110,9 +113,11 @@ HRESULT profiler_shutdown(ProfilerCallback*) {
 }
 
 // Out-parameters the runtime reads back: answered with the runtime's own default (use the
-// ReadyToRun code; inline as the JIT decides; a full profiler, not a notification-only one).
-HRESULT cached_function_search_started(ProfilerCallback*, FunctionID, BOOL* use_cached) {
-  if (use_cached) *use_cached = 1;
+// ReadyToRun code, except where `calls` needs the method compiled with its hooks; inline as the JIT
+// decides; a full profiler, not a notification-only one).
+HRESULT cached_function_search_started(ProfilerCallback*, FunctionID function, BOOL* use_cached) {
+  ClrRuntime* r = ClrRuntime::instance();
+  if (use_cached) *use_cached = !r || r->use_cached_code(function) ? 1 : 0;
   return kS_OK;
 }
 HRESULT jit_inlining(ProfilerCallback*, FunctionID, FunctionID, BOOL* should_inline) {
@@ -123,9 +128,28 @@ HRESULT load_as_notification_only(ProfilerCallback*, BOOL* notification_only) {
   if (notification_only) *notification_only = 0;
   return kS_OK;
 }
-// Attach (the diagnostics port's AttachProfiler) is not supported yet: refused, the runtime unloads
-// nothing of the program's.
-HRESULT initialize_for_attach(ProfilerCallback*, void*, void*, UINT) { return kE_FAIL; }
+// Attach (the diagnostics socket's AttachProfiler, `mlpd attach PID`): the runtime loaded the library
+// (or found it loaded: it is never unloaded, -z nodelete) and created the profiler object; the
+// agent starts late with the trigger's options. A detach (RequestProfilerDetach) and a second
+// attach give the same object again: the flags are those of the new session.
+HRESULT initialize_for_attach(ProfilerCallback*, void* info_unknown, void* data, UINT size) {
+  const AttachFn attach = g_attach.load(std::memory_order_acquire);
+  int level = 0;
+  ProfilerInfo* info = query_info(info_unknown, level);
+  if (!info || !attach) return kE_FAIL;
+  if (!attach(info, runtime_info(info, level), data, size)) return kE_FAIL;
+  g_shut_down.store(false, std::memory_order_release);
+  g_initialized.store(true, std::memory_order_release);
+  return kS_OK;
+}
+HRESULT attach_complete(ProfilerCallback*) {
+  if (const AttachCompleteFn f = g_attach_complete.load(std::memory_order_acquire)) f();
+  return kS_OK;
+}
+HRESULT detach_succeeded(ProfilerCallback*) {
+  g_initialized.store(false, std::memory_order_release);
+  return kS_OK;
+}
 
 CallbackTable11 make_callback_table() {
   CallbackTable11 t{};
@@ -142,6 +166,8 @@ CallbackTable11 make_callback_table() {
   t.JITInlining = &jit_inlining;
   t.LoadAsNotificationOnly = &load_as_notification_only;
   t.InitializeForAttach = &initialize_for_attach;
+  t.ProfilerAttachComplete = &attach_complete;
+  t.ProfilerDetachSucceeded = &detach_succeeded;
   fill_event_callbacks(t);
   return t;
 }
@@ -175,6 +201,11 @@ const ClassFactoryTable g_factory_table{&factory_query_interface, &factory_add_r
 ClassFactory g_factory{&g_factory_table};
 
 }  // namespace
+
+void set_attach(AttachFn attach, AttachCompleteFn complete) {
+  g_attach.store(attach, std::memory_order_release);
+  g_attach_complete.store(complete, std::memory_order_release);
+}
 
 void set_start(StartFn start, ShutdownFn shutdown) {
   g_start.store(start, std::memory_order_release);

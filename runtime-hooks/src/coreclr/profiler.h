@@ -29,8 +29,15 @@ using StartFn = bool (*)(ProfilerInfo* info, const RuntimeInfo& runtime);
 // What Shutdown does (the runtime is shutting down: the agent writes the rest of the file).
 using ShutdownFn = void (*)();
 
+// What InitializeForAttach does (`mlpd attach PID` through the diagnostics socket): the agent's late
+// start with the trigger's client data (attach_request.h); false: refused (the runtime unloads the
+// profiler and answers the trigger with the failure). Then ProfilerAttachComplete: the catch-up.
+using AttachFn = bool (*)(ProfilerInfo* info, const RuntimeInfo& runtime, const void* data, UINT size);
+using AttachCompleteFn = void (*)();
+
 // Installed by the entry point before the runtime can ask for the class factory.
 void set_start(StartFn start, ShutdownFn shutdown);
+void set_attach(AttachFn attach, AttachCompleteFn complete);
 
 // DllGetClassObject's work: mlpd's class factory when `clsid` is mlpd's CLSID and `iid` is
 // IClassFactory or IUnknown; CLASS_E_CLASSNOTAVAILABLE for another class.

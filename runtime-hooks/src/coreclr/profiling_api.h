@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mlpd/runtime/attach_protocol.h"
+
 namespace mlpd::coreclr {
 
 using HRESULT = std::int32_t;
@@ -84,7 +86,7 @@ static_assert(sizeof(Guid) == 16);
 
 // "XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX" (any case, no braces) -> Guid, at compile time; a malformed
 // text does not compile (the throw in a constant expression).
-consteval Guid guid(const char (&text)[37]) {
+consteval Guid guid_at(const char* text) {
   auto hex = [](char c) -> std::uint32_t {
     if (c >= '0' && c <= '9') return static_cast<std::uint32_t>(c - '0');
     if (c >= 'a' && c <= 'f') return static_cast<std::uint32_t>(c - 'a' + 10);
@@ -103,10 +105,12 @@ consteval Guid guid(const char (&text)[37]) {
   for (int i = 0; i < 6; ++i) g.data4[2 + i] = static_cast<std::uint8_t>(field(24 + 2 * i, 2));
   return g;
 }
+consteval Guid guid(const char (&text)[37]) { return guid_at(text); }
 
-// mlpd's own class id (CORECLR_PROFILER={9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B}; docs/dotnet.md).
-inline constexpr Guid kMlpdClsid = guid("9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B");
-inline constexpr char kMlpdClsidText[] = "{9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B}";
+// mlpd's own class id (CORECLR_PROFILER={9F52A29B-F34A-4AC8-BF3A-ED27D2C3114B}; docs/dotnet.md; the
+// text is shared with `mlpd attach`, mlpd/runtime/attach_protocol.h).
+using runtime::attach_protocol::kMlpdClsidText;
+inline constexpr Guid kMlpdClsid = guid_at(kMlpdClsidText + 1);
 
 inline constexpr Guid kIID_IUnknown = guid("00000000-0000-0000-C000-000000000046");
 inline constexpr Guid kIID_IClassFactory = guid("00000001-0000-0000-C000-000000000046");
@@ -551,6 +555,25 @@ MLPD_INFO_TABLE(3, MLPD_INFO_UPTO3(MLPD_SLOT))
 MLPD_INFO_TABLE(5, MLPD_INFO_UPTO5(MLPD_SLOT))
 MLPD_INFO_TABLE(9, MLPD_INFO_UPTO9(MLPD_SLOT))
 MLPD_INFO_TABLE(12, MLPD_INFO_UPTO12(MLPD_SLOT))
+
+// The runtime's enumerators (ICorProfilerModuleEnum, ICorProfilerFunctionEnum, ICorProfilerThreadEnum):
+// one shape, their Next differing only in the element type (ModuleID, COR_PRF_FUNCTION, ThreadID),
+// so one table with an untyped array serves all three.
+#define MLPD_ENUM_SLOTS(X)                         \
+  X(HRESULT, Skip, ULONG count)                    \
+  X(HRESULT, Reset)                                \
+  X(HRESULT, Clone, void** copy)                   \
+  X(HRESULT, GetCount, ULONG* count)               \
+  X(HRESULT, Next, ULONG count, void* items, ULONG* fetched)
+struct IdEnum;
+struct IdEnumTable {
+  using Self = IdEnum;
+  MLPD_IUNKNOWN_SLOTS(MLPD_SLOT)
+  MLPD_ENUM_SLOTS(MLPD_SLOT)
+};
+struct IdEnum {
+  const IdEnumTable* table;
+};
 
 struct ClassFactory {
   const ClassFactoryTable* table;

@@ -11,8 +11,15 @@ namespace mlpd::coreclr {
 
 // The runtime behind the door (clr_runtime.h), one for the process's life, given to the agent's start
 // (which reads the options, opens the output, writes the header, installs it and starts the helper).
+ClrRuntime* runtime_for(ProfilerInfo* info, const RuntimeInfo& about) {
+  static ClrRuntime* runtime = nullptr;
+  if (!runtime) runtime = new (std::nothrow) ClrRuntime(info, about);
+  else runtime->rebind(info, about);
+  return runtime;
+}
+
 bool start_agent(ProfilerInfo* info, const RuntimeInfo& about) {
-  static ClrRuntime* runtime = new (std::nothrow) ClrRuntime(info, about);
+  ClrRuntime* runtime = runtime_for(info, about);
   if (!runtime) return false;
   const char* env = std::getenv("MLPD_OPTIONS");
   agent::start(env ? env : "", *runtime);

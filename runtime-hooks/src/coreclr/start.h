@@ -12,4 +12,13 @@ bool start_agent(ProfilerInfo* info, const RuntimeInfo& runtime);
 // The runtime shuts down: the rest of the file is written.
 void shutdown_agent();
 
+class ClrRuntime;
+// The one runtime object of the process (created at the first start or attach; a later attach gives
+// it the new session's ICorProfilerInfo). Null when out of memory.
+ClrRuntime* runtime_for(ProfilerInfo* info, const RuntimeInfo& about);
+
+// InitializeForAttach and ProfilerAttachComplete (attach_entry.cpp).
+bool attach_agent(ProfilerInfo* info, const RuntimeInfo& about, const void* data, UINT size);
+void attach_complete();
+
 }  // namespace mlpd::coreclr

@@ -12,7 +12,7 @@ from outside and left as it was.
 - attach --for: waits, detaches, prints the verify line;
 - a program that allocates (collections) while attached and detached ten times: no hang, normal output;
 - refusals, each one line and a non-zero status, the target untouched (no trigger file, no thread dump
-  in its output, exits normally): not a Mono process, `mono --attach=disable`, another user's process
+  in its output, exits normally): neither Mono nor .NET, `mono --attach=disable`, another user's process
   (the CLI run as nobody), a process profiled already (LD_PRELOAD, and a second attach), refused
   options (alloc);
 - calls after attach: only methods compiled after it are instrumented (AttachLate.Step), with a notice;
@@ -348,7 +348,7 @@ def untouched(p, what):
 
 def refusals():
     sleeper = subprocess.Popen(["sleep", "30"])
-    refused(attach(sleeper.pid, "sample"), "not Mono", "not a Mono process")
+    refused(attach(sleeper.pid, "sample"), "not Mono", "neither a Mono nor a .NET")
     sleeper.kill()
     sleeper.wait()
 

@@ -64,9 +64,9 @@ def main():
     # tier-1 body for part of the run: those hits are Main's own there).
     main_a = sum(x for k, (x, _) in cpu.items() if k.startswith("CrossRt.Work:Main (string[])"))
     main_b = sum(y for k, (_, y) in cpu.items() if k.startswith("CrossRt.Work:Main (string[])"))
-    # On .NET a sample in Leaf's OSR body loses its caller (docs/dotnet.md, "Sampling": known limits):
-    # 5-17% of the hits in runs here, so Main's share there is asked at 0.6.
-    t.check(a >= 0.1 * total_a and b >= 0.1 * total_b and main_a >= 0.8 * total_a and main_b >= 0.6 * total_b,
+    # On .NET the rest is the runtime's start (samples before Main). Samples in Leaf's OSR body kept
+    # Main since the OSR frames are followed (before: 5-22% of the hits lost it, 0.6 was asked).
+    t.check(a >= 0.1 * total_a and b >= 0.1 * total_b and main_a >= 0.8 * total_a and main_b >= 0.85 * total_b,
             f"cpu: {LEAF!r} has {a} of {total_a} hits on Mono and {b} of {total_b} on .NET; under Main {main_a} "
             f"and {main_b}; largest: {sorted(cpu.items(), key=lambda kv: -sum(kv[1]))[:4]}")
     print(f"ok  cpu: {LEAF} {a}/{total_a} on Mono, {b}/{total_b} on .NET; under Main {main_a} and {main_b}", flush=True)

@@ -7,7 +7,12 @@
   one that was unloaded; the file is strict and mprof-report reads it.
 - `recurse 100`: samples at the bottom of 100 frames of Down keep the whole chain up to Main and the
   host; `recurse 3000`: every sample in Down reaches Main or is rooted at an explicit marker
-  ([truncated]: deeper than the frames kept; [stack cut]: beyond the stack copy)."""
+  ([truncated]: deeper than the frames kept; [stack cut]: beyond the stack copy).
+- `osr 1500`: Hot, entered once, loops 1.5 s: the runtime replaces its tier-0 code mid-run by an OSR
+  body running over the tier-0 frame, whose frame record returns into the tier-0 body and links past
+  the tier-0 frame's own record: at least 95% of the samples in Hot keep Hot <- Outer <- Run <- Main,
+  and none shows Hot twice (before: Outer was lost from every sample in the OSR body); the same for
+  the backtraces of the objects Hot allocates (`alloc`)."""
 import os
 import re
 import sys
@@ -107,10 +112,39 @@ def recursion():
           flush=True)
 
 
+def osr():
+    run_checked("osr 1500", ["osr", "1500"], "nodefaults,sample,alloc,output=osr.mlpd")
+    check_file("osr 1500", "osr.mlpd")
+    hot = [(n, f) for n, f in stacks("osr.mlpd") if f and f[-1] == "MlpdTests.Osr:Hot (int)"]
+    hits = sum(n for n, _ in hot)
+    whole = sum(n for n, f in hot if f[-4:] == [MAIN, "MlpdTests.Osr:Run (int)", "MlpdTests.Osr:Outer (int)",
+                                                 "MlpdTests.Osr:Hot (int)"])
+    twice = sum(n for n, f in hot if f.count("MlpdTests.Osr:Hot (int)") > 1)
+    t.check(hits >= 50 and whole >= 0.95 * hits and twice == 0,
+            f"osr 1500: {whole} of {hits} samples in Hot keep Main, Run, Outer ({twice} show Hot twice): "
+            f"{sorted(hot, key=lambda x: -x[0])[:2]}")
+    print(f"ok  osr 1500: {whole} of {hits} samples in Hot (OSR body) keep Outer and Main", flush=True)
+    # The OsrItems Hot allocates (in its tier-0 body first, then in its OSR body): their backtraces
+    # too (before: Main, Run, Hot, Hot once the OSR body ran).
+    p = t.run([t.MLPD, "export", "--format", "collapsed", "--what", "alloc", "-o", "-", "osr.mlpd"], timeout=300)
+    allocs = []
+    for line in p.stdout.splitlines():
+        frames, _, n = line.rpartition(" ")
+        if frames and n.isdigit() and frames.split(";")[-1] == "MlpdTests.Osr:Hot (int)":
+            allocs.append((int(n), frames.split(";")))
+    made = sum(n for n, _ in allocs)
+    kept = sum(n for n, f in allocs if f[-3:] == ["MlpdTests.Osr:Run (int)", "MlpdTests.Osr:Outer (int)",
+                                                  "MlpdTests.Osr:Hot (int)"] and MAIN in f)
+    t.check(made >= 100 and kept >= 0.95 * made,
+            f"osr 1500: {kept} of {made} allocations in Hot keep Outer and Main: {sorted(allocs, key=lambda x: -x[0])[:2]}")
+    print(f"ok  osr 1500: {kept} of {made} allocations in Hot keep Outer and Main", flush=True)
+
+
 def main():
     require_programs("dotnet_shapes")
     dynamic_methods()
     recursion()
+    osr()
     t.finish("dotnet_shapes")
 
 

@@ -5,6 +5,9 @@ using System;
 using System.Collections.Generic;
 using System.Linq.Expressions;
 using System.Net;
+using System.Reflection;
+using System.Reflection.Emit;
+using System.Threading.Tasks;
 using System.Runtime.CompilerServices;
 using System.Threading;
 
@@ -50,6 +53,11 @@ namespace MlpdTests
                 case "dynamic": return Dynamic.Run(args.Length > 1 ? int.Parse(args[1]) : 50);
                 case "recurse":
                     return Recursion.Run(args.Length > 1 ? int.Parse(args[1]) : 100, args.Length > 2 ? int.Parse(args[2]) : 1000);
+                case "calls":
+                    return CallCounts.Run(args.Length > 1 ? int.Parse(args[1]) : 1000, args.Length > 2 ? int.Parse(args[2]) : 200);
+                case "callbench": return CallBench.Run(args.Length > 1 ? int.Parse(args[1]) : 20000000);
+                case "osr": return Osr.Run(args.Length > 1 ? int.Parse(args[1]) : 1500);
+                case "attach_service": return AttachService.Run(args.Length > 1 ? int.Parse(args[1]) : 10);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
                     Console.WriteLine("CORECLR_PROFILER=" + (Environment.GetEnvironmentVariable("CORECLR_PROFILER") ?? "(unset)"));
@@ -409,6 +417,177 @@ namespace MlpdTests
         public static int Run(int depth, int ms)
         {
             Console.WriteLine("recurse " + depth + " " + (Down(depth, ms) != 42 ? "done" : "odd"));
+            return 0;
+        }
+    }
+
+    // `calls N DEPTH` (tests/integration/dotnet/test_calls.py): calls whose numbers the program knows,
+    // each printed as "calls METHOD COUNT" (METHOD as mlpd names it), for the enter counts of the file:
+    // a loop of small methods (inlined unless the profiler stops it), recursion DEPTH deep, exceptions
+    // thrown through DEPTH frames, tail calls (IL `tail.` through Reflection.Emit: C# has none),
+    // async methods that resume on the thread pool, and a worker thread.
+    public static class CallCounts
+    {
+        static long leaves;
+
+        static int Small(int a) => a + 1;  // small enough for the JIT to inline it
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Rec(int depth) => depth == 0 ? 0 : Rec(depth - 1) + 1;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Deep(int depth)
+        {
+            if (depth == 0) throw new InvalidOperationException("deep");
+            Deep(depth - 1);
+        }
+
+        public static void Leaf(int i) { leaves += i; }
+
+        // Arguments and return values in every kind of register the hooks must keep: floating-point
+        // arguments (xmm0-7) beside integer ones, and 16-byte structs returned in rax:rdx and xmm0:xmm1.
+        // The checksums are printed: a register the stubs lost would change the output.
+        struct Two { public long A, B; }
+        struct TwoD { public double X, Y; }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static double Mix(double a, float b, long c, double d, double e, double f, double g, double h, double i, int j) =>
+            a * 0.5 + b + c + d * 2 + e - f + g * h + i + j;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Two Pair(long a, long b) => new Two { A = a * 3, B = b - 7 };
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static TwoD PairD(double x, double y) => new TwoD { X = x * 1.5, Y = y / 4 };
+
+        static string Registers(int n)
+        {
+            double m = 0;
+            long p = 0;
+            double q = 0;
+            for (int k = 0; k < n; k++)
+            {
+                m += Mix(k, 0.25f, k * 3L, 1.5, 2.5, 3.5, k * 0.125, 4.5, 5.5, k);
+                var two = Pair(k, k + 1);
+                p += two.A ^ two.B;
+                var d = PairD(k, k + 0.5);
+                q += d.X - d.Y;
+            }
+            return m.ToString("R") + " " + p + " " + q.ToString("R");
+        }
+
+        static async Task<int> Step(int i)
+        {
+            await Task.Yield();
+            return i + 1;
+        }
+
+        static async Task<int> Steps(int n)
+        {
+            int s = 0;
+            for (int i = 0; i < n; i++) s += await Step(i);
+            return s;
+        }
+
+        // TailRec(n): `tail. call TailPong(n - 1)`, which does `tail. call TailRec(n - 1)`, down to 0 (n + 1
+        // calls of TailRec, n of TailPong, each leaving by a tail call but the last; not a method tail
+        // calling itself, which the JIT turns into a loop: docs/dotnet.md); TailLeaf(i): `tail. call
+        // CallCounts.Leaf(i)`.
+        static (MethodInfo rec, MethodInfo leaf) EmitTailCalls()
+        {
+            var asm = AssemblyBuilder.DefineDynamicAssembly(new AssemblyName("MlpdTail"), AssemblyBuilderAccess.Run);
+            var mod = asm.DefineDynamicModule("MlpdTail");
+            var type = mod.DefineType("MlpdTail.Tails", TypeAttributes.Public | TypeAttributes.Abstract | TypeAttributes.Sealed);
+            var rec = type.DefineMethod("TailRec", MethodAttributes.Public | MethodAttributes.Static, typeof(int), new[] { typeof(int) });
+            var pong = type.DefineMethod("TailPong", MethodAttributes.Public | MethodAttributes.Static, typeof(int), new[] { typeof(int) });
+            var il = pong.GetILGenerator();
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Tailcall);
+            il.Emit(OpCodes.Call, rec);
+            il.Emit(OpCodes.Ret);
+            il = rec.GetILGenerator();
+            var more = il.DefineLabel();
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Brtrue_S, more);
+            il.Emit(OpCodes.Ldc_I4_0);
+            il.Emit(OpCodes.Ret);
+            il.MarkLabel(more);
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Ldc_I4_1);
+            il.Emit(OpCodes.Sub);
+            il.Emit(OpCodes.Tailcall);
+            il.Emit(OpCodes.Call, pong);
+            il.Emit(OpCodes.Ret);
+            var leaf = type.DefineMethod("TailLeaf", MethodAttributes.Public | MethodAttributes.Static, typeof(void), new[] { typeof(int) });
+            il = leaf.GetILGenerator();
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Tailcall);
+            il.Emit(OpCodes.Call, typeof(CallCounts).GetMethod("Leaf"));
+            il.Emit(OpCodes.Ret);
+            var t = type.CreateType();
+            return (t.GetMethod("TailRec"), t.GetMethod("TailLeaf"));
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int Worker(int n)
+        {
+            int s = 0;
+            for (int i = 0; i < n; i++) s = Small(s);
+            return s;
+        }
+
+        public static int Run(int n, int depth)
+        {
+            int s = 0;
+            for (int i = 0; i < n; i++) s = Small(s);
+            long r = 0;
+            for (int i = 0; i < 10; i++) r += Rec(depth);
+            int caught = 0;
+            for (int i = 0; i < 10; i++)
+            {
+                try { Deep(depth); }
+                catch (InvalidOperationException) { caught++; }
+            }
+            var (tailRec, tailLeaf) = EmitTailCalls();
+            var rargs = new object[] { depth };
+            for (int i = 0; i < 10; i++) tailRec.Invoke(null, rargs);
+            for (int i = 0; i < n; i++) tailLeaf.Invoke(null, new object[] { i });
+            int a = Steps(n / 10).GetAwaiter().GetResult();
+            int w = 0;
+            var th = new Thread(() => { w = Worker(n); });
+            th.Start();
+            th.Join();
+            Console.WriteLine("calls MlpdTests.CallCounts:Small (int) " + (2 * n));
+            Console.WriteLine("calls MlpdTests.CallCounts:Rec (int) " + 10 * (depth + 1));
+            Console.WriteLine("calls MlpdTests.CallCounts:Deep (int) " + 10 * (depth + 1));
+            Console.WriteLine("calls MlpdTail.Tails:TailRec (int) " + 10 * (depth + 1));
+            Console.WriteLine("calls MlpdTail.Tails:TailPong (int) " + 10 * depth);
+            Console.WriteLine("calls MlpdTail.Tails:TailLeaf (int) " + n);
+            Console.WriteLine("calls MlpdTests.CallCounts:Leaf (int) " + n);
+            Console.WriteLine("calls MlpdTests.CallCounts:Step (int) " + (n / 10));
+            Console.WriteLine("calls MlpdTests.CallCounts:Steps (int) 1");
+            Console.WriteLine("calls MlpdTests.CallCounts:Worker (int) 1");
+            Console.WriteLine("calls MlpdTests.CallCounts:Run (int,int) 1");
+            Console.WriteLine("check " + s + " " + r + " " + caught + " " + a + " " + w + " " + leaves + " " + Registers(n));
+            return 0;
+        }
+    }
+
+    // `callbench N` (tests/bench/dotnet_calls.sh): N calls of small methods, the cost of `calls`. The
+    // same program is tests/programs/callbench.cs for Mono (compiled by mcs).
+    public static class CallBench
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int Add(int a, int b) => a + b;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int Twice(int a) => Add(a, a) & 0xffff;
+
+        public static int Run(int n)
+        {
+            int s = 0;
+            for (int i = 0; i < n; i++) s = Twice(s + i);
+            Console.WriteLine("callbench " + n + " " + s);
             return 0;
         }
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coreclr/clr_calls.h"
 #include "coreclr/clr_runtime.h"
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/header_decoder.h"
@@ -31,6 +32,11 @@ struct Fake {
   uint64_t keywords = 0;
   uint32_t level = 0;
   BOOL rundown = -1;
+  // calls: the mapper and the hooks the runtime was given.
+  void* mapper = nullptr;
+  void* enter = nullptr;
+  void* leave = nullptr;
+  void* tailcall = nullptr;
 } g_fake;
 
 void copy_name(const char16_t* text, ULONG capacity, ULONG* length, WCHAR* out) {
@@ -148,8 +154,21 @@ HRESULT info_ep_stop(ProfilerInfo*, EVENTPIPE_SESSION session) {
   return kS_OK;
 }
 
+HRESULT info_mapper2(ProfilerInfo*, void* mapper, void*) {
+  g_fake.mapper = mapper;
+  return kS_OK;
+}
+HRESULT info_hooks3(ProfilerInfo*, void* enter, void* leave, void* tailcall) {
+  g_fake.enter = enter;
+  g_fake.leave = leave;
+  g_fake.tailcall = tailcall;
+  return kS_OK;
+}
+
 InfoTable12 make_info() {
   InfoTable12 t{};
+  t.SetFunctionIDMapper2 = &info_mapper2;
+  t.SetEnterLeaveFunctionHooks3 = &info_hooks3;
   t.SetEventMask2 = &info_set_mask2;
   t.GetFunctionInfo2 = &info_function2;
   t.GetClassIDInfo2 = &info_class2;
@@ -212,8 +231,10 @@ TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET ca
   std::string error;
   runtime::Config c;
   c.calls = true;
+  c.late = true;  // attach: .NET takes enter/leave hooks only at Initialize
   CHECK_FALSE(f.runtime.install(c, f.env, error));
   CHECK_THAT(error, mlpd_test::contains("calls"));
+  CHECK(g_fake.mapper == nullptr);
   c = {};
   c.mask = format::MASK_GC_ALLOC;
   c.alloc_sample = 100000;
@@ -556,4 +577,118 @@ TEST_CASE("coreclr runtime: no lock-contention counter without monitor", "[corec
   f.runtime.take_new_counters(counters);
   CHECK(counters.size() == 8);
   for (const runtime::Counter& c : counters) CHECK(c.desc.name != "dotnet.monitor.lock_contentions");
+}
+
+#if defined(__x86_64__)
+TEST_CASE("coreclr runtime: calls sets the hooks, the mapper describes and hooks each method", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.calls = true;
+  c.calldepth = 40;
+  c.mask = format::MASK_EXCEPTION;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK((g_fake.low & monitor::kEnterLeave) != 0);
+  CHECK((g_fake.low & monitor::kDisableInlining) != 0);  // an inlined callee has no enter/leave
+  CHECK((g_fake.low & monitor::kDisableAllNgenImages) == 0);  // ReadyToRun refused per method instead
+  CHECK((g_fake.low & monitor::kExceptions) != 0);  // the unwind callbacks close frames
+  CHECK((g_fake.low & (0x00004000u | 0x00008000u | 0x08000000u)) == 0);  // no args/retval/frame info: fast path
+  REQUIRE(g_fake.mapper != nullptr);
+  CHECK(g_fake.enter == reinterpret_cast<void*>(&mlpd_clr_enter_stub));
+  CHECK(g_fake.leave == reinterpret_cast<void*>(&mlpd_clr_leave_stub));
+  CHECK(g_fake.tailcall == reinterpret_cast<void*>(&mlpd_clr_tailcall_stub));
+  CHECK(f.runtime.calls_enabled());
+  CHECK_FALSE(f.runtime.use_cached_code(0x5000));  // precompiled code has no hooks: compiled again
+
+  // The mapper: the method described before its code can run, the FunctionID as the hooks' value.
+  auto mapper = reinterpret_cast<UINT_PTR (*)(FunctionID, void*, BOOL*)>(g_fake.mapper);
+  BOOL hook = 0;
+  CHECK(mapper(0x5000, nullptr, &hook) == 0x5000);
+  CHECK(hook == 1);
+  bool described = false;
+  for (const Event& e : take(f.meta))
+    if (e.kind == EventKind::method_jit && e.method == 0x5000) described = e.name == "MlpdTests.Work/Inner:Sum (int)";
+  CHECK(described);
+  // A dynamic method being compiled on this thread is not hooked (its FunctionID is given again later).
+  calls::dynamic_compile(0x5000);
+  hook = 1;
+  mapper(0x5000, nullptr, &hook);
+  CHECK(hook == 0);
+  calls::dynamic_compile(0);
+
+  // calldepth: the command port's, and pause (depth 0) / resume.
+  CHECK(f.runtime.call_depth() == 40);
+  f.runtime.set_call_depth(7);
+  CHECK(f.runtime.call_depth() == 7);
+  REQUIRE(f.runtime.pause());
+  CHECK(f.runtime.call_depth() == 0);
+  f.runtime.set_call_depth(9);  // while paused: kept for resume
+  CHECK(f.runtime.call_depth() == 0);
+  REQUIRE(f.runtime.resume());
+  CHECK(f.runtime.call_depth() == 9);
+  f.runtime.stop();
+}
+
+TEST_CASE("coreclr runtime: calls-min sets the eliding hooks; calls refused at attach", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.calls = true;
+  c.calls_min_ns = 1000;
+  REQUIRE(f.runtime.install(c, f.env, error));
+  CHECK(g_fake.enter == reinterpret_cast<void*>(&mlpd_clr_enter_min_stub));
+  CHECK(g_fake.leave == reinterpret_cast<void*>(&mlpd_clr_leave_min_stub));
+  f.runtime.stop();
+  CHECK(f.runtime.late_refusal(c).starts_with("calls"));
+  c.calls = false;
+  CHECK(f.runtime.late_refusal(c).find("calls") == std::string::npos);
+}
+#else
+TEST_CASE("coreclr runtime: calls is refused where the stubs are not built", "[coreclr]") {
+  Fixture f;
+  std::string error;
+  runtime::Config c;
+  c.calls = true;
+  CHECK_FALSE(f.runtime.install(c, f.env, error));
+  CHECK_THAT(error, mlpd_test::contains("calls"));
+}
+#endif
+
+TEST_CASE("coreclr callspec: Mono's syntax on our names, later items override earlier ones", "[coreclr]") {
+  CallSpec spec;
+  std::string error;
+  const std::string work = "MlpdTests.Work:Sum (int)";
+  const std::string inner = "MlpdTests.Work/Inner:Run<int> (int,string)";
+  const std::string console = "System.Console:WriteLine (string)";
+  REQUIRE(spec.parse("all", error));
+  CHECK(spec.matches(work, "App", false));
+  REQUIRE(spec.parse("program", error));
+  CHECK(spec.matches(work, "App", true));
+  CHECK_FALSE(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("program,-M:MlpdTests.Work:Sum", error));
+  CHECK_FALSE(spec.matches(work, "App", true));  // the later exclusion wins
+  CHECK(spec.matches(inner, "App", true));
+  REQUIRE(spec.parse("-M:MlpdTests.Work:Sum,program", error));
+  CHECK(spec.matches(work, "App", true));  // and a later inclusion wins back
+  REQUIRE(spec.parse("M:Console:WriteLine(string)", error));  // a bare type name, any namespace; args
+  CHECK(spec.matches(console, "System.Console", false));
+  CHECK_FALSE(spec.matches("System.Console:WriteLine (int)", "System.Console", false));
+  REQUIRE(spec.parse("M:*:Run", error));  // any type; generic arguments are not part of the name
+  CHECK(spec.matches(inner, "App", false));
+  REQUIRE(spec.parse("T:MlpdTests.Work/Inner", error));
+  CHECK(spec.matches(inner, "App", false));
+  CHECK_FALSE(spec.matches(work, "App", false));
+  REQUIRE(spec.parse("N:MlpdTests", error));
+  CHECK(spec.matches(work, "App", false));
+  CHECK(spec.matches(inner, "App", false));  // a nested type is in its outer type's namespace
+  CHECK_FALSE(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("System.Console", error));  // an assembly by its simple name
+  CHECK(spec.matches(console, "System.Console", false));
+  REQUIRE(spec.parse("E:System.Exception,wrapper,disabled,none", error));  // accepted, match nothing
+  CHECK_FALSE(spec.matches(work, "App", true));
+  CHECK_FALSE(spec.parse("M:nomethod", error));
+  CHECK_THAT(error, mlpd_test::contains("M:Type:Method"));
+  CHECK_FALSE(spec.parse("program,,all", error));
+  CHECK_FALSE(spec.parse("-", error));
+  CHECK_FALSE(spec.parse("T:", error));
 }

@@ -78,6 +78,18 @@ TEST_CASE("coreclr: methods sit in the IDL's slots", "[coreclr]") {
   CHECK(slot(offsetof(InfoTable12, SetEventMask2)) == 82);
   CHECK(slot(offsetof(InfoTable12, GetNativeCodeStartAddresses)) == 90);
   CHECK(slot(offsetof(InfoTable12, GetCodeInfo4)) == 92);
+  // What an attach uses: the catch-up enumerations and the detach request (ICorProfilerInfo3 and 4).
+  CHECK(slot(offsetof(InfoTable12, RequestProfilerDetach)) == 58);
+  CHECK(slot(offsetof(InfoTable12, EnumModules)) == 66);
+  CHECK(slot(offsetof(InfoTable12, EnumThreads)) == 71);
+  CHECK(slot(offsetof(InfoTable12, EnumJITedFunctions2)) == 79);
+  CHECK(slot(offsetof(CallbackTable11, ProfilerAttachComplete)) == 81);
+  CHECK(slot(offsetof(CallbackTable11, ProfilerDetachSucceeded)) == 82);
+  // The enumerators: IUnknown, then Skip, Reset, Clone, GetCount, Next.
+  CHECK(slots<IdEnumTable>() == 8);
+  CHECK(slot(offsetof(IdEnumTable, GetCount)) == 6);
+  CHECK(slot(offsetof(IdEnumTable, Next)) == 7);
+  CHECK(sizeof(FunctionAndRejit) == 16);
   CHECK(slot(offsetof(InfoTable12, EventPipeStartSession)) == 101);
   CHECK(slot(offsetof(InfoTable12, EventPipeAddProviderToSession)) == 102);
   CHECK(slot(offsetof(InfoTable12, EventPipeStopSession)) == 103);
