@@ -34,7 +34,8 @@ bool UnwindLib::open_remote() {
 bool UnwindLib::open_local(const char* library, const char* prefix, const char* getcontext_symbol) {
   void* h = dlopen(library, RTLD_LAZY | RTLD_LOCAL);
   if (!h) return false;
-  return get(h, getcontext, nullptr, getcontext_symbol) && get(h, init_local, prefix, "init_local") &&
+  // No getcontext symbol: the library has none (arm64's is an inline-asm macro); the caller gives its own.
+  return (!getcontext_symbol || get(h, getcontext, nullptr, getcontext_symbol)) && get(h, init_local, prefix, "init_local") &&
          get(h, step, prefix, "step") && get(h, get_reg, prefix, "get_reg") &&
          get(h, get_save_loc, prefix, "get_save_loc");
 }

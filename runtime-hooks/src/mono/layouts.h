@@ -48,6 +48,7 @@ struct ContextSlot {
 // version's layouts for one machine: mini/mini-<arch>.h, utils/mono-context.h). Byte offsets.
 struct LmfSlots {
   int64_t fp = 0, sp = 0;       // MonoLMF: the saved frame and stack pointers
+  int64_t ip = 0;               // MonoLMF: the saved pc (arm64; amd64 keeps none: its return address is at [rsp - 8])
   int64_t tramp_ctx = 0;        // MonoLMFTramp: its MonoContext pointer
   int64_t ctx_sp = 0, ctx_fp = 0, ctx_ip = 0;  // MonoContext's registers
   int64_t ctx_bytes = 0;        // MonoContext bytes read (covers the three)

@@ -5,7 +5,7 @@
 // The walker's rooms (runtime-hooks/src/mono/walker/): walk.* (the fast walk), code_table.* (the JIT'd code
 // ranges; jit_done, method_free, domain_unloading), thread_state.* (per-thread caches and counts),
 // native_chains.* (the learned native chains, libunwind), generic_instances.* (shared generic code),
-// x86_64/frame_shapes.* (the machine code: prologues, trampolines, frame steps, the LMF); Mono 6.8's
+// <isa>/frame_shapes.* (x86_64, aarch64: the machine code: prologues, trampolines, frame steps, the LMF); Mono 6.8's
 // layouts in mono/v6_8/.
 #include "mlpd/hooks/stack_walker.h"
 

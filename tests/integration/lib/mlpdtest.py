@@ -16,11 +16,11 @@ MONO = os.environ.get("MONO", "mono")
 MPROF_REPORT = os.environ.get("MPROF_REPORT", "mprof-report")
 PROGRAMS = os.environ.get("MLPD_PROGRAMS", ".")
 # The build's arch/ folder (CMake's MLPD_ARCH). x86_64's and aarch64's have native unwinding of samples
-# and the interrupted-syscall test (NATIVE_FRAMES); only x86_64 has our own stack walker (OWN_WALKER:
+# and the interrupted-syscall test (NATIVE_FRAMES); both have our own stack walker (OWN_WALKER:
 # elsewhere every backtrace is Mono's walk); arch/generic's samples keep their leaf IP only.
 ARCH = os.environ.get("MLPD_ARCH", "x86_64")
 NATIVE_FRAMES = ARCH in ("x86_64", "aarch64")
-OWN_WALKER = ARCH == "x86_64"
+OWN_WALKER = ARCH in ("x86_64", "aarch64")
 # Under qemu-user (the arm64 tests: MLPD_EMULATED=1) process_vm_readv is not there, so the sampler copies
 # no stack and native samples keep their leaf frame only, as on arch/generic.
 EMULATED = os.environ.get("MLPD_EMULATED") == "1"

@@ -48,12 +48,18 @@ TEST_CASE("the v6_8 row holds Mono 6.8's offsets and readers") {
   CHECK(internals_name(&l) == std::string("v6_8"));
   CHECK(internals_name(nullptr) == std::string("off"));
   CHECK((l.jit_tls_lmf == 16 && l.jit_tls_first_lmf == 24 && l.jit_tls_end_of_stack == 0));
+#if defined(__aarch64__)
+  CHECK((l.lmf_ext_bit == 2 && l.lmf_tramp_bit == 0 && l.lmf_previous(0x1006) == 0x1004 && l.lmf_previous(0x1003) == 0x1000));
+#else
   CHECK((l.lmf_ext_bit == 2 && l.lmf_tramp_bit == 4 && l.lmf_previous(0x1006) == 0x1000));
+#endif
   CHECK(l.clause_address(0x1000, 2) == 0x1000 + 56 + 2 * 64 + 8);
   CHECK(l.generic_jit_info_address(0x1000, 3) == 0x1000 + 56 + 3 * 64);
   CHECK((l.parse_jit_info_head && l.parse_generic_jit_info && l.context_slot && l.wrapper_type && l.open_instantiation));
 #if defined(__x86_64__)
   CHECK((l.lmf.fp == 8 && l.lmf.sp == 16 && l.lmf.tramp_ctx == 24));
   CHECK((l.lmf.ctx_sp == 32 && l.lmf.ctx_fp == 40 && l.lmf.ctx_ip == 128));
+#elif defined(__aarch64__)
+  CHECK((l.lmf.ip == 16 && l.lmf.fp == 104 && l.lmf.sp == 112 && l.lmf.lmf_bytes == 120 && l.lmf.tramp_ctx == 0));
 #endif
 }

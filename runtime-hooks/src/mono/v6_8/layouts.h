@@ -47,10 +47,17 @@ inline constexpr size_t kJitTlsWords = 4;
 
 // ---- MonoLMF's link word -----------------------------------------------------------------------
 // MonoLMF's first word is previous_lmf, whose bit 1 marks a MonoLMFExt (debugger invoke, interpreter)
-// and bit 2 a MonoLMFTramp (a trampoline's record, with its MonoContext); the pointer is the rest.
+// and, on amd64, bit 2 a MonoLMFTramp (a trampoline's record, with its MonoContext); the pointer is
+// the rest (mini/exceptions-amd64.c masks ~7). arm64 has no MonoLMFTramp: a trampoline fills a plain
+// MonoLMF with its caller's pc, fp and sp (mini/tramp-arm64.c), and the link is masked ~3
+// (mini/exceptions-arm64.c, mono_arch_unwind_frame).
 inline constexpr size_t kLmfPrevious = 0;
-inline constexpr uint64_t kLmfExtBit = 2, kLmfTrampBit = 4;
-inline uint64_t lmf_previous(uint64_t word) { return word & ~uint64_t{7}; }
+#if defined(__aarch64__)
+inline constexpr uint64_t kLmfExtBit = 2, kLmfTrampBit = 0, kLmfFlagBits = 3;
+#else
+inline constexpr uint64_t kLmfExtBit = 2, kLmfTrampBit = 4, kLmfFlagBits = 7;
+#endif
+inline uint64_t lmf_previous(uint64_t word) { return word & ~kLmfFlagBits; }
 
 // ---- MonoJitInfo / MonoGenericJitInfo (metadata/domain-internals.h) ----------------------------
 // struct _MonoJitInfo {MonoMethod *method; next; gpointer code_start; guint32 unwind_info; int
@@ -103,8 +110,19 @@ constexpr mono_layouts::LmfSlots machine_slots() {
   s.ctx_ip = 16 * 8;
   s.ctx_bytes = 17 * 8;
   s.lmf_bytes = 24;
+#elif defined(__aarch64__)
+  // arm64: MonoLMF {gpointer previous_lmf; gpointer lmf_addr; host_mgreg_t pc; host_mgreg_t gregs[12]}
+  // (mini/mini-arm64.h: MONO_ARCH_NUM_LMF_REGS = 10 callee-saved x19-x28, then fp and sp:
+  // MONO_ARCH_LMF_REG_FP 10, MONO_ARCH_LMF_REG_SP 11), so pc at 16, fp at 24 + 80 = 104, sp at 112; 120
+  // bytes. A managed-to-native wrapper's record (mini-arm64.c, emit_setup_lmf) names the wrapper itself:
+  // pc an instruction of its prologue (`adr`), fp and sp its own; a trampoline's (tramp-arm64.c) names
+  // its managed caller: pc the return address, fp and sp the caller's. No MonoLMFTramp, no MonoContext.
+  s.fp = 104;
+  s.sp = 112;
+  s.ip = 16;
+  s.lmf_bytes = 120;
 #endif
-  // Other machines: no slots read yet (our walker is built for x86-64 only: docs/design.md, "Porting").
+  // Other machines: no slots read (our walker is built for x86-64 and arm64: docs/design.md, "Porting").
   return s;
 }
 
@@ -120,7 +138,7 @@ inline constexpr mono_layouts::MonoLayouts kLayouts = {
     kJitTlsWords,
     kLmfExtBit,
     kLmfTrampBit,
-    7,
+    kLmfFlagBits,
     machine_slots(),
     kJiHead,
     kClauseSize,

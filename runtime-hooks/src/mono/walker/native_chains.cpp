@@ -60,6 +60,7 @@ bool bind_unwind() {
   g_unw_state = -1;
   g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
   if (!g_unw.open_local(kUnwindLocalLibrary, kUnwindLocalPrefix, kUnwindGetcontext)) return false;
+  unwind_own_getcontext(g_unw);  // a machine whose library exports none gives its own
   g_unw_state = 1;
   return true;
 }
@@ -69,22 +70,22 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
   unw_cursor_t c;
   if (g_unw.getcontext(&uc) != 0 || g_unw.init_local(&c, &uc) != 0) return false;
   unw_word_t ip = 0, sp = 0;
-  // Up to collect()'s caller: its SP is collect()'s CFA (collect() keeps a frame pointer: its CFA is
-  // kCfaAboveFrame above the anchor, its frame address).
-  for (int i = 0; i < 8 && sp != anchor + kCfaAboveFrame; ++i) {
-    if (g_unw.step(&c) <= 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
-  }
-  if (sp != anchor + kCfaAboveFrame) return false;
+  // Up to collect()'s caller: its SP is collect()'s CFA (the machine's frame shapes know how to tell
+  // that frame from the anchor, collect()'s frame address).
+  if (!unwind_to_anchor_caller(g_unw, &c, anchor)) return false;
   s.n = 0;
   for (;;) {
     if (g_unw.get_reg(&c, UNW_REG_IP, &ip) != 0 || g_unw.get_reg(&c, UNW_REG_SP, &sp) != 0) return false;
     const CodeEntry* e = lookup(t, ip);
     if (e->kind == kUnsure) return false;
+    uint64_t slot;  // where this frame's return address (ip) is kept
+    if (!unwind_return_slot(g_unw, &c, sp, slot)) return false;
     if (e->kind != kNative) {
       uint64_t fp_at;
       if (!unwind_saved_fp(g_unw, &c, fp_at)) return false;
-      s.managed_slot = static_cast<int64_t>(return_slot(sp) - anchor);
+      s.managed_slot = static_cast<int64_t>(slot - anchor);
       s.fp_loc = static_cast<int64_t>(fp_at - anchor);
+      s.managed_sp = static_cast<int64_t>(sp - anchor);
       set_bounds(s);
       return s.n > 0;
     }
@@ -92,7 +93,7 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
       // JIT-made code that is no method's (no jit_done) and has no CFI: Mono's throw trampolines.
       TrampolineFrame f;
       if (read_trampoline(ip, f)) {
-        const uint64_t ret_slot = sp + f.size;
+        const uint64_t ret_slot = trampoline_return_slot(f, sp);
         if (ret_slot < sp || ret_slot < anchor || ret_slot + kWord > t.hi) return false;
         const CodeEntry* m = lookup(t, load(ret_slot));
         if (m->kind == kNative || m->kind == kUnsure) return false;
@@ -104,17 +105,18 @@ __attribute__((noinline)) bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Sig
           if (!unwind_saved_fp(g_unw, &c, fp_at)) return false;
           fp_loc = static_cast<int64_t>(fp_at - anchor);
         }
-        s.off[s.n] = static_cast<int64_t>(return_slot(sp) - anchor);
+        s.off[s.n] = static_cast<int64_t>(slot - anchor);
         s.val[s.n] = ip;
         ++s.n;
         s.managed_slot = static_cast<int64_t>(ret_slot - anchor);
         s.fp_loc = fp_loc;
+        s.managed_sp = static_cast<int64_t>(trampoline_caller_sp(f, sp) - anchor);
         set_bounds(s);
         return true;
       }
     }
     if (s.n == kMaxPairs || !in_loaded_object(ip)) return false;
-    s.off[s.n] = static_cast<int64_t>(return_slot(sp) - anchor);
+    s.off[s.n] = static_cast<int64_t>(slot - anchor);
     s.val[s.n] = ip;
     ++s.n;
     if (g_unw.step(&c) <= 0) return false;
@@ -127,9 +129,7 @@ bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_fp, ThreadWalk& t,
   unwind_set_start(uc, top_ip - 1, top_sp, top_fp);  // inside the call: its CFI row
   unw_cursor_t c;
   if (g_unw.init_local(&c, &uc) != 0) return false;
-  s.n = 1;
-  s.off[0] = -kReturnSlotBelowSp;  // the outermost managed frame's return address, the value the walk ended on
-  s.val[0] = top_ip;
+  top_begin(s, top_ip);  // the outermost managed frame's return address, the value the walk ended on
   if (!in_loaded_object(top_ip)) return false;
   for (;;) {
     const int rc = g_unw.step(&c);
@@ -147,7 +147,9 @@ bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_fp, ThreadWalk& t,
     if (sp <= top_sp || sp > t.hi) return false;
     if (lookup(t, ip)->kind != kNative) return false;  // more managed code above: leave it to Mono
     if (!in_loaded_object(ip)) return false;
-    s.off[s.n] = static_cast<int64_t>(return_slot(sp) - top_sp);
+    uint64_t slot;
+    if (!unwind_return_slot(g_unw, &c, sp, slot)) return false;
+    s.off[s.n] = static_cast<int64_t>(slot - top_sp);
     s.val[s.n] = ip;
     ++s.n;
   }
@@ -164,6 +166,7 @@ bool publish(SignatureSet& set, const Signature& s) {
   std::memcpy(d.val, s.val, sizeof d.val);
   d.managed_slot = s.managed_slot;
   d.fp_loc = s.fp_loc;
+  d.top_ip = s.top_ip;  // (the union's one word: managed_sp or top_ip)
   d.checks_left.store(kChecksPerSignature, std::memory_order_relaxed);
   set.count.store(n + 1, std::memory_order_release);
   return true;

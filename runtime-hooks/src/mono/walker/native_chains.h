@@ -25,13 +25,22 @@ constexpr int kChecksPerSignature = 4;
 
 struct Signature {
   uint32_t n = 0;
+  std::atomic<int> checks_left{kChecksPerSignature};  // (beside n: the struct keeps amd64's size)
   int64_t lowest = 0, highest = 0;  // the lowest and highest slot offsets: one bounds check per signature
   int64_t off[kMaxPairs];
   uint64_t val[kMaxPairs];
   // bottom only: the innermost managed frame's return-address slot and where its frame pointer is saved
   int64_t managed_slot = 0;
   int64_t fp_loc = 0;
-  std::atomic<int> checks_left{kChecksPerSignature};
+  // What arm64 needs besides (amd64 finds both from the slots), one word:
+  union {
+    // bottom: the innermost managed frame's stack pointer, off the anchor (arm64: its callee's CFA, not
+    // found from managed_slot, which lies in the callee's frame record; amd64: managed_slot + 8)
+    int64_t managed_sp = 0;
+    // top: the return address the walk ended on (arm64: the outermost managed frame's, kept in that
+    // frame's own record, whose place depends on its size; amd64: slot 0, just below the top's sp)
+    uint64_t top_ip;
+  };
 };
 
 struct SignatureSet {
@@ -63,7 +72,7 @@ bool publish(SignatureSet& set, const Signature& s);
 bool bind_unwind();
 // The native chain from `anchor` (collect()'s frame) up to the first managed frame (g_learn_mutex held).
 bool learn_bottom(uintptr_t anchor, ThreadWalk& t, Signature& s);
-// The native chain above the outermost managed frame (return address top_ip, found at return_slot(top_sp), with
+// The native chain above the outermost managed frame (return address top_ip, its caller's sp top_sp, with
 // frame pointer top_fp), up to the thread's first frame (g_learn_mutex held).
 bool learn_top(uint64_t top_ip, uint64_t top_sp, uint64_t top_fp, ThreadWalk& t, Signature& s);
 

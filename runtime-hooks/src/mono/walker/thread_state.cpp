@@ -1,9 +1,13 @@
 // The stack walker's per-thread state (thread_state.h) and its copies of this process's memory.
 #include "walker/thread_state.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
@@ -31,7 +35,78 @@ void free_thread(void* p) {
 // (pthread_atfork; a child that runs our code without glibc's fork, e.g. after a raw clone, would
 // read its parent: a wrong backtrace, never a fault).
 pid_t g_pid = 0;
-void refresh_pid() { g_pid = getpid(); }
+
+// Where process_vm_readv is missing (qemu-user answers ENOSYS: the arm64 tests run there) or refused
+// (a seccomp sandbox, EPERM: Docker's default profile), the copy goes through a pipe of our own
+// instead: write() from the address (the kernel copies from it, and an unmapped or unreadable page is
+// EFAULT, never a fault: qemu-user checks the guest range the same way), then read() back. Both calls
+// are async-signal-safe. One pipe per process (two descriptors, close-on-exec, non-blocking, made at the
+// first such read), used by one thread at a time (a spin flag, never a mutex: a fork's child resets it
+// and makes its own pipe, as it may have copied the flag set, and the parent's pipe is shared).
+std::atomic<int> g_readv_state{0};  // 0: process_vm_readv not refused so far, 1: refused (the pipe)
+std::atomic_flag g_pipe_busy = ATOMIC_FLAG_INIT;
+int g_pipe[2] = {-1, -1};
+pid_t g_pipe_pid = 0;  // the process that made g_pipe (guarded by g_pipe_busy)
+
+void refresh_pid() {
+  g_pid = getpid();
+  g_pipe_busy.clear(std::memory_order_release);  // (the child: nobody else runs yet)
+}
+
+bool pipe_copy(uint64_t addr, uint8_t* out, size_t n) {
+  for (int spins = 0; g_pipe_busy.test_and_set(std::memory_order_acquire); ++spins) {
+    if (spins >= 10000) {
+      errno = EAGAIN;
+      return false;
+    }
+    sched_yield();
+  }
+  bool ok = true;
+  int err = 0;
+  if (g_pipe_pid != g_pid || g_pipe[0] < 0) {
+    if (g_pipe[0] >= 0) {
+      ::close(g_pipe[0]);  // the parent's, in a fork's child
+      ::close(g_pipe[1]);
+    }
+    g_pipe[0] = g_pipe[1] = -1;
+    if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      g_pipe[0] = g_pipe[1] = -1;
+      ok = false;
+      err = errno;
+    }
+    g_pipe_pid = g_pid;
+  }
+  constexpr size_t kChunk = 4096;  // at most PIPE_BUF per write: well under the pipe's capacity
+  for (size_t done = 0; ok && done < n;) {
+    const size_t want = n - done < kChunk ? n - done : kChunk;
+    const ssize_t w = ::write(g_pipe[1], reinterpret_cast<const void*>(addr + done), want);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ok = false;
+      err = w < 0 ? errno : EFAULT;
+      break;
+    }
+    // Read back exactly what was written (a write cut short by a fault wrote the bytes before it), so
+    // that the pipe is empty again whatever happens next.
+    for (size_t got = 0; got < static_cast<size_t>(w);) {
+      const ssize_t r = ::read(g_pipe[0], out + done + got, static_cast<size_t>(w) - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {  // cannot happen with bytes in the pipe; the pipe is dropped so none stay in it
+        ::close(g_pipe[0]);
+        ::close(g_pipe[1]);
+        g_pipe[0] = g_pipe[1] = -1;
+        ok = false;
+        err = EIO;
+        break;
+      }
+      got += static_cast<size_t>(r);
+    }
+    done += static_cast<size_t>(w);
+  }
+  g_pipe_busy.clear(std::memory_order_release);
+  if (!ok) errno = err;
+  return ok;
+}
 
 }  // namespace
 
@@ -80,9 +155,17 @@ void take_pid() {
 }
 
 bool read_memory(uint64_t addr, uint8_t* out, size_t n) {
-  iovec local{out, n};
-  iovec remote{reinterpret_cast<void*>(addr), n};
-  return process_vm_readv(g_pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  if (g_readv_state.load(std::memory_order_relaxed) == 0) [[likely]] {
+    iovec local{out, n};
+    iovec remote{reinterpret_cast<void*>(addr), n};
+    const ssize_t got = process_vm_readv(g_pid, &local, 1, &remote, 1, 0);
+    if (got == static_cast<ssize_t>(n)) return true;
+    if (got >= 0 || (errno != ENOSYS && errno != EPERM)) return false;  // a fault (EFAULT), or cut short
+    g_readv_state.store(1, std::memory_order_relaxed);
+  }
+  return pipe_copy(addr, out, n);
 }
+
+bool read_memory_by_pipe(uint64_t addr, uint8_t* out, size_t n) { return pipe_copy(addr, out, n); }
 
 }  // namespace mlpd::hooks::walker

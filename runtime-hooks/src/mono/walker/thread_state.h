@@ -109,8 +109,12 @@ inline bool readable(const Bounds& b, uintptr_t base, int64_t off) {
 }
 
 // Copies [addr, addr + n) of this process if it is mapped and readable (a fault is an error, not a
-// crash). errno tells a fault (EFAULT) from a refused call (EPERM, ENOSYS: a seccomp sandbox).
+// crash): with process_vm_readv, or where that is missing or refused (ENOSYS: qemu-user; EPERM: a
+// seccomp sandbox) through a pipe of our own (write from the address, read back), from the first
+// refusal on. errno EFAULT: a fault.
 bool read_memory(uint64_t addr, uint8_t* out, size_t n);
+// The pipe's way alone (tests/unit: the way qemu-user's runs take, tested on every machine).
+bool read_memory_by_pipe(uint64_t addr, uint8_t* out, size_t n);
 // Our pid for read_memory, taken at init() and again in the child of a fork.
 void take_pid();
 

@@ -33,7 +33,7 @@ int fast_walk_with(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t m
   if (bottom) {
     r.bottom = bottom;
     ip = load(slot);
-    sp = sp_after_return(slot);
+    sp = bottom_sp(anchor, slot, *bottom);
     fp = load(anchor + bottom->fp_loc);
   } else if (const int lmf = allow_lmf ? lmf_frame(L, t, b, ip, sp, fp) : kLmfUnknown; lmf == kLmfFrame) {
     r.lmf = true;
@@ -52,7 +52,7 @@ int fast_walk_with(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t m
   const uint64_t first_lmf = t.jit_tls ? load(t.jit_tls + L.jit_tls_first_lmf) : 0;
   uint64_t lmf = first_lmf ? load(t.jit_tls + L.jit_tls_lmf) : 0;
   auto pass_lmf = [&](uint64_t now_sp) {
-    if (lmf && lmf != first_lmf && now_sp >= lmf) lmf = readable(b, lmf, 0) ? L.lmf_previous(load(lmf)) : 0;
+    if (lmf && lmf != first_lmf && lmf_passed(L, b, lmf, now_sp)) lmf = readable(b, lmf, 0) ? L.lmf_previous(load(lmf)) : 0;
   };
   pass_lmf(sp);  // a trampoline's record lies below its managed caller's frame
   uint32_t n = 0;
@@ -139,7 +139,7 @@ int fast_walk_with(uintptr_t anchor, ThreadWalk& t, MonoMethod** out, uint32_t m
   const uint32_t nt = g_top->count.load(std::memory_order_acquire);
   for (uint32_t i = 0; i <= nt; ++i) {
     Signature* s = i < nt ? &g_top->sigs[i] : extra_top;
-    if (s && s->val[0] == ip && slots_match(*s, sp, b)) {
+    if (s && top_matches(*s, ip, sp, b)) {
       r.top = s;
       return kOk;
     }

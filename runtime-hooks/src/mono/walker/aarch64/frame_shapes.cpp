@@ -2,6 +2,8 @@
 // words only, so it builds and is tested on any machine.
 #include "walker/aarch64/frame_shapes.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace mlpd::hooks::walker::aarch64 {
@@ -127,3 +129,130 @@ bool decode_trampoline(const uint8_t* code, size_t len, TrampolineFrame& f) {
 }
 
 }  // namespace mlpd::hooks::walker::aarch64
+
+#if defined(__aarch64__)
+// ---- the walker's interface on arm64 -----------------------------------------------------------
+
+namespace mlpd::hooks::walker {
+
+bool read_trampoline(uint64_t ret, TrampolineFrame& f) {
+  uint8_t code[kTrampolineScan];
+  constexpr uint64_t kPage = 4096;
+  if (ret <= kTrampolineScan || (ret & 3) != 0) return false;
+  // Copied (read_memory), so that an unmapped address is an error, not a fault; the page before the
+  // return address's is left out if it cannot be read (the call's own page is code that just ran).
+  const uint64_t lo = ret - kTrampolineScan;
+  const uint64_t page_start = (ret - 4) & ~(kPage - 1);
+  const uint64_t same_page = std::max(lo, page_start);
+  size_t len = 0;
+  if (lo < page_start && read_memory(lo, code, page_start - lo)) len = page_start - lo;
+  if (!read_memory(same_page, code + len, ret - same_page)) return false;
+  len += ret - same_page;
+  return decode_trampoline(code, len, f);
+}
+
+// As on amd64 (walker/x86_64/frame_shapes.cpp, find_jit_tls): the thread's MonoJitTlsData among the
+// pointers of the first 2 KiB of its MonoThreadInfo, the one that reads as this thread's (an end of
+// stack and a current LMF on this stack above us, or the current LMF the first, and a first LMF that
+// is the top entry: a MonoLMF allocated zeroed, 120 bytes on arm64).
+void find_jit_tls(ThreadWalk& t, uintptr_t anchor) {
+  ++t.jit_tls_tries;
+  if (!mono_optional.mono_thread_info_current_unchecked) return;
+  const auto info = reinterpret_cast<uint64_t>(mono_optional.mono_thread_info_current_unchecked());
+  if (!info) return;
+  uint64_t words[256];
+  if (!read_memory(info, reinterpret_cast<uint8_t*>(words), sizeof words)) return;
+  const mono_layouts::MonoLayouts& L = mono_layouts::selected();
+  for (const uint64_t w : words) {
+    if (!w || (w & 7) || (w >= t.lo && w <= t.hi)) continue;
+    uint64_t j[mono_layouts::kMaxJitTlsWords];
+    if (!read_memory(w, reinterpret_cast<uint8_t*>(j), L.jit_tls_words * 8)) continue;
+    const uint64_t end_of_stack = j[L.jit_tls_end_of_stack / 8], lmf = j[L.jit_tls_lmf / 8], first = j[L.jit_tls_first_lmf / 8];
+    if (end_of_stack < anchor || end_of_stack > t.hi) continue;
+    if (!first || (first & 7) != 0) continue;
+    if (lmf != first && (lmf < anchor || lmf >= t.hi || (lmf & 7) != 0)) continue;
+    uint64_t top[16] = {};
+    const size_t top_bytes = static_cast<size_t>(L.lmf.lmf_bytes);
+    if (top_bytes > sizeof top || !read_memory(first, reinterpret_cast<uint8_t*>(top), top_bytes)) continue;
+    bool zero = true;
+    for (size_t i = 0; i < top_bytes / 8; ++i) zero = zero && top[i] == 0;
+    if (!zero) continue;
+    t.jit_tls = w;
+    return;
+  }
+}
+
+bool unwind_to_anchor_caller(const UnwindLib& u, unw_cursor_t* c, uintptr_t anchor) {
+  bool seen = false;
+  for (int i = 0; i < 10; ++i) {
+    unw_word_t fp = 0, sp = 0;
+    if (u.get_reg(c, UNW_AARCH64_X29, &fp) != 0 || u.get_reg(c, UNW_REG_SP, &sp) != 0) return false;
+    if (fp == anchor) {
+      seen = true;
+    } else if (seen) {
+      return sp > anchor;  // collect()'s caller: its sp is collect()'s CFA, above the record
+    }
+    if (u.step(c) <= 0) return false;
+  }
+  return false;
+}
+
+bool unwind_return_slot(const UnwindLib& u, unw_cursor_t* c, uint64_t, uint64_t& slot) {
+  unw_save_loc_t loc;
+  if (u.get_save_loc(c, UNW_AARCH64_X30, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return false;
+  slot = loc.u.addr;
+  return true;
+}
+
+bool unwind_saved_fp(const UnwindLib& u, unw_cursor_t* c, uint64_t& addr) {
+  unw_save_loc_t loc;
+  if (u.get_save_loc(c, UNW_AARCH64_X29, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return false;
+  addr = loc.u.addr;
+  return true;
+}
+
+void unwind_set_start(unw_context_t& uc, uint64_t ip, uint64_t sp, uint64_t fp) {
+  uc.uc_mcontext.pc = ip;
+  uc.uc_mcontext.sp = sp;
+  uc.uc_mcontext.regs[29] = fp;
+}
+
+// mlpd_aarch64_getcontext(uc): x0-x30, sp and pc (= x30, its return address) into uc->uc_mcontext,
+// as libunwind's unw_getcontext macro stores them; returns 0. A leaf that touches neither sp, x29 nor
+// x30, so the context is its caller's at the return.
+static_assert(offsetof(unw_context_t, uc_mcontext.regs) == 184, "uc_mcontext.regs");
+static_assert(offsetof(unw_context_t, uc_mcontext.sp) == 184 + 248 && offsetof(unw_context_t, uc_mcontext.pc) == 184 + 256,
+              "uc_mcontext.sp, pc");
+asm(R"(
+  .text
+  .p2align 2
+  .globl mlpd_aarch64_getcontext
+  .hidden mlpd_aarch64_getcontext
+  .type mlpd_aarch64_getcontext, %function
+mlpd_aarch64_getcontext:
+  stp x0, x1, [x0, #184]
+  add x16, x0, #184
+  stp x2, x3, [x16, #16]
+  stp x4, x5, [x16, #32]
+  stp x6, x7, [x16, #48]
+  stp x8, x9, [x16, #64]
+  stp x10, x11, [x16, #80]
+  stp x12, x13, [x16, #96]
+  stp x14, x15, [x16, #112]
+  stp x16, x17, [x16, #128]
+  stp x18, x19, [x16, #144]
+  stp x20, x21, [x16, #160]
+  stp x22, x23, [x16, #176]
+  stp x24, x25, [x16, #192]
+  stp x26, x27, [x16, #208]
+  stp x28, x29, [x16, #224]
+  mov x17, sp
+  stp x30, x17, [x16, #240]
+  str x30, [x16, #256]
+  mov x0, #0
+  ret
+  .size mlpd_aarch64_getcontext, .-mlpd_aarch64_getcontext
+)");
+
+}  // namespace mlpd::hooks::walker
+#endif

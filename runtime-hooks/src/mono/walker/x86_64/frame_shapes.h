@@ -13,6 +13,7 @@
 #include "mono/layouts.h"
 #include "capture/unwind_binding.h"
 #include "walker/code_table.h"
+#include "walker/native_chains.h"
 #include "walker/thread_state.h"
 
 #pragma GCC visibility push(hidden)
@@ -52,6 +53,23 @@ inline constexpr uint64_t kCfaAboveFrame = 16;
 inline uint64_t return_slot(uint64_t sp) { return sp - kReturnSlotBelowSp; }
 // The stack pointer after the return of the call whose return address lies at `slot`.
 inline uint64_t sp_after_return(uint64_t slot) { return slot + kReturnSlotBelowSp; }
+// The innermost managed frame's stack pointer, reached through bottom chain `s` whose managed return
+// address lies at `slot` (the slot decides it: the managed frame's sp is just above it).
+inline uint64_t bottom_sp(uintptr_t, uint64_t slot, const Signature&) { return sp_after_return(slot); }
+// A throw trampoline of frame f whose sp is `sp`: where its managed caller's return address lies, and
+// that caller's stack pointer.
+inline uint64_t trampoline_return_slot(const TrampolineFrame& f, uint64_t sp) { return sp + f.size; }
+inline uint64_t trampoline_caller_sp(const TrampolineFrame& f, uint64_t sp) { return sp + f.size + kWord; }
+// A learned top chain: its first slot is the outermost managed frame's return address, just below
+// the top's sp; `top_matches` asks that slot and the others.
+inline void top_begin(Signature& s, uint64_t top_ip) {
+  s.n = 1;
+  s.off[0] = -kReturnSlotBelowSp;
+  s.val[0] = top_ip;
+}
+inline bool top_matches(const Signature& s, uint64_t ip, uint64_t sp, const Bounds& b) {
+  return s.val[0] == ip && slots_match(s, sp, b);
+}
 
 // ---- one frame up ------------------------------------------------------------------------------
 
@@ -83,6 +101,12 @@ inline uint64_t context_base(const CodeEntry& e, uint64_t sp, uint64_t rbp) { re
 // ---- the LMF -----------------------------------------------------------------------------------
 
 constexpr int kLmfUnknown = 0, kLmfFrame = 1, kLmfNone = 2;  // lmf_frame's answers
+
+// True when a walk whose frame has stack pointer `sp` has passed LMF record `lmf` (mono_find_jit_info_ext
+// then drops it): amd64's records lie in the frame of the wrapper or trampoline that pushed them.
+[[gnu::always_inline]] inline bool lmf_passed(const mono_layouts::MonoLayouts&, const Bounds&, uint64_t lmf, uint64_t sp) {
+  return sp >= lmf;
+}
 
 // The MonoLMF, MonoLMFTramp and MonoContext slots are the Mono version's layouts for this machine:
 // the selected row's `lmf` (mono/layouts.h; Mono 6.8's amd64 slots in mono/v6_8/layouts.cpp).
@@ -151,6 +175,21 @@ void find_jit_tls(ThreadWalk& t, uintptr_t anchor);
 inline constexpr const char* kUnwindLocalLibrary = "libunwind.so.8";
 inline constexpr const char* kUnwindLocalPrefix = "_ULx86_64_";
 inline constexpr const char* kUnwindGetcontext = "_Ux86_64_getcontext";
+inline void unwind_own_getcontext(UnwindLib&) {}  // the library's getcontext is used
+// Steps cursor `c` (made in a callee of collect()) to collect()'s caller: its sp is collect()'s CFA,
+// which is kCfaAboveFrame above collect()'s frame address, the anchor (rbp frame: saved rbp, return).
+inline bool unwind_to_anchor_caller(const UnwindLib& u, unw_cursor_t* c, uintptr_t anchor) {
+  unw_word_t sp = 0;
+  for (int i = 0; i < 8 && sp != anchor + kCfaAboveFrame; ++i) {
+    if (u.step(c) <= 0 || u.get_reg(c, UNW_REG_SP, &sp) != 0) return false;
+  }
+  return sp == anchor + kCfaAboveFrame;
+}
+// Where the frame at cursor `c` (stack pointer sp) has its return address: `call` pushed it just below.
+inline bool unwind_return_slot(const UnwindLib&, unw_cursor_t*, uint64_t sp, uint64_t& slot) {
+  slot = return_slot(sp);
+  return true;
+}
 // Where the frame at cursor `c` saved the caller's rbp (a memory slot), or false.
 bool unwind_saved_fp(const UnwindLib& u, unw_cursor_t* c, uint64_t& addr);
 // Makes `uc` (from getcontext) start at ip, sp and rbp.

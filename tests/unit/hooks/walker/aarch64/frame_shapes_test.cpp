@@ -173,3 +173,94 @@ TEST_CASE("aarch64 caller_frame: one frame up through the frame record", "[walke
   e.kind = kUnsure;
   CHECK_FALSE(aarch64::caller_frame(e, hi, sp, fp, ret, csp, cfp));
 }
+
+#if defined(__aarch64__)
+// The walker's interface on arm64 (built there only): the arm64 MonoLMF read through the v6_8 row's
+// slots, Mono's LMF-drop rule, the learned chains' arm64 words, our getcontext.
+#include "mono/v6_8/layouts.h"
+
+namespace {
+// (fp_here written after the call, so that the call is no tail call: the context is this frame's.)
+__attribute__((noinline)) int call_getcontext(unw_context_t* uc, uint64_t& fp_here) {
+  const int r = mlpd_aarch64_getcontext(uc);
+  fp_here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("aarch64 LMF records: Mono 6.8's arm64 MonoLMF through the row", "[walker][aarch64]") {
+  const mlpd::hooks::mono_layouts::MonoLayouts& L = mlpd::hooks::mono_v6_8::kLayouts;
+  alignas(16) uint64_t stack[64] = {};
+  const auto base = reinterpret_cast<uintptr_t>(stack);
+  const Bounds b{base, base + sizeof stack};
+  // A MonoLMF at stack[4]: {previous_lmf, lmf_addr, pc, gregs[12] = x19-x28, fp, sp}
+  uint64_t* lmf = stack + 4;
+  lmf[0] = 0x7000;           // previous
+  lmf[2] = 0x5500002000;     // pc: a wrapper's prologue instruction
+  lmf[3 + 10] = base + 256;  // fp
+  lmf[3 + 11] = base + 224;  // sp
+  uint64_t ip = 0, sp = 0, fp = 0;
+  REQUIRE(lmf_record(L, b, reinterpret_cast<uint64_t>(lmf), ip, sp, fp) == kLmfFrame);
+  CHECK(ip == 0x5500002001);  // looked up at ip - 1 = pc, as Mono looks pc - 1 up
+  CHECK(sp == base + 224);
+  CHECK(fp == base + 256);
+  // passed once a frame's sp reaches the saved sp
+  CHECK_FALSE(lmf_passed(L, b, reinterpret_cast<uint64_t>(lmf), base + 216));
+  CHECK(lmf_passed(L, b, reinterpret_cast<uint64_t>(lmf), base + 224));
+  CHECK(L.lmf_previous(0x7003) == 0x7000);
+  // a MonoLMFExt, a jump trampoline's record (pc 0), a saved sp outside the stack: left to Mono
+  lmf[0] = 0x7002;
+  CHECK(lmf_record(L, b, reinterpret_cast<uint64_t>(lmf), ip, sp, fp) == kLmfUnknown);
+  lmf[0] = 0x7000;
+  lmf[2] = 0;
+  CHECK(lmf_record(L, b, reinterpret_cast<uint64_t>(lmf), ip, sp, fp) == kLmfUnknown);
+  lmf[2] = 0x5500002000;
+  lmf[3 + 11] = base + 4096;
+  CHECK(lmf_record(L, b, reinterpret_cast<uint64_t>(lmf), ip, sp, fp) == kLmfUnknown);
+  // a record whose 120 bytes do not all lie on the stack
+  CHECK(lmf_record(L, b, reinterpret_cast<uint64_t>(stack + 60), ip, sp, fp) == kLmfUnknown);
+  // the top entry: zeroed; its saved sp 0 is never passed
+  uint64_t top[15] = {};
+  CHECK(lmf_is_top(L, reinterpret_cast<uint64_t>(top)));
+  const Bounds tb{reinterpret_cast<uintptr_t>(top), reinterpret_cast<uintptr_t>(top) + sizeof top};
+  CHECK_FALSE(lmf_passed(L, tb, reinterpret_cast<uint64_t>(top), ~uint64_t{0} - 64));
+}
+
+TEST_CASE("aarch64 learned chains: the innermost managed sp and the top's return address", "[walker][aarch64]") {
+  alignas(16) uint64_t stack[32] = {};
+  const auto base = reinterpret_cast<uintptr_t>(stack);
+  const Bounds b{base, base + sizeof stack};
+  Signature s;
+  s.managed_sp = 96;
+  CHECK(bottom_sp(base, base + 40, s) == base + 96);  // not from the return address's slot
+  TrampolineFrame f;
+  f.size = 336;
+  CHECK(trampoline_return_slot(f, base) == base + 8);
+  CHECK(trampoline_caller_sp(f, base) == base + 336);
+  Signature top;
+  top_begin(top, 0x5500003000);
+  top.off[0] = 16;
+  top.val[0] = 0x7f00001000;
+  top.n = 1;
+  set_bounds(top);
+  stack[2] = 0x7f00001000;
+  CHECK(top_matches(top, 0x5500003000, base, b));
+  CHECK_FALSE(top_matches(top, 0x5500003004, base, b));  // another return address
+  stack[2] = 0x7f00001004;
+  CHECK_FALSE(top_matches(top, 0x5500003000, base, b));  // another native chain
+}
+
+TEST_CASE("aarch64 getcontext: the caller's registers at the return", "[walker][aarch64]") {
+  unw_context_t uc;
+  std::memset(&uc, 0, sizeof uc);
+  uint64_t fp_here = 0;
+  REQUIRE(call_getcontext(&uc, fp_here) == 0);
+  // x29 is call_getcontext's frame record, sp below it (its frame), pc its return address (in it)
+  CHECK(uc.uc_mcontext.regs[29] == fp_here);
+  CHECK(uc.uc_mcontext.sp <= fp_here);
+  CHECK(fp_here - uc.uc_mcontext.sp < 4096);
+  CHECK(uc.uc_mcontext.pc == uc.uc_mcontext.regs[30]);
+  CHECK(uc.uc_mcontext.pc > reinterpret_cast<uint64_t>(&call_getcontext));
+  CHECK(uc.uc_mcontext.pc < reinterpret_cast<uint64_t>(&call_getcontext) + 256);
+}
+#endif
