@@ -103,8 +103,8 @@ bool serve(int fd) {
       message += "\nmlpd: " + (error.empty() ? std::string("no runtime") : error) + "; the agent stays loaded, idle";
     } else {
       // The runtime lets go once no thread is inside a callback of ours (it checks after the time
-      // it was told to expect, kDetachExpectMs, then every few minutes): waited for, bounded, so that
-      // `mlpd detach` returning means the process can be attached again.
+      // it was told to expect, ClrRuntime::request_detach's, then every few minutes): waited for,
+      // bounded, so that `mlpd detach` returning means the process can be attached again.
       for (int waited = 0; initialized() && waited < kDetachWaitMs; waited += 10) ::usleep(10000);
       if (initialized()) message += "\nmlpd: the runtime has not finished the detach yet (a thread still in a callback)";
     }
@@ -114,9 +114,6 @@ bool serve(int fd) {
 }
 
 void* control_main(void*) {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals are not ours to take
   const int listen_fd = g_listen_fd.load();
   for (;;) {
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -140,8 +137,14 @@ bool start_control(std::string& error) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // Created with every signal blocked (the thread inherits the mask): the program's signals are
+  // never delivered to it, not even before it runs.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t t;
   const int rc = pthread_create(&t, &attr, control_main, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
     ::close(fd);
