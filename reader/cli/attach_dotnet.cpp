@@ -19,6 +19,7 @@
 
 #include "attach_proc.h"
 #include "mlpd/runtime/attach_protocol.h"
+#include "mlpd/utf16.h"
 
 namespace mlpd::cli::attach_dotnet {
 
@@ -55,31 +56,6 @@ std::string guid_bytes(const char* braced) {
   std::string out;
   if (b.size() != 16) return out;
   for (int i : {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15}) out += static_cast<char>(b[static_cast<size_t>(i)]);
-  return out;
-}
-
-// UTF-8 to UTF-16LE code units (a malformed byte becomes U+FFFD).
-std::u16string utf16(const std::string& s) {
-  std::u16string out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    uint32_t cp = c;
-    size_t len = 1;
-    if (c >= 0xF0) cp = c & 0x07, len = 4;
-    else if (c >= 0xE0) cp = c & 0x0F, len = 3;
-    else if (c >= 0xC0) cp = c & 0x1F, len = 2;
-    else if (c >= 0x80) cp = 0xFFFD;
-    if (i + len > s.size()) len = 1, cp = 0xFFFD;
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    i += len;
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      out += static_cast<char16_t>(0xD800 + (cp >> 10));
-      out += static_cast<char16_t>(0xDC00 + (cp & 0x3FF));
-    } else {
-      out += static_cast<char16_t>(cp);
-    }
-  }
   return out;
 }
 
@@ -219,7 +195,7 @@ std::string attach_message(const std::string& library, const std::string& client
   std::string payload;
   put32(payload, timeout_ms);
   payload += guid_bytes(protocol::kMlpdClsidText);
-  const std::u16string path = utf16(library);
+  const std::u16string path = utf8_to_utf16(library);
   put32(payload, static_cast<uint32_t>(path.size() + 1));
   for (char16_t c : path) put16(payload, static_cast<uint16_t>(c));
   put16(payload, 0);

@@ -16,6 +16,7 @@
 #include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
+#include "mlpd/utf16.h"
 #include "mlpd/capture/late_sampler.h"
 #include "mlpd/capture/sampling.h"
 #include "capture/sample_capture.h"
@@ -248,28 +249,7 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
 void ClrRuntime::sync_environment() {
   if (about_.info_level < 11 || !info_->table->GetEnvironmentVariable || !info_->table->SetEnvironmentVariable)
     return;
-  auto utf16 = [](std::string_view s) {
-    std::u16string out;
-    for (size_t i = 0; i < s.size();) {
-      const unsigned char c = static_cast<unsigned char>(s[i]);
-      uint32_t cp = c;
-      size_t len = 1;
-      if (c >= 0xF0) cp = c & 0x07, len = 4;
-      else if (c >= 0xE0) cp = c & 0x0F, len = 3;
-      else if (c >= 0xC0) cp = c & 0x1F, len = 2;
-      if (i + len > s.size()) len = 1, cp = 0xFFFD;
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-      i += len;
-      if (cp >= 0x10000) {
-        cp -= 0x10000;
-        out += static_cast<char16_t>(0xD800 + (cp >> 10));
-        out += static_cast<char16_t>(0xDC00 + (cp & 0x3FF));
-      } else {
-        out += static_cast<char16_t>(cp);
-      }
-    }
-    return out;
-  };
+  const auto utf16 = [](std::string_view s) { return utf8_to_utf16(s); };
   for (const char* name : {"MLPD_OPTIONS", "LD_PRELOAD", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                            "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64"}) {
     const std::u16string wname = utf16(name);
