@@ -26,7 +26,6 @@ from outside and left as it was.
 Prints the figures: time from `mlpd attach` to the first sample, the target's longest pause, and the
 CPU cost of sampling after attach against the same options with LD_PRELOAD (work done in a fixed time).
 """
-import glob
 import os
 import re
 import shutil
@@ -37,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
+from attachtest import finish_program, first_sample_ms, out_file, refused, threads  # noqa: E402
 
 WORK = os.path.abspath("attach_work")
 AGENT = os.environ.get("MLPD_AGENT", "libmlpd.so")
@@ -57,29 +57,9 @@ def start(seconds, extra=(), env=None, prog="attach_service", args=()):
     return p
 
 
-def finish_program(p, timeout=60):
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        t.check(False, f"pid {p.pid}: still running {timeout} s later (killed)")
-    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
 def program_lines(out):
     """The program's own output: Mono 6.8's listener prints 'attach: ...' lines on stdout (docs)."""
     return [l for l in out.splitlines() if not l.startswith("attach: ")]
-
-
-def threads(pid):
-    names = []
-    for d in glob.glob(f"/proc/{pid}/task/*/comm"):
-        try:
-            names.append(open(d).read().strip())
-        except OSError:
-            pass
-    return names
 
 
 def control_paths(pid):
@@ -114,29 +94,9 @@ def detach(pid):
     return t.run([t.MLPD, "detach", str(pid)], timeout=120, cwd=WORK)
 
 
-def out_file(p):
-    m = re.search(r"(?:profiling into|wrote) (\S+)", p.stdout)
-    return m.group(1) if m else None
-
-
 def strict_ok(path, what):
     rc, obj, p = t.verify_json(path, strict=True)
     t.check(rc == 0, f"{what}: verify --strict {path}: {p.stdout[:400]} {p.stderr[:200]}")
-
-
-def first_sample_ms(path, attach_started):
-    """Wall milliseconds from `mlpd attach` being run to the file's first sample."""
-    p = t.run([t.MLPD, "dump", path], timeout=300)
-    head = p.stdout.splitlines()[0] if p.stdout else ""
-    m = re.search(r"startup_ms=(\d+) .*startup_ns=(\d+)", head)
-    first = None
-    for line in p.stdout.splitlines():
-        if " sample_hit " in line:
-            first = int(line.split()[0])
-            break
-    if not m or first is None:
-        return None
-    return int(m.group(1)) - attach_started * 1000 + (first - int(m.group(2))) / 1e6
 
 
 def main_scenario():
@@ -332,11 +292,6 @@ def cycles_scenario():
     print(f"figure: RSS after cycle 4 {rss[3]} KB, after cycle {n} {rss[-1]} KB: {per_cycle:.0f} KB per attach/detach "
           f"cycle, median step {median} KB ({rss})", flush=True)
     t.check(median < 150, f"RSS grows {median} KB per attach/detach cycle (median): {rss}")
-
-
-def refused(r, what, word):
-    t.check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and word in r.stderr,
-            f"{what}: exit {r.returncode}, stderr {r.stderr!r} (want one line with {word!r})")
 
 
 def untouched(p, what):

@@ -17,7 +17,6 @@ left as it was.
 Prints the figures: `mlpd attach` to the first sample, the target's longest pause over attach, heapshot,
 detach, attach, detach.
 """
-import glob
 import os
 import re
 import shutil
@@ -28,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import mlpdtest as t  # noqa: E402
+from attachtest import finish_program, first_sample_ms, out_file, refused, threads  # noqa: E402
 import dotnettest as d  # noqa: E402
 
 WORK = os.path.abspath("dotnet_attach_work")
@@ -43,26 +43,6 @@ def start(seconds, env=None, program="attach_service"):
     return p
 
 
-def finish_program(p, timeout=60):
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        t.check(False, f"pid {p.pid}: still running {timeout} s later (killed)")
-    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
-def threads(pid):
-    names = []
-    for f in glob.glob(f"/proc/{pid}/task/*/comm"):
-        try:
-            names.append(open(f).read().strip())
-        except OSError:
-            pass
-    return names
-
-
 def ours(pid):
     return [n for n in threads(pid) if n.startswith("mlpd")]
 
@@ -73,26 +53,6 @@ def attach(pid, options, *extra):
 
 def detach(pid):
     return t.run([t.MLPD, "detach", str(pid)], timeout=120, cwd=WORK)
-
-
-def out_file(p):
-    m = re.search(r"(?:profiling into|wrote) (\S+)", p.stdout)
-    return m.group(1) if m else None
-
-
-def first_sample_ms(path, attach_started):
-    """Wall milliseconds from `mlpd attach` being run to the file's first sample."""
-    p = t.run([t.MLPD, "dump", path], timeout=300)
-    head = p.stdout.splitlines()[0] if p.stdout else ""
-    m = re.search(r"startup_ms=(\d+) .*startup_ns=(\d+)", head)
-    first = None
-    for line in p.stdout.splitlines():
-        if " sample_hit " in line:
-            first = int(line.split()[0])
-            break
-    if not m or first is None:
-        return None
-    return int(m.group(1)) - attach_started * 1000 + (first - int(m.group(2))) / 1e6
 
 
 def nothing_of_ours_left(pid, what):
@@ -202,11 +162,6 @@ def main_scenario():
                            f"{samples.get('alloc', {}).get('types', [])[:4]}")
     print(f"figure: target's longest pause over attach, heapshot, detach, attach, detach: {gap.group(1) if gap else '?'} ms",
           flush=True)
-
-
-def refused(r, what, word):
-    t.check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and word in r.stderr,
-            f"{what}: exit {r.returncode}, stderr {r.stderr!r} (want one line with {word!r})")
 
 
 def untouched(p, what):
