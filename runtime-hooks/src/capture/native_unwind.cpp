@@ -231,6 +231,7 @@ void unwind_one(const ChunkJob& d, Pending& p) {
 
 std::atomic<bool (*)(uint64_t, uint64_t)> g_other_body{nullptr};
 std::atomic<bool (*)(uint64_t)> g_is_code{nullptr};
+std::atomic<int (*)(uint64_t, bool)> g_frameless_depth{nullptr};
 
 // On-stack replacement (sample_capture.h, set_replaced_frames): the record at `fp` holds `caller_fp`
 // (the caller's frame pointer, copied from the replaced frame's record) and a return address into
@@ -321,6 +322,21 @@ void unwind_mixed(const ChunkJob& d, Pending& p) {
       }
       if (!into_jit) return;
       continue;
+    }
+    // A JIT'd frame without a frame record of its own: its return address sits above its stack space
+    // (rbp is still its caller's, whose record comes next). Taken when it is an address of code.
+    if (int (*depth_of)(uint64_t, bool) = g_frameless_depth.load(std::memory_order_acquire)) {
+      const int depth = depth_of(leaf ? ip : ip - 1, leaf);
+      const uint64_t sp = regs[arch::kRegSp], slot = sp + static_cast<uint64_t>(depth);
+      uint64_t ret = 0;
+      bool (*is_code)(uint64_t) = g_is_code.load(std::memory_order_acquire);
+      if (depth >= 0 && slot >= sp && read_word(&arg, slot, &ret) == 0 && ret &&
+          ((is_code && is_code(ret - 1)) || in_module(ret, false))) {
+        if (!add(ret)) return;
+        regs[arch::kRegIp] = ret;
+        regs[arch::kRegSp] = slot + 8;
+        continue;
+      }
     }
     // A JIT'd frame: its frame record.
     const uint64_t fp = regs[arch::kRegFp];
@@ -431,6 +447,7 @@ namespace mlpd::hooks {
 void set_replaced_frames(const ReplacedFrames& check) {
   sampling_detail::g_is_code.store(check.is_code, std::memory_order_release);
   sampling_detail::g_other_body.store(check.other_body, std::memory_order_release);
+  sampling_detail::g_frameless_depth.store(check.frameless_depth, std::memory_order_release);
 }
 
 }  // namespace mlpd::hooks

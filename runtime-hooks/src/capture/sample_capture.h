@@ -49,9 +49,14 @@ void set_attached_late(bool late);
 // whose code holds `ip` (the frame's own address: the leaf's ip, or a return address). `is_code(a)`:
 // whether `a` is an address in code the runtime knows. Helper thread, under the loader's lock: no
 // dlopen, no runtime call. nullptr (default): frame records are followed as they are.
+// `frameless_depth(ip, leaf)`: for a frame whose code makes no frame record (a small optimised method:
+// rbp stays its caller's, so the record chain skips its caller), the bytes from its stack pointer to
+// its return address at `ip` (the leaf's ip, or a return address minus one); -1 when it makes a record
+// or the depth at `ip` is not known (the record is followed).
 struct ReplacedFrames {
   bool (*other_body)(uint64_t ip, uint64_t ret) = nullptr;
   bool (*is_code)(uint64_t address) = nullptr;
+  int (*frameless_depth)(uint64_t ip, bool leaf) = nullptr;
 };
 void set_replaced_frames(const ReplacedFrames& check);
 

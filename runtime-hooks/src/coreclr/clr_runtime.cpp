@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdlib>
 #include <string_view>
-#include <cstdio>
 #include <vector>
 
 #include "coreclr/clr_calls.h"
+#include "coreclr/frame_shape.h"
 #include "coreclr/il_body.h"
 #include "coreclr/mono_names.h"
 #include "mlpd/format.h"
@@ -227,6 +226,10 @@ bool ClrRuntime::install(const runtime::Config& config, const runtime::Env& env,
     replaced.is_code = [](uint64_t address) {
       const ClrRuntime* r = instance();
       return r && r->code_map_.find(address) != 0;
+    };
+    replaced.frameless_depth = [](uint64_t ip, bool leaf) {
+      const ClrRuntime* r = instance();
+      return r ? r->code_map_.frameless_depth(ip, leaf) : -1;
     };
     hooks::set_replaced_frames(replaced);
   }
@@ -551,8 +554,9 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
   if (name.empty()) name = names_.dynamic_method_name(function);
   if (fresh.empty()) fresh.push_back(CodeInfo{0, 0});  // named without code (yet)
   for (const CodeInfo& b : fresh) {
-    if (dynamic) code_map_.replace(b.start_address, b.size, id);
-    else code_map_.add(b.start_address, b.size, id);
+    const uint32_t shape = b.start_address ? frame_shape(b.start_address, b.size) : 0;
+    if (dynamic) code_map_.replace(b.start_address, b.size, id, shape);
+    else code_map_.add(b.start_address, b.size, id, shape);
     Event e;
     e.kind = EventKind::method_jit;
     e.method = id;
@@ -1166,23 +1170,71 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
   // code map for all of them.
   constexpr unsigned kMaxWalked = 128;
   uint64_t ips[kMaxWalked], fps[kMaxWalked], methods[kMaxWalked];
+  uint32_t shapes[kMaxWalked];
   const unsigned walked = walk_frame_pointers(reinterpret_cast<uint64_t>(__builtin_frame_address(0)), stack_lo,
                                               stack_hi, kMaxWalked, [&, i = 0u](uint64_t ret, uint64_t fp) mutable {
                                                 fps[i] = fp;
                                                 ips[i++] = ret - 1;
                                                 return true;
                                               });
-  code_map_.find_all(ips, walked, methods);
+  code_map_.find_all(ips, walked, methods, shapes);
+  // One pass, innermost first: the chain's records, the hidden frame where it sits (above the last
+  // record below its return address's place; when that place is not known, right below the chain's
+  // first managed frame), after each frame without a record of its own (frame_shape.h) the callers its
+  // stack space hides, and OSR records put right (osr_caller()). Stops once `max` frames are kept.
   uint64_t inner[rt::kMaxBacktrace];
   uint32_t n = 0;
-  uint64_t hidden_ip = 0;
-  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi, hidden_ip);
-  if (hidden && n < max) inner[n++] = hidden;
-  replace_osr_records(ips, fps, methods, walked, hidden_ip, hidden);
-  for (unsigned i = 0; i < walked && n < max; ++i)
-    if (methods[i]) inner[n++] = methods[i];
+  uint64_t prev_ip = 0, prev_method = 0;  // the frame before (method 0: native, or none)
+  auto keep = [&](uint64_t ip, uint64_t method) {
+    if (method) inner[n++] = method;
+    prev_ip = ip;
+    prev_method = method;
+  };
+  auto frameless_callers = [&](uint64_t sp, uint32_t shape, uint64_t bound) {
+    while ((shape & kFrameless) && n < max) {
+      const uint64_t slot = sp + frameless_depth_of(shape);
+      if (slot < sp || slot < stack_lo || slot + 8 > bound) return;
+      const uint64_t ret = *reinterpret_cast<const uint64_t*>(slot);
+      uint32_t next = 0;
+      const uint64_t m = ret ? code_map_.find(ret - 1, next) : 0;
+      if (!m) return;  // not a return address into JIT'd code: the chain goes on as it was
+      keep(ret - 1, m);
+      sp = slot + 8;
+      shape = next;
+    }
+  };
+  uint64_t hidden_ip = 0, hidden_at = 0;
+  const uint64_t hidden = hidden_frame(ips, fps, methods, walked, stack_hi, hidden_ip, hidden_at);
+  unsigned hidden_before = walked;
+  if (hidden) {
+    hidden_before = 0;
+    if (hidden_at)
+      while (hidden_before < walked && fps[hidden_before] < hidden_at) ++hidden_before;
+    else
+      while (hidden_before < walked && !methods[hidden_before]) ++hidden_before;
+  }
+  for (unsigned i = 0; i <= walked && n < max; ++i) {
+    if (hidden && i == hidden_before) {
+      keep(hidden_ip, hidden);
+      if (hidden_at) {
+        uint32_t shape = 0;
+        (void)code_map_.find(hidden_ip, shape);
+        frameless_callers(hidden_at + 8, shape, i < walked ? fps[i] : stack_hi);
+      }
+    }
+    if (i == walked || n == max) break;
+    uint64_t ip = ips[i], method = methods[i];
+    uint32_t shape = shapes[i];
+    if (method && method == prev_method && i + 1 < walked && code_map_.other_body_of_same_method(prev_ip, ip)) {
+      osr_caller(fps[i], fps[i + 1], fps[0], ip, method);
+      shape = 0;
+    }
+    keep(ip, method);
+    if (method) frameless_callers(fps[i] + 16, shape, i + 1 < walked ? fps[i + 1] : stack_hi);
+  }
   bt.count = n;
-  for (uint32_t i = 0; i < n; ++i) bt.frames[i] = inner[n - 1 - i];  // the file's order: outermost first
+  for (uint32_t i = 0; i < n / 2; ++i) std::swap(inner[i], inner[n - 1 - i]);  // the file's order: outermost first
+  std::copy(inner, inner + n, bt.frames);
   return &bt;
 }
 
@@ -1194,44 +1246,46 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
 // the runtime's own walk once (DoStackSnapshot, stopped at the first managed frame: exact, about
 // 1.5 us) and learns from it where that frame's return address sits. Returns the hidden method, 0: none.
 // On-stack replacement in a backtrace (the samples' unwinder does the same: sample_capture.h's
-// set_replaced_frames): the record at fps[k] belongs to an OSR body when the return address it holds
-// (ips[k]) lies in another body of the method the frame below returned into (ips[k - 1]): a pseudo
-// return address into the tier-0 body, and the record links past the tier-0 frame's own. That record
-// is the highest slot between the two records holding the same saved frame pointer with an address of
-// code above it: its return address replaces the pseudo one (the caller's method, or none when the
-// caller is native code: the pseudo frame is dropped).
-void ClrRuntime::replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked,
-                                     uint64_t hidden_ip, uint64_t hidden) {
-  unsigned first_managed = walked;
-  for (unsigned i = 0; i < walked && first_managed == walked; ++i)
-    if (methods[i]) first_managed = i;
-  for (unsigned k = first_managed; k + 1 < walked; ++k) {
-    // The frame record k belongs to: the one whose code the previous record returned into, or the
-    // hidden frame (no record of its own) right below the first managed record.
-    uint64_t owner_ip = 0, owner = 0;
-    if (k > first_managed && methods[k - 1]) owner_ip = ips[k - 1], owner = methods[k - 1];
-    else if (k == first_managed && hidden) owner_ip = hidden_ip, owner = hidden;
-    if (!methods[k] || !owner || methods[k] != owner || !code_map_.other_body_of_same_method(owner_ip, ips[k]))
-      continue;
-    const uint64_t caller_fp = fps[k + 1], lowest = fps[k] + 16;
-    if (caller_fp < lowest + 16) continue;
-    for (uint64_t x = (std::min(caller_fp, lowest + 8192) - 16) & ~uint64_t{7}; x >= lowest; x -= 8) {
-      const uint64_t* slot = reinterpret_cast<const uint64_t*>(x);
-      if (slot[0] != caller_fp || !slot[1]) continue;
-      const uint64_t m = code_map_.find(slot[1] - 1);
-      // A managed caller replaces the pseudo frame; a native one (Main's caller) removes it. A stack
-      // address is not a return address.
-      if (!m && slot[1] >= fps[0] && slot[1] <= caller_fp + (uint64_t{1} << 20)) continue;
-      ips[k] = slot[1] - 1;
-      methods[k] = m;
-      break;
+// set_replaced_frames): the record at `fp` belongs to an OSR body when the return address it holds
+// (`ip`) lies in another body of the method of the frame before it (the one it returned into): a
+// pseudo return address into the tier-0 body, and the record links past the tier-0 frame's own. That
+// record is the highest slot between the two records holding the same saved frame pointer
+// (`caller_fp`) with an address of code above it: its return address replaces the pseudo one (the
+// caller's method, or none when the caller is native code: the pseudo frame is dropped). The tier-0
+// frame lies at a fixed distance above the OSR frame, so the distance found is kept per pseudo return
+// address (osr_records_) and checked, not searched again, the next time (the search read 16% of the
+// agent's time on an allocating OSR loop).
+void ClrRuntime::osr_caller(uint64_t fp, uint64_t caller_fp, uint64_t lowest_fp, uint64_t& ip, uint64_t& method) {
+  const uint64_t lowest = fp + 16;
+  if (caller_fp < lowest + 16) return;
+  auto take = [&](uint64_t x) {
+    const uint64_t* slot = reinterpret_cast<const uint64_t*>(x);
+    if (slot[0] != caller_fp || !slot[1]) return false;
+    const uint64_t m = code_map_.find(slot[1] - 1);
+    // A managed caller replaces the pseudo frame; a native one (Main's caller) removes it. A stack
+    // address is not a return address.
+    if (!m && slot[1] >= lowest_fp && slot[1] <= caller_fp + (uint64_t{1} << 20)) return false;
+    ip = slot[1] - 1;
+    method = m;
+    return true;
+  };
+  const uint64_t key = HiddenFrames::key(&ip, 1);
+  const int64_t learned = osr_records_.lookup(key);
+  const uint64_t top = (std::min(caller_fp, lowest + 8192) - 16) & ~uint64_t{7};
+  if (learned >= 0 && fp + static_cast<uint64_t>(learned) >= lowest && fp + static_cast<uint64_t>(learned) <= top &&
+      take(fp + static_cast<uint64_t>(learned)))
+    return;
+  for (uint64_t x = top; x >= lowest; x -= 8)
+    if (take(x)) {
+      osr_records_.learn(key, static_cast<int64_t>(x - fp));
+      return;
     }
-  }
 }
 
 uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                                  uint64_t stack_hi, uint64_t& hidden_ip) {
+                                  uint64_t stack_hi, uint64_t& hidden_ip, uint64_t& hidden_at) {
   hidden_ip = 0;
+  hidden_at = 0;
   unsigned first_managed = walked;
   for (unsigned i = 0; i < walked; ++i)
     if (methods[i]) {
@@ -1249,6 +1303,7 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
       const uint64_t ret = *reinterpret_cast<const uint64_t*>(at);
       if (const uint64_t m = code_map_.find(ret - 1)) {
         hidden_ip = ret - 1;
+        hidden_at = at;
         return m;
       }
     }
@@ -1265,23 +1320,22 @@ uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, cons
   }
   // Where the runtime's innermost frame's return address sits: between two records below the first
   // managed one (or above the last record when the chain has no managed frame).
-  for (unsigned i = 0; i < first_managed; ++i) {
+  uint64_t found = 0;
+  for (unsigned i = 0; i < first_managed && !found; ++i) {
     const uint64_t lo = fps[i] + 16, hi = gap_end(i);
-    bool found = false;
     for (uint64_t at = lo; at + 8 <= hi && at - lo < 1024; at += 8) {
       if (*reinterpret_cast<const uint64_t*>(at) != first.ip) continue;
       hidden_.learn(key, HiddenFrames::at(i, static_cast<uint32_t>(at - lo)));
-      found = true;
+      found = at;
       break;
     }
-    if (found) break;
   }
   uint64_t m = code_map_.find(first.ip - 1);
   if (!m) {
     ensure_function(first.function);
     m = code_map_.find(first.ip - 1);
   }
-  if (m) hidden_ip = first.ip - 1;
+  if (m) hidden_ip = first.ip - 1, hidden_at = found;
   return m;
 }
 

@@ -48,8 +48,6 @@ class ClrRuntime final : public runtime::Runtime {
   // The sample drain's describer after an attach (capture/sampling.h's DescribeMethods).
   static void describe_late_entry(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
                                   std::vector<std::pair<uint64_t, uint64_t>>& ranges);
-  void replace_osr_records(uint64_t* ips, const uint64_t* fps, uint64_t* methods, unsigned walked, uint64_t hidden_ip,
-                           uint64_t hidden);
   void describe_late(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
                      std::vector<std::pair<uint64_t, uint64_t>>& ranges);
   void stop() override;
@@ -156,7 +154,9 @@ class ClrRuntime final : public runtime::Runtime {
   // chain and the code map; null when backtraces are off.
   const rt::Backtrace* backtrace(rt::Backtrace& bt);
   uint64_t hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
-                        uint64_t stack_hi, uint64_t& hidden_ip);
+                        uint64_t stack_hi, uint64_t& hidden_ip, uint64_t& hidden_at);
+  void osr_caller(uint64_t fp, uint64_t caller_fp, uint64_t lowest_fp, uint64_t& ip, uint64_t& method);
+  HiddenFrames osr_records_;  // where the tier-0 frame's record lies above an OSR frame's, learned
   HiddenFrames hidden_;  // frames the chain skips, learned (code_map.h)
   struct Innermost {
     FunctionID function;

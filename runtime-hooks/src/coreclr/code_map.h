@@ -13,31 +13,34 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "coreclr/frame_shape.h"
+
 namespace mlpd::coreclr {
 
 class CodeMap {
  public:
-  // Adds [start, start + size) for `method`; a range the map has already is left as it is.
-  void add(uint64_t start, uint64_t size, uint64_t method) {
+  // Adds [start, start + size) for `method`; a range the map has already is left as it is. `shape`:
+  // frame_shape.h's description of the body's frame (0: it makes a frame record).
+  void add(uint64_t start, uint64_t size, uint64_t method, uint32_t shape = 0) {
     if (!start || !size) return;
     std::unique_lock<std::shared_mutex> lock(mutex_);
     auto it = std::lower_bound(ranges_.begin(), ranges_.end(), start,
                                [](const Range& r, uint64_t s) { return r.start < s; });
     if (it != ranges_.end() && it->start == start) return;
-    ranges_.insert(it, Range{start, start + size, method});
+    ranges_.insert(it, Range{start, start + size, method, shape});
     version_.fetch_add(1, std::memory_order_release);  // every "not found" cached before is stale now
   }
   // [start, start + size) is `method`'s code from now on: the ranges it overlaps (code the runtime freed
   // and gave again: a dynamic method's, after the method was unloaded) are dropped, and the cache of
   // addresses is emptied (its entries for that code name the old method).
-  void replace(uint64_t start, uint64_t size, uint64_t method) {
+  void replace(uint64_t start, uint64_t size, uint64_t method, uint32_t shape = 0) {
     if (!start || !size) return;
     std::unique_lock<std::shared_mutex> lock(mutex_);
     const uint64_t end = start + size;
     std::erase_if(ranges_, [&](const Range& r) { return r.start < end && start < r.end; });
     auto it = std::lower_bound(ranges_.begin(), ranges_.end(), start,
                                [](const Range& r, uint64_t s) { return r.start < s; });
-    ranges_.insert(it, Range{start, end, method});
+    ranges_.insert(it, Range{start, end, method, shape});
     // Every remember() runs under the shared lock, so none races with this (a reader that sees an
     // address change under it misses and takes the lock).
     for (Slot& slot : cache_) {  // under the sequence lock as remember() writes (no writer runs now)
@@ -56,24 +59,45 @@ class CodeMap {
     return m;
   }
   // find() for `n` addresses at once: each first in the cache of addresses (the same return addresses
-  // come back in every backtrace), the others under one shared lock (a binary search each).
-  void find_all(const uint64_t* ips, size_t n, uint64_t* methods) const {
+  // come back in every backtrace), the others under one shared lock (a binary search each). With
+  // `shapes`, each body's frame shape too (0 where no method).
+  void find_all(const uint64_t* ips, size_t n, uint64_t* methods, uint32_t* shapes = nullptr) const {
     const uint64_t version = version_.load(std::memory_order_acquire);
     size_t missed = 0;
+    uint32_t ignored = 0;
     for (size_t i = 0; i < n; ++i)
-      if (!cached(ips[i], version, methods[i])) ++missed;
+      if (!cached(ips[i], version, methods[i], shapes ? shapes[i] : ignored)) ++missed;
     if (!missed) return;
     std::shared_lock<std::shared_mutex> lock(mutex_);
     const uint64_t now = version_.load(std::memory_order_acquire);
     for (size_t i = 0; i < n; ++i) {
-      if (cached(ips[i], version, methods[i])) continue;
-      methods[i] = find_locked(ips[i]);
-      if (!(methods[i] & 1)) remember(ips[i], methods[i] ? methods[i] : (now << 1 | 1));  // (an odd id: not cached)
+      uint32_t& shape = shapes ? shapes[i] : ignored;
+      if (cached(ips[i], version, methods[i], shape)) continue;
+      const Range* r = find_locked(ips[i]);
+      methods[i] = r ? r->method : 0;
+      shape = r ? r->shape : 0;
+      if (!(methods[i] & 1)) remember(ips[i], methods[i] ? methods[i] : (now << 1 | 1), shape);  // (an odd id: not cached)
     }
+  }
+  // The method whose code holds `ip` and its body's frame shape (frame_shape.h).
+  uint64_t find(uint64_t ip, uint32_t& shape) const {
+    uint64_t m = 0;
+    find_all(&ip, 1, &m, &shape);
+    return m;
   }
   size_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return ranges_.size();
+  }
+  // frame_shape.h's stack depth of the frameless body holding `ip` (a leaf's ip, or a return address
+  // minus one: past the prologue), -1 when the body makes a frame record, is unknown, or a leaf's ip is
+  // still in the prologue.
+  int frameless_depth(uint64_t ip, bool leaf) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    const Range* r = find_locked(ip);
+    if (!r || !(r->shape & kFrameless)) return -1;
+    if (leaf && ip - r->start < frameless_prologue(r->shape)) return -1;
+    return static_cast<int>(frameless_depth_of(r->shape));
   }
   // Whether `b` lies in another body (range) of the method whose code holds `a` (on-stack
   // replacement: an OSR body's frame record returns into its tier-0 body). Recursion within one body
@@ -95,6 +119,7 @@ class CodeMap {
  private:
   struct Range {
     uint64_t start, end, method;
+    uint32_t shape;
   };
   // A lossy cache shared by all threads, lock-free: an address and its method (methods are aligned
   // pointers: low bit 0), or (map version << 1 | 1) for "in no range" as of that version. Each slot is
@@ -105,28 +130,32 @@ class CodeMap {
   // method.)
   struct Slot {
     std::atomic<uint32_t> seq{0};
+    std::atomic<uint32_t> shape{0};  // (in what would be padding)
     std::atomic<uint64_t> ip{0};
     std::atomic<uint64_t> value{0};
   };
   static constexpr size_t kSlots = 8192;
   static size_t slot_of(uint64_t ip) { return static_cast<size_t>((ip ^ (ip >> 13)) & (kSlots - 1)); }
-  bool cached(uint64_t ip, uint64_t version, uint64_t& method) const {
+  bool cached(uint64_t ip, uint64_t version, uint64_t& method, uint32_t& shape) const {
     const Slot& s = cache_[slot_of(ip)];
     const uint32_t before = s.seq.load(std::memory_order_acquire);
     if (!ip || (before & 1)) return false;
     const uint64_t at = s.ip.load(std::memory_order_relaxed);
     const uint64_t v = s.value.load(std::memory_order_relaxed);
+    const uint32_t sh = s.shape.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.seq.load(std::memory_order_relaxed) != before || at != ip) return false;
     if (!(v & 1)) {
       method = v;
+      shape = sh;
       return v != 0;
     }
     if ((v >> 1) != version) return false;
     method = 0;
+    shape = 0;
     return true;
   }
-  void remember(uint64_t ip, uint64_t value) const {
+  void remember(uint64_t ip, uint64_t value, uint32_t shape) const {
     if (!ip) return;
     Slot& s = cache_[slot_of(ip)];
     uint32_t seq = s.seq.load(std::memory_order_relaxed);
@@ -134,14 +163,15 @@ class CodeMap {
     std::atomic_thread_fence(std::memory_order_release);
     s.ip.store(ip, std::memory_order_relaxed);
     s.value.store(value, std::memory_order_relaxed);
+    s.shape.store(shape, std::memory_order_relaxed);
     s.seq.store(seq + 2, std::memory_order_release);
   }
-  uint64_t find_locked(uint64_t ip) const {
+  const Range* find_locked(uint64_t ip) const {
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), ip,
                                [](uint64_t p, const Range& r) { return p < r.start; });
-    if (it == ranges_.begin()) return 0;
+    if (it == ranges_.begin()) return nullptr;
     --it;
-    return ip < it->end ? it->method : 0;
+    return ip < it->end ? &*it : nullptr;
   }
   mutable std::shared_mutex mutex_;
   std::vector<Range> ranges_;  // by start; ranges do not overlap (one body each)

@@ -73,14 +73,14 @@ def main():
 
     alloc = diff_lines("alloc", "mono.mlpd", "dotnet.mlpd")
     # CrossRt.Item is made by Work:Make, which either runtime may inline into Main: the stacks under
-    # Main count the 20000 objects on Mono. On .NET, once Make's tier-1 body runs (frameless, called
-    # from Main's OSR body), the chain hides two frames and only the innermost is recovered: those
-    # allocations show as Make alone (docs/dotnet.md, "Frames the chain hides").
+    # Main count the 20000 objects on both. On .NET, Make's tier-1 body makes no frame record (an "rsp
+    # based frame"): the chain skips Main, found from Make's stack depth (coreclr/frame_shape.h; before,
+    # 6,500-8,800 of the 20000 showed Make alone and 10000 was asked).
     under_main = {k: v for k, v in alloc.items() if k.startswith("CrossRt.Work:Main (string[])")}
     a = sum(x for x, _ in under_main.values())
     b = sum(y for _, y in under_main.values())
     both = [k for k, (x, y) in under_main.items() if x > 0 and y > 0]
-    t.check(a >= 20000 and b >= 10000 and "CrossRt.Work:Main (string[])" in both,
+    t.check(a >= 20000 and b >= 20000 and "CrossRt.Work:Main (string[])" in both,
             f"alloc: under Main {a} on Mono, {b} on .NET, stacks on both sides {both}; {sorted(alloc.items(), key=lambda kv: -sum(kv[1]))[:4]}")
     print(f"ok  alloc: under Main {a} on Mono, {b} on .NET; on both sides: {both}", flush=True)
 

@@ -58,6 +58,7 @@ namespace MlpdTests
                     return CallCounts.Run(args.Length > 1 ? int.Parse(args[1]) : 1000, args.Length > 2 ? int.Parse(args[2]) : 200);
                 case "callbench": return CallBench.Run(args.Length > 1 ? int.Parse(args[1]) : 20000000);
                 case "osr": return Osr.Run(args.Length > 1 ? int.Parse(args[1]) : 1500);
+                case "frameless": return Frameless.Run(args.Length > 1 ? int.Parse(args[1]) : 1500);
                 case "attach_service": return AttachService.Run(args.Length > 1 ? int.Parse(args[1]) : 10);
                 case "env":
                     // What a child process would inherit of the profiler's variables (nochildren).
