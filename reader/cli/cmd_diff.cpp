@@ -1,11 +1,9 @@
 // mlpd diff [--what W] [--threads] [-o OUT.html|OUT.collapsed] A B
-#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 
 #include "commands.h"
 #include "load.h"
@@ -92,58 +90,14 @@ int cmd_diff(int argc, char** argv) {
       return 2;
     }
   }
-  auto sa = views::collapse(a, what, threads);
-  auto sb = views::collapse(b, what, threads);
-  if (managed) {
-    sa = views::managed_only(sa);
-    sb = views::managed_only(sb);
-  }
-  if (threads) {  // two runs have different thread ids: match threads by name ("Main", not "Main (0x...)")
-    for (auto* v : {&sa, &sb}) {
-      for (views::CollapsedStack& s : *v) {
-        const size_t end = s.stack.find(';');
-        const size_t id = s.stack.rfind(" (0x", end);
-        if (id != std::string::npos && id != 0 && (end == std::string::npos || id < end)) s.stack.erase(id, (end == std::string::npos ? s.stack.size() : end) - id);
-      }
-    }
-  }
-  views::FlameGraphInput in;
-  in.diff = true;
-  in.unit = std::string(profile::what_unit(what));
-  in.title = std::string(profile::what_name(what)) + " diff: " + files[0] + " -> " + files[1];
-  std::unordered_map<std::string, size_t> index;
-  for (const auto& s : sb) {
-    auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());
-    if (inserted) {
-      in.stacks.push_back(views::CollapsedStack{s.stack, s.kinds, 0});
-      in.base.push_back(0);
-    }
-    in.stacks[it->second].weight += s.weight;
-  }
-  for (const auto& s : sa) {
-    auto [it, inserted] = index.try_emplace(s.stack, in.stacks.size());
-    if (inserted) {
-      in.stacks.push_back(views::CollapsedStack{s.stack, s.kinds, 0});
-      in.base.push_back(0);
-    }
-    in.base[it->second] += s.weight;
-  }
-  std::string text;
-  if (html) {
-    text = views::flame_graph_html(in);
-  } else {
-    std::vector<size_t> order(in.stacks.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return in.stacks[x].stack < in.stacks[y].stack; });
-    for (size_t i : order) {
-      text += in.stacks[i].stack;
-      text += ' ';
-      text += std::to_string(in.base[i]);
-      text += ' ';
-      text += std::to_string(in.stacks[i].weight);
-      text += '\n';
-    }
-  }
+  views::DiffOptions d;
+  d.what = what;
+  d.threads = threads;
+  d.managed = managed;
+  d.name_a = files[0];
+  d.name_b = files[1];
+  const views::FlameGraphInput in = views::diff_stacks(a, b, d);
+  const std::string text = html ? views::flame_graph_html(in) : views::diff_collapsed_text(in);
   std::FILE* out = stdout;
   if (!out_path.empty() && out_path != "-") {
     out = std::fopen(out_path.c_str(), "wb");

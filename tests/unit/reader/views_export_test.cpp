@@ -228,6 +228,30 @@ TEST_CASE("collapsed export: one line per stack, the model's weights", "[views]"
   CHECK(got.at("thread 0x98;N:A ();N:B ()") == 1);
 }
 
+TEST_CASE("diff: stacks joined by name, threads matched by name, the collapsed text", "[views]") {
+  auto a = build(nullptr);
+  auto b = build(nullptr);
+  views::DiffOptions d;
+  d.what = What::cpu;
+  d.name_a = "a.mlpd";
+  d.name_b = "b.mlpd";
+  const views::FlameGraphInput same = views::diff_stacks(a->profile, b->profile, d);
+  CHECK(same.diff);
+  CHECK(same.title == "cpu diff: a.mlpd -> b.mlpd");
+  REQUIRE(same.stacks.size() == same.base.size());
+  for (size_t i = 0; i < same.stacks.size(); ++i) CHECK(same.stacks[i].weight == same.base[i]);
+  CHECK(views::diff_collapsed_text(same) == "N:A ();N:B () 4 4\nN:A ();N:C (int) 1 1\n");
+  // One side without samples: every stack is A's base only.
+  d.what = What::alloc;
+  const views::FlameGraphInput alloc = views::diff_stacks(a->profile, b->profile, d);
+  CHECK(views::diff_collapsed_text(alloc) == "N:A () 1 1\nN:A ();N:C (int) 2 2\n");
+  // Threads: "thread 0x99" has no " (0x" id suffix to drop; named threads would lose theirs.
+  views::FlameGraphInput in;
+  in.stacks = {{"t;x", "tm", 3}};
+  in.base = {5};
+  CHECK(views::diff_collapsed_text(in) == "t;x 5 3\n");
+}
+
 #if MLPD_HAVE_NLOHMANN_JSON
 
 namespace {

@@ -113,4 +113,17 @@ struct FlameGraphInput {
 };
 std::string flame_graph_html(const FlameGraphInput& in);
 
+// mlpd diff (diff.cpp): the stacks of `what` in A and B joined by frame names, B's weights as the
+// widths and A's as the base; with `threads` each thread is a root, matched by name (the thread ids of
+// two runs differ); with `managed`, managed_only() on both sides first.
+struct DiffOptions {
+  profile::What what = profile::What::cpu;
+  bool threads = false;
+  bool managed = false;
+  std::string name_a, name_b;  // for the title
+};
+FlameGraphInput diff_stacks(const profile::Profile& a, const profile::Profile& b, const DiffOptions& o);
+// Lines "frame;...;leaf A_WEIGHT B_WEIGHT", by stack (FlameGraph's difffolded form).
+std::string diff_collapsed_text(const FlameGraphInput& in);
+
 }  // namespace mlpd::views
