@@ -64,10 +64,12 @@ bool ClrHeapshots::configure(const runtime::Config& config, ProfilerInfo* info, 
   every_ms_ = config.heapshot_ms;
   every_gc_ = config.heapshot_gc;
   keep_monitor_ = mode_ == HEAPSHOT_MAJOR;
+  on_shutdown_ = config.heapshot_on_shutdown;
+  final_taken_.store(false);
   frozen_check_ = info_level >= 10;  // IsFrozenObject is ICorProfilerInfo10's
   // Heapshots only when asked for by an option: MONITOR_GC at Initialize turns concurrent GC off for
   // the whole run, which a run that only opened the command port did not ask to pay.
-  enabled_ = mode_ != HEAPSHOT_NONE;
+  enabled_ = mode_ != HEAPSHOT_NONE || on_shutdown_;
   return enabled_;
 }
 
@@ -75,7 +77,7 @@ void ClrHeapshots::runtime_started() {
   if (!enabled_ || started_.exchange(true)) return;
   monitor_on_.store(true, std::memory_order_release);  // asked for at Initialize
   if (!keep_monitor_ && hooks_.monitor_gc(false)) monitor_on_.store(false, std::memory_order_release);
-  if (mode_ == HEAPSHOT_X_MS || mode_ == HEAPSHOT_X_GC || mode_ == HEAPSHOT_ON_DEMAND) ensure_thread();
+  if (mode_ == HEAPSHOT_X_MS || mode_ == HEAPSHOT_X_GC || mode_ == HEAPSHOT_ON_DEMAND || on_shutdown_) ensure_thread();
 }
 
 uint64_t ClrHeapshots::add_request() {
@@ -133,6 +135,7 @@ void ClrHeapshots::thread_main() {
     if (!on) {
       if (!refused_said) say("mlpd: heapshot: the runtime refused COR_PRF_MONITOR_GC now: no heapshot can be taken\n");
       refused_said = true;
+      failures_.fetch_add(1, std::memory_order_release);
     } else {
       forcing_.store(true, std::memory_order_release);
       const uint64_t t0 = rt::now_ns();
@@ -143,6 +146,7 @@ void ClrHeapshots::thread_main() {
         monitor_on_.store(false, std::memory_order_release);
         hooks_.monitor_gc(false);
       }
+      if (!succeeded(hr)) failures_.fetch_add(1, std::memory_order_release);
       if (!succeeded(hr) && !refused_said) {
         char text[96];
         std::snprintf(text, sizeof text, "mlpd: heapshot: the runtime refused ForceGC (0x%08x)\n",
@@ -153,6 +157,53 @@ void ClrHeapshots::thread_main() {
     }
     lock.lock();
   }
+}
+
+bool ClrHeapshots::take_final(const char* when, uint32_t stall_ms, bool verbose) {
+  if (!on_shutdown_ || final_taken_.exchange(true)) return false;
+  const uint64_t t0 = rt::now_ns();
+  const uint64_t failures = failures_.load(std::memory_order_acquire);
+  const uint64_t ticket = request();
+  char text[200];
+  if (!ticket) {
+    if (verbose) {
+      std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): no heapshot can be taken now\n", when);
+      say(text);
+    }
+    return false;
+  }
+  uint64_t seen = progress_.load(std::memory_order_acquire);
+  uint64_t since = t0;
+  while (done() < ticket) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (failures_.load(std::memory_order_acquire) != failures) {  // our thread said why (one line)
+      if (verbose) {
+        std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): the runtime refused the collection\n", when);
+        say(text);
+      }
+      return false;
+    }
+    const uint64_t now = rt::now_ns();
+    if (const uint64_t p = progress_.load(std::memory_order_acquire); p != seen) {
+      seen = p;
+      since = now;
+    } else if (now - since >= uint64_t{stall_ms} * 1000000) {
+      if (verbose) {
+        std::snprintf(text, sizeof text,
+                      "mlpd: heapshot-on-shutdown (%s): the runtime did not collect within %u ms: no heapshot, the "
+                      "exit goes on\n",
+                      when, stall_ms);
+        say(text);
+      }
+      return false;
+    }
+  }
+  if (verbose) {
+    std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): heapshot %llu taken in %.1f ms\n", when,
+                  static_cast<unsigned long long>(ticket), static_cast<double>(rt::now_ns() - t0) / 1e6);
+    say(text);
+  }
+  return true;
 }
 
 void ClrHeapshots::stop() {
@@ -192,6 +243,7 @@ void ClrHeapshots::gc_started(bool full) {
   }
   if (full && monitor_on_.load(std::memory_order_acquire) &&
       (pending() || (keep_monitor_ && !hooks_.paused()))) {
+    progress_.fetch_add(1, std::memory_order_release);
     armed_ = true;
     shot_ = begun_.load(std::memory_order_relaxed) + 1;
     begun_.store(shot_, std::memory_order_release);
@@ -249,6 +301,7 @@ uint8_t ClrHeapshots::generation_of(ObjectID object) const {
 void ClrHeapshots::root_references(ULONG count, const ObjectID* objects, const GcRootKind* kinds,
                                    const GcRootFlags* flags, const UINT_PTR*) {
   if (!armed_ || !objects || !kinds) return;
+  progress_.fetch_add(1, std::memory_order_release);
   if (!walking_) begin_walk();
   if (!log_) return;
   constexpr uint32_t kChunk = 32;
@@ -288,6 +341,7 @@ void ClrHeapshots::root_references(ULONG count, const ObjectID* objects, const G
 
 HRESULT ClrHeapshots::object_references(ObjectID object, ClassID klass, ULONG count, const ObjectID* refs) {
   if (!armed_) return kE_FAIL;  // not a heapshot's collection: the runtime stops walking the heap
+  progress_.fetch_add(1, std::memory_order_release);
   if (!walking_) begin_walk();
   if (!log_ || !object) return kS_OK;
   if (!klass) info_->table->GetClassFromObject(info_, object, &klass);
