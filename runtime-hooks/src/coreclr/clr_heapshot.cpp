@@ -92,7 +92,8 @@ void ClrHeapshots::wake() { cv_.notify_one(); }  // our thread also looks every 
 
 std::string ClrHeapshots::refusal() const {
   if (!enabled_ && hooks_.active && hooks_.active())
-    return "on .NET heapshots need a heapshot option at start (heapshot=ondemand, NUMms, NUMgc or heapshot): "
+    return "on .NET heapshots need a heapshot option at start (heapshot=ondemand, NUMms, NUMgc, heapshot or "
+           "heapshot-on-shutdown): "
            "the runtime shows a profiler the heap only with concurrent GC off, which it turns off only then";
   return {};
 }
