@@ -12,7 +12,8 @@ file holds exactly one heapshot, complete, with exactly N objects and N x (the p
 object) of each kept type, no ExitDropped, and ExitCarried only where the exception holds them; the
 file passes `mlpd verify --strict`, Mono's mprof-report reads it and names every class of the heapshot
 with mlpd's counts. Without heapshot-on-shutdown the file has no heapshot (so the checks fail without
-the feature: before it, the option was refused and no file was written)."""
+the feature: before it, the option was refused and no file was written). `Environment.FailFast` gives
+the profiler no callback: no heapshot, and the exit as without the agent."""
 import json
 import os
 import subprocess
@@ -95,6 +96,17 @@ def main():
             t.check(not problems, f"{mode}: mprof-report's heapshot summary: {problems}")
             print(f"dotnet_heapshot_exit: {mode}: exit {rc}, one heapshot at the end, {shots[0]['objects']} objects, "
                   f"{N} of each kept type; {said[0][len('mlpd: '):]}", flush=True)
+
+        # Environment.FailFast: the runtime aborts with no callback to a profiler: no heapshot (docs/dotnet.md
+        # says so), the program's output and exit code unchanged, the file still verifies.
+        rc0, out0, _ = run("failfast", None)
+        out = os.path.join(d, "failfast.mlpd")
+        rc, stdout, stderr = run("failfast", f"nodefaults,heapshot-on-shutdown,output={out}")
+        t.check(rc0 == 134 and rc == rc0 and stdout == out0, f"failfast: exit {rc} against {rc0}, output {stdout!r}")
+        t.check(not mlpd_lines(stderr), f"failfast: agent lines {mlpd_lines(stderr)}")
+        t.check(os.path.exists(out) and not heapshots(out), "failfast: a heapshot without a callback?")
+        rc_v, v, _ = t.verify_json(out, strict=True)
+        t.check(rc_v == 0 and v and v["ok"], f"failfast: the file does not verify: {v}")
 
         # Without the option: no heapshot at the end.
         out = os.path.join(d, "none.mlpd")

@@ -282,7 +282,8 @@ namespace MlpdTests
     // (none live at the end). MODE: "return" (Main returns 5), "exit" (Environment.Exit(6) from a worker
     // thread while the main thread allocates garbage), "unhandled" (an ExitException carrying N
     // ExitCarried thrown through frames without a catch: the runtime aborts the process), "unhandled-thread"
-    // (the same on a worker thread while the main thread waits for it). Prints each
+    // (the same on a worker thread while the main thread waits for it), "failfast" (Environment.FailFast:
+    // the runtime aborts with no callback to a profiler). Prints each
     // type's bytes per object first, then "end MODE".
     public sealed class ExitKept { public long X; public ExitKept Next; }
     public sealed class ExitCycle { public ExitCycle Next; public int I; }
@@ -350,6 +351,11 @@ namespace MlpdTests
                     while (true) { garbage.Add(new Payload(garbage.Count)); if (garbage.Count > 10000) garbage.Clear(); }
                 case "unhandled":
                     Deeper(n);
+                    return 0;
+                case "failfast":
+                    Console.WriteLine("end failfast");
+                    Console.Out.Flush();
+                    Environment.FailFast("the end (heapexit)");
                     return 0;
                 case "unhandled-thread":
                     // The same on a worker thread while the main thread waits for it.
