@@ -883,8 +883,11 @@ namespace {
 thread_local uint64_t t_searching = 0;  // the FunctionID being searched | 1 once a catcher was found
 thread_local uint64_t t_outermost = 0;  // this thread's outermost managed method (0: not known yet)
 constexpr int kUnhandledRoundLimitMs = 2000;
-// heapshot-on-shutdown's wait: given up when the runtime's collection makes no progress for this long.
-constexpr uint32_t kFinalHeapshotStallMs = 5000;
+// heapshot-on-shutdown's wait: given up when the runtime's collection makes no progress for this long
+// (not begun, or no callback of the walk: the marking of a very large heap between the roots and the
+// objects reports nothing for seconds, so the bound is generous; it is there for a runtime that cannot
+// collect at all, never to cut a walk short).
+constexpr uint32_t kFinalHeapshotStallMs = 30000;
 }  // namespace
 
 uint64_t ClrRuntime::outermost_managed_method() {

@@ -297,7 +297,7 @@ TEST_CASE("coreclr runtime: heapshot-on-shutdown takes one heapshot at the runti
     const auto waited = std::chrono::steady_clock::now() - t0;
     CHECK(g_force_calls.load() == 1);
     // Taken by our thread while Shutdown waited, or, refused by the runtime, given up at once (not
-    // after the 5 s a collection that makes no progress is given).
+    // after the 30 s a collection that makes no progress is given).
     CHECK(f.runtime.heapshots_done() == (hr == kS_OK ? 1u : 0u));
     CHECK(waited < std::chrono::seconds(3));
     CHECK((g_fake.low & monitor::kGc) == 0);  // switched on around the collection only
