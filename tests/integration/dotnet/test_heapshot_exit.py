@@ -9,7 +9,9 @@ array, N ExitCycle in a cycle held only by a GC handle, N ExitLate made just bef
 `unhandled`, N ExitCarried held by the exception) and drops N ExitDropped before the end. Checks, per
 mode: the program's output, standard error and exit code are those of a run without the agent; the
 file holds exactly one heapshot, complete, with exactly N objects and N x (the program's own bytes per
-object) of each kept type, no ExitDropped, and ExitCarried only where the exception holds them; the
+object) of each kept type, no ExitDropped, and ExitCarried only where the exception holds them;
+`--paths` gives each its holder (the cycle's GC handle, retaining all N; the statics array; the
+exception); the
 file passes `mlpd verify --strict`, Mono's mprof-report reads it and names every class of the heapshot
 with mlpd's counts. Without heapshot-on-shutdown the file has no heapshot (so the checks fail without
 the feature: before it, the option was refused and no file was written). `Environment.FailFast` gives
@@ -91,6 +93,21 @@ def main():
                         f"{mode}: {c}: {classes.get(c)} against {N} objects of {size.get(c)} bytes")
             for c in ("MlpdTests.ExitDropped",) + (() if mode.startswith("unhandled") else ("MlpdTests.ExitCarried",)):
                 t.check(c not in classes, f"{mode}: {c} is not live at the end: {classes.get(c)}")
+            # Why each is held at the end (--paths): the cycle by its GC handle alone (one instance retains
+            # all N), the statics through the runtime's statics array (a strong handle), the carried objects
+            # through the exception being thrown.
+            for c, through in (("MlpdTests.ExitCycle", None), ("MlpdTests.ExitLate", "object[]"),
+                               ("MlpdTests.ExitCarried", "MlpdTests.ExitException")):
+                if c not in classes:
+                    continue
+                r = t.run([t.MLPD, "heapshots", "--paths", c, "--max", "1", "--json", out])
+                paths = json.loads(r.stdout.splitlines()[0])["paths"] if r.returncode == 0 and r.stdout else []
+                first = paths[0] if paths else {}
+                steps = [x["class"] for x in first.get("steps", [])]
+                t.check(first.get("root", {}).get("kind") == "gc_handle" and (through is None or through in steps),
+                        f"{mode}: --paths {c}: {first}")
+                if c == "MlpdTests.ExitCycle":
+                    t.check(first.get("retained") == N * size[c], f"{mode}: the cycle's retained bytes {first.get('retained')}")
             check_file(mode, out)
             problems, _ = mprof_heap_classes(out, shots[0])
             t.check(not problems, f"{mode}: mprof-report's heapshot summary: {problems}")
