@@ -46,6 +46,8 @@ constexpr RegionInfo kRegionInfo[kRegions] = {
     {0, "Other Roots (CoreCLR)"},
     {0, "Frozen Objects (CoreCLR's non-GC heap)"},
 };
+// Every slot of every region: above user space, below 2^56 (mprof-report, above).
+static_assert(kSlotBase >= (uint64_t{1} << 48) && ((kSlotBase + kRegions * kRegionSize) >> 56) == 0);
 constexpr uint64_t kFinalizerSlot = 1;
 constexpr uint8_t kNoGeneration = 0xFF;  // generation_of: in no generation's range
 
