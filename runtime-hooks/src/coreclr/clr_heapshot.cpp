@@ -23,7 +23,15 @@ using namespace mlpd::format;
 // Mono registers its root areas. So each kind gets a range of made-up addresses of its own, registered
 // before each heapshot with Mono's root source (MonoGCRootSource) and a name, and each root a slot in
 // its kind's range. The finalizer queue is Mono's special slot 1 ("Finalizer Queue").
-constexpr uint64_t kSlotBase = 0x6d6c706400000000ull;  // "mlpd"
+//
+// The base is above every user-space address (bits 48-55 set: never a canonical x86-64 or arm64
+// user pointer) and its top byte is 0: the first pointer written into a buffer becomes the buffer's
+// ptr_base, and Mono's mprof-report reads a header's 64-bit fields with the 8th byte shifted by 54
+// bits instead of 56 (its read_int64), so a base with a top byte decodes there as another value, and
+// in that buffer every class and vtable is registered under the wrong address: the objects of later
+// buffers then showed as "unresolved class (nil)" (117-210 of 1000 HeapB in the test's heapshot, when
+// the base was 0x6d6c706400000000).
+constexpr uint64_t kSlotBase = 0x006d6c7000000000ull;  // "mlp"
 constexpr uint64_t kRegionSize = uint64_t{1} << 36;
 enum Region : unsigned { kStackRegion, kStrongRegion, kPinnedRegion, kRefCountedRegion, kOtherRegion, kFrozenRegion, kRegions };
 struct RegionInfo {
@@ -38,6 +46,8 @@ constexpr RegionInfo kRegionInfo[kRegions] = {
     {0, "Other Roots (CoreCLR)"},
     {0, "Frozen Objects (CoreCLR's non-GC heap)"},
 };
+// Every slot of every region: above user space, below 2^56 (mprof-report, above).
+static_assert(kSlotBase >= (uint64_t{1} << 48) && ((kSlotBase + kRegions * kRegionSize) >> 56) == 0);
 constexpr uint64_t kFinalizerSlot = 1;
 constexpr uint8_t kNoGeneration = 0xFF;  // generation_of: in no generation's range
 
@@ -56,10 +66,12 @@ bool ClrHeapshots::configure(const runtime::Config& config, ProfilerInfo* info, 
   every_ms_ = config.heapshot_ms;
   every_gc_ = config.heapshot_gc;
   keep_monitor_ = mode_ == HEAPSHOT_MAJOR;
+  on_shutdown_ = config.heapshot_on_shutdown;
+  final_taken_.store(false);
   frozen_check_ = info_level >= 10;  // IsFrozenObject is ICorProfilerInfo10's
   // Heapshots only when asked for by an option: MONITOR_GC at Initialize turns concurrent GC off for
   // the whole run, which a run that only opened the command port did not ask to pay.
-  enabled_ = mode_ != HEAPSHOT_NONE;
+  enabled_ = mode_ != HEAPSHOT_NONE || on_shutdown_;
   return enabled_;
 }
 
@@ -67,7 +79,7 @@ void ClrHeapshots::runtime_started() {
   if (!enabled_ || started_.exchange(true)) return;
   monitor_on_.store(true, std::memory_order_release);  // asked for at Initialize
   if (!keep_monitor_ && hooks_.monitor_gc(false)) monitor_on_.store(false, std::memory_order_release);
-  if (mode_ == HEAPSHOT_X_MS || mode_ == HEAPSHOT_X_GC || mode_ == HEAPSHOT_ON_DEMAND) ensure_thread();
+  if (mode_ == HEAPSHOT_X_MS || mode_ == HEAPSHOT_X_GC || mode_ == HEAPSHOT_ON_DEMAND || on_shutdown_) ensure_thread();
 }
 
 uint64_t ClrHeapshots::add_request() {
@@ -82,7 +94,8 @@ void ClrHeapshots::wake() { cv_.notify_one(); }  // our thread also looks every 
 
 std::string ClrHeapshots::refusal() const {
   if (!enabled_ && hooks_.active && hooks_.active())
-    return "on .NET heapshots need a heapshot option at start (heapshot=ondemand, NUMms, NUMgc or heapshot): "
+    return "on .NET heapshots need a heapshot option at start (heapshot=ondemand, NUMms, NUMgc, heapshot or "
+           "heapshot-on-shutdown): "
            "the runtime shows a profiler the heap only with concurrent GC off, which it turns off only then";
   return {};
 }
@@ -125,6 +138,7 @@ void ClrHeapshots::thread_main() {
     if (!on) {
       if (!refused_said) say("mlpd: heapshot: the runtime refused COR_PRF_MONITOR_GC now: no heapshot can be taken\n");
       refused_said = true;
+      failures_.fetch_add(1, std::memory_order_release);
     } else {
       forcing_.store(true, std::memory_order_release);
       const uint64_t t0 = rt::now_ns();
@@ -135,6 +149,7 @@ void ClrHeapshots::thread_main() {
         monitor_on_.store(false, std::memory_order_release);
         hooks_.monitor_gc(false);
       }
+      if (!succeeded(hr)) failures_.fetch_add(1, std::memory_order_release);
       if (!succeeded(hr) && !refused_said) {
         char text[96];
         std::snprintf(text, sizeof text, "mlpd: heapshot: the runtime refused ForceGC (0x%08x)\n",
@@ -145,6 +160,53 @@ void ClrHeapshots::thread_main() {
     }
     lock.lock();
   }
+}
+
+bool ClrHeapshots::take_final(const char* when, uint32_t stall_ms, bool verbose) {
+  if (!on_shutdown_ || final_taken_.exchange(true)) return false;
+  const uint64_t t0 = rt::now_ns();
+  const uint64_t failures = failures_.load(std::memory_order_acquire);
+  const uint64_t ticket = request();
+  char text[200];
+  if (!ticket) {
+    if (verbose) {
+      std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): no heapshot can be taken now\n", when);
+      say(text);
+    }
+    return false;
+  }
+  uint64_t seen = progress_.load(std::memory_order_acquire);
+  uint64_t since = t0;
+  while (done() < ticket) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (failures_.load(std::memory_order_acquire) != failures) {  // our thread said why (one line)
+      if (verbose) {
+        std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): the runtime refused the collection\n", when);
+        say(text);
+      }
+      return false;
+    }
+    const uint64_t now = rt::now_ns();
+    if (const uint64_t p = progress_.load(std::memory_order_acquire); p != seen) {
+      seen = p;
+      since = now;
+    } else if (now - since >= uint64_t{stall_ms} * 1000000) {
+      if (verbose) {
+        std::snprintf(text, sizeof text,
+                      "mlpd: heapshot-on-shutdown (%s): the runtime did not collect within %u ms: no heapshot, the "
+                      "exit goes on\n",
+                      when, stall_ms);
+        say(text);
+      }
+      return false;
+    }
+  }
+  if (verbose) {
+    std::snprintf(text, sizeof text, "mlpd: heapshot-on-shutdown (%s): heapshot %llu taken in %.1f ms\n", when,
+                  static_cast<unsigned long long>(ticket), static_cast<double>(rt::now_ns() - t0) / 1e6);
+    say(text);
+  }
+  return true;
 }
 
 void ClrHeapshots::stop() {
@@ -184,6 +246,7 @@ void ClrHeapshots::gc_started(bool full) {
   }
   if (full && monitor_on_.load(std::memory_order_acquire) &&
       (pending() || (keep_monitor_ && !hooks_.paused()))) {
+    progress_.fetch_add(1, std::memory_order_release);
     armed_ = true;
     shot_ = begun_.load(std::memory_order_relaxed) + 1;
     begun_.store(shot_, std::memory_order_release);
@@ -241,6 +304,7 @@ uint8_t ClrHeapshots::generation_of(ObjectID object) const {
 void ClrHeapshots::root_references(ULONG count, const ObjectID* objects, const GcRootKind* kinds,
                                    const GcRootFlags* flags, const UINT_PTR*) {
   if (!armed_ || !objects || !kinds) return;
+  progress_.fetch_add(1, std::memory_order_release);
   if (!walking_) begin_walk();
   if (!log_) return;
   constexpr uint32_t kChunk = 32;
@@ -280,6 +344,7 @@ void ClrHeapshots::root_references(ULONG count, const ObjectID* objects, const G
 
 HRESULT ClrHeapshots::object_references(ObjectID object, ClassID klass, ULONG count, const ObjectID* refs) {
   if (!armed_) return kE_FAIL;  // not a heapshot's collection: the runtime stops walking the heap
+  progress_.fetch_add(1, std::memory_order_release);
   if (!walking_) begin_walk();
   if (!log_ || !object) return kS_OK;
   if (!klass) info_->table->GetClassFromObject(info_, object, &klass);

@@ -68,6 +68,13 @@ class ClrHeapshots {
   HRESULT object_references(ObjectID object, ClassID klass, ULONG count, const ObjectID* refs);
   void root_references(ULONG count, const ObjectID* objects, const GcRootKind* kinds, const GcRootFlags* flags,
                        const UINT_PTR* ids);
+  // `heapshot-on-shutdown`: one heapshot now, as the program ends (the runtime's Shutdown callback, or
+  // an unhandled exception about to end the process), taken by our thread while the caller waits. The
+  // wait is bounded by progress: it gives up when the collection has not begun, or the walk has
+  // reported nothing more, for `stall_ms` (the runtime then could not collect: the exit goes on).
+  // Returns whether the heapshot was written; says so with `verbose` either way.
+  bool take_final(const char* when, uint32_t stall_ms, bool verbose);
+  bool on_shutdown() const { return on_shutdown_; }
   // Stops our thread (detach, shutdown); a request pending then stays pending. Idempotent.
   void stop();
 
@@ -93,6 +100,10 @@ class ClrHeapshots {
   uint8_t mode_ = 0;
   uint32_t every_ms_ = 0, every_gc_ = 0;
   bool keep_monitor_ = false;
+  bool on_shutdown_ = false;    // heapshot-on-shutdown
+  std::atomic<bool> final_taken_{false};  // take_final() ran (one per run)
+  std::atomic<uint64_t> progress_{0};     // walk callbacks so far (take_final's bound)
+  std::atomic<uint64_t> failures_{0};     // requests our thread could not take (refused)
   bool frozen_check_ = false;  // `heapshot`: every full collection is walked
   std::atomic<bool> started_{false};  // runtime_started() ran
   std::atomic<bool> monitor_on_{false};

@@ -61,3 +61,39 @@ def require_programs(name):
     p = t.run([DOTNET, DLL, "hello"], env=env_with())
     t.check(p.stdout.startswith(f"hello from .NET {MAJOR}."), f"{name}: the programs should run on .NET {MAJOR}: {p.stdout!r}")
     print(f"{name}: {p.stdout.strip()[len('hello from '):]}", flush=True)
+
+
+def mprof_heap_classes(path, shot):
+    """Mono's mprof-report's heapshot summary of `path` against `shot` (the same heapshot in `mlpd
+    heapshots --json`, the file's last): every class it lists is named (no "unresolved class"), with
+    mlpd's object count and bytes; it lists them all (--verbose). Returns the problems found (empty
+    when none) and mprof-report's classes {name: (objects, bytes)} of that heapshot."""
+    r = t.run([t.MPROF_REPORT, "--verbose", "--reports=heapshot", path], timeout=300)
+    if r.returncode != 0:
+        return [f"mprof-report failed: {r.stderr[-300:]}"], {}
+    blocks, cur = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith("\tHeap shot "):
+            cur = {}
+            blocks.append(cur)
+            continue
+        w = line.split(None, 3)
+        if cur is not None and len(w) == 4 and w[0].isdigit() and w[1].isdigit():
+            objects, nbytes, name = int(w[1]), int(w[0]), w[3]
+            if name.endswith(")") and " (bytes: " in name:  # a later heapshot's change since the one before
+                name = name[:name.rindex(" (bytes: ")]
+            o, b = cur.get(name, (0, 0))
+            cur[name] = (o + objects, b + nbytes)
+    if not blocks:
+        return ["mprof-report shows no heapshot"], {}
+    theirs = blocks[-1]
+    problems = [f"{n} ({o} objects)" for n, (o, _) in theirs.items() if n.startswith("unresolved class")]
+    mine = {}
+    for c in shot["classes"]:
+        o, b = mine.get(c["name"], (0, 0))
+        mine[c["name"]] = (o + c["objects"], b + c["bytes"])
+    differ = [(n, mine.get(n), theirs.get(n)) for n in sorted(set(mine) | set(theirs))
+              if not n.startswith("unresolved class") and mine.get(n) != theirs.get(n)]
+    if differ:
+        problems.append(f"{len(differ)} classes counted otherwise (name, mlpd, mprof-report): {differ[:5]}")
+    return problems, theirs

@@ -47,6 +47,7 @@ namespace MlpdTests
                     crasher.Join();
                     return 0;
                 case "gcwait": return CollectionsThenWait.Run(args.Length > 1 ? int.Parse(args[1]) : 5);
+                case "heapexit": return HeapExit.Run(args.Length > 1 ? args[1] : "return", args.Length > 2 ? int.Parse(args[2]) : 1000);
                 case "heap": return Heap.Run(args.Length > 1 ? int.Parse(args[1]) : 1000, args.Length > 2 ? int.Parse(args[2]) : 0);
                 case "contention": return Contention.Run(args.Length > 1 ? int.Parse(args[1]) : 20);
                 case "locks": return Locks.Run(args.Length > 1 ? int.Parse(args[1]) : 1000000);
@@ -272,6 +273,100 @@ namespace MlpdTests
             handle.Free();
             Release.Set();
             return 7;
+        }
+    }
+
+    // Known live objects as the program ends (dotnet_heapshot_exit, heapshot-on-shutdown): N ExitKept
+    // held by a static array, N ExitCycle in a cycle held only by a strong GC handle never freed, N
+    // ExitLate made just before the end (a static), N ExitDropped made and then dropped before the end
+    // (none live at the end). MODE: "return" (Main returns 5), "exit" (Environment.Exit(6) from a worker
+    // thread while the main thread allocates garbage), "unhandled" (an ExitException carrying N
+    // ExitCarried thrown through frames without a catch: the runtime aborts the process), "unhandled-thread"
+    // (the same on a worker thread while the main thread waits for it), "failfast" (Environment.FailFast:
+    // the runtime aborts with no callback to a profiler). Prints each
+    // type's bytes per object first, then "end MODE".
+    public sealed class ExitKept { public long X; public ExitKept Next; }
+    public sealed class ExitCycle { public ExitCycle Next; public int I; }
+    public sealed class ExitLate { public long A, B, C; }
+    public sealed class ExitDropped { public long A; }
+    public sealed class ExitCarried { public int I; }
+    public sealed class ExitException : Exception
+    {
+        public readonly ExitCarried[] Carried;
+        public ExitException(ExitCarried[] carried) : base("the end (heapexit)") { Carried = carried; }
+    }
+
+    public static class HeapExit
+    {
+        static ExitKept[] kept;
+        static ExitLate[] late;
+        static ExitDropped[] dropped;
+
+        static long PerObject<T>(Func<T> make, int n, T[] into)
+        {
+            make();
+            long before = GC.GetAllocatedBytesForCurrentThread();
+            for (int i = 0; i < n; i++) into[i] = make();
+            return (GC.GetAllocatedBytesForCurrentThread() - before) / n;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Throw(int n)
+        {
+            var carried = new ExitCarried[n];
+            long size = PerObject(() => new ExitCarried(), n, carried);
+            Console.WriteLine("size MlpdTests.ExitCarried " + size);
+            Console.WriteLine("end unhandled" + (Thread.CurrentThread.IsBackground || Thread.CurrentThread.ManagedThreadId != 1 ? "-thread" : ""));
+            Console.Out.Flush();
+            throw new ExitException(carried);
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Deeper(int n) { Throw(n); }
+
+        public static int Run(string mode, int n)
+        {
+            kept = new ExitKept[n];
+            var cycle = new ExitCycle[n];
+            dropped = new ExitDropped[n];
+            Console.WriteLine("size MlpdTests.ExitKept " + PerObject(() => new ExitKept(), n, kept));
+            Console.WriteLine("size MlpdTests.ExitCycle " + PerObject(() => new ExitCycle(), n, cycle));
+            Console.WriteLine("size MlpdTests.ExitDropped " + PerObject(() => new ExitDropped(), n, dropped));
+            for (int i = 0; i < n; i++) { kept[i].X = i; cycle[i].Next = cycle[(i + 1) % n]; cycle[i].I = i; }
+            System.Runtime.InteropServices.GCHandle.Alloc(cycle[0]);  // never freed
+            cycle = null;
+            GC.Collect();
+            dropped = null;
+            late = new ExitLate[n];
+            Console.WriteLine("size MlpdTests.ExitLate " + PerObject(() => new ExitLate(), n, late));
+            switch (mode)
+            {
+                case "return":
+                    Console.WriteLine("end return");
+                    return 5;
+                case "exit":
+                    var exiter = new Thread(() => { Thread.Sleep(200); Console.WriteLine("end exit"); Console.Out.Flush(); Environment.Exit(6); });
+                    exiter.Start();
+                    var garbage = new List<object>();
+                    while (true) { garbage.Add(new Payload(garbage.Count)); if (garbage.Count > 10000) garbage.Clear(); }
+                case "unhandled":
+                    Deeper(n);
+                    return 0;
+                case "failfast":
+                    Console.WriteLine("end failfast");
+                    Console.Out.Flush();
+                    Environment.FailFast("the end (heapexit)");
+                    return 0;
+                case "unhandled-thread":
+                    // The same on a worker thread while the main thread waits for it.
+                    var crasher = new Thread(() => Deeper(n));
+                    crasher.Start();
+                    crasher.Join();
+                    return 0;
+                default:
+                    Console.Error.WriteLine("unknown mode " + mode);
+                    return 2;
+            }
         }
     }
 

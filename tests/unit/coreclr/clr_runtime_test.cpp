@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -74,6 +76,19 @@ MetaDataImportTable2 g_md_table = [] {
   return t;
 }();
 MetaDataImport g_md{&g_md_table};
+
+// ForceGC: a full collection on the calling thread (as the runtime runs a workstation one), its start
+// and end callbacks; or a refusal.
+std::atomic<int> g_force_calls{0};
+HRESULT g_force_hr = 0;
+HRESULT info_force_gc(ProfilerInfo*) {
+  g_force_calls.fetch_add(1);
+  if (g_force_hr != 0) return g_force_hr;
+  const BOOL all[3] = {1, 1, 1};
+  ClrRuntime::instance()->gc_started(3, all);
+  ClrRuntime::instance()->gc_finished();
+  return kS_OK;
+}
 
 HRESULT info_set_mask2(ProfilerInfo*, DWORD low, DWORD high) {
   g_fake.low = low;
@@ -181,6 +196,7 @@ InfoTable12 make_info() {
   t.EventPipeStartSession = &info_ep_start;
   t.EventPipeStopSession = &info_ep_stop;
   t.EventPipeGetProviderInfo = &info_ep_provider;
+  t.ForceGC = &info_force_gc;
   return t;
 }
 
@@ -259,6 +275,36 @@ TEST_CASE("coreclr runtime: install sets the event mask and refuses what .NET ca
   CHECK((g_fake.low & (monitor::kObjectAllocated | monitor::kEnableObjectAllocated)) == 0);
   f.runtime.set_event_mask(format::MASK_GC_ALLOC | format::MASK_GC);
   CHECK(f.runtime.event_mask() == format::MASK_GC);  // alloc cannot come later
+}
+
+TEST_CASE("coreclr runtime: heapshot-on-shutdown takes one heapshot at the runtime's shutdown", "[coreclr]") {
+  for (const HRESULT hr : {kS_OK, kE_FAIL}) {
+    Fixture f;
+    g_force_calls = 0;
+    g_force_hr = hr;
+    std::string error;
+    runtime::Config c;
+    c.heapshot_on_shutdown = true;
+    c.mask = format::MASK_GC | format::MASK_GC_ROOT;
+    REQUIRE(f.runtime.install(c, f.env, error));
+    // MONITOR_GC at Initialize (the runtime turns concurrent GC off only then), cleared once it runs.
+    CHECK((g_fake.low & monitor::kGc) != 0);
+    f.runtime.module_loaded(0x7000);
+    CHECK((g_fake.low & monitor::kGc) == 0);
+    CHECK(f.runtime.heapshots_done() == 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    f.runtime.runtime_shutdown();
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    CHECK(g_force_calls.load() == 1);
+    // Taken by our thread while Shutdown waited, or, refused by the runtime, given up at once (not
+    // after the 30 s a collection that makes no progress is given).
+    CHECK(f.runtime.heapshots_done() == (hr == kS_OK ? 1u : 0u));
+    CHECK(waited < std::chrono::seconds(3));
+    CHECK((g_fake.low & monitor::kGc) == 0);  // switched on around the collection only
+    f.runtime.runtime_shutdown();  // once per run
+    CHECK(g_force_calls.load() == 1);
+  }
+  g_force_hr = 0;
 }
 
 TEST_CASE("coreclr runtime: exact allocations are asked for at Initialize", "[coreclr]") {
