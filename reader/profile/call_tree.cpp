@@ -151,8 +151,8 @@ void Builder::sample(const Event& e) {
 void Builder::close_open_calls() {
   // Calls still open at the end of the file end at their thread's last event.
   for (ThreadIndex t = 0; t < states_.size(); ++t) {
-    p_.unclosed_calls_ += states_[t].calls.size() + states_[t].deep;
-    while (!states_[t].calls.empty()) close_top(t, p_.threads_[t].last_time, 3);
+    CallHooks h{*this, t};
+    p_.unclosed_calls_ += detail::close_all(states_[t].calls, states_[t].deep, p_.threads_[t].last_time, h);
   }
 }
 
