@@ -163,6 +163,11 @@ void Builder::call_weights() {
   uint64_t total = 0;
   for (size_t n = 0; n < p_.call_stats_.size(); ++n) total += (w[n] = p_.call_stats_[n].self_ns);
   p_.totals_[static_cast<size_t>(What::calls)] = total;
+  // Each weights vector ends at its last non-zero weight (weight() is 0 past it): one form of the
+  // model whatever the build made it by (the parallel build adds the workers' weights at the end, when
+  // every node is made; the one-thread build grows them as it goes).
+  for (std::vector<uint64_t>& v : p_.weights_)
+    while (!v.empty() && v.back() == 0) v.pop_back();
 }
 
 }  // namespace mlpd::profile
