@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "call_fold.h"
 #include "call_tree.h"
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
@@ -34,8 +35,7 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-constexpr size_t kRecentAllocs = 16;     // per thread: objects allocated last (to type exceptions)
-constexpr size_t kMaxUnwindSearch = 64;  // how deep a leave looks for its enter
+constexpr size_t kRecentAllocs = 16;  // per thread: objects allocated last (to type exceptions)
 
 // What both folds of the model (Builder, one thread; ThreadPart, the workers) compute alike, in one
 // place so that their results stay bit for bit the same.
@@ -183,11 +183,7 @@ class Builder final : public Visitor {
 
   ThreadIndex new_thread(uint64_t id);
 
-  void touch(ThreadIndex t, uint64_t time) {
-    ThreadInfo& ti = p_.threads_[t];
-    if (ti.first_time == 0 || time < ti.first_time) ti.first_time = time;
-    if (time > ti.last_time) ti.last_time = time;
-  }
+  void touch(ThreadIndex t, uint64_t time) { detail::touch(p_.threads_[t], time); }
 
   // The child of `parent` for `frame`: the parent's last child when it matches (the usual case, inline),
   // else the table.
@@ -235,67 +231,46 @@ class Builder final : public Visitor {
   // current call path (files with `calls` carry no backtraces), else "[no backtrace]".
   NodeId event_stack(const Event& e, ThreadIndex t);
 
-  [[gnu::always_inline]] void enter(uint64_t time, uint64_t method, ThreadIndex t) {
-    if (!windowed_ || in_window(time)) ++p_.call_count_;
-    p_.present_[static_cast<size_t>(What::calls)] = true;
-    ThreadState& s = states_[t];
-    if (s.calls.size() >= o_.max_depth) {
-      ++s.deep;
-      return;
+  // The call fold's hooks (call_fold.h) on thread t: the model's nodes and frames, its call stats (in
+  // the window), the listener.
+  struct CallHooks {
+    Builder& b;
+    const ThreadIndex t;
+    void counted(uint64_t time) {
+      if (!b.windowed_ || b.in_window(time)) ++b.p_.call_count_;
+      b.p_.present_[static_cast<size_t>(What::calls)] = true;
     }
-    const FrameId f = managed_frame(method);
-    const NodeId parent = s.calls.empty() ? s.root : s.calls.back().node;
-    const NodeId n = child(parent, f);
-    s.calls.push_back(CallEntry{n, f, method, time, 0});
-    emit(TimelineKind::enter, t, time, f, n);
-  }
-
-  [[gnu::always_inline]] void close_top(ThreadIndex t, uint64_t time, uint8_t code) {
-    CallStack& calls = states_[t].calls;
-    const CallEntry& c = calls.back();
-    const uint64_t dur = time > c.enter ? time - c.enter : 0;
-    const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
-    const NodeId node = c.node;
-    const FrameId frame = c.frame;
-    calls.pop_back();
-    if (!windowed_ || in_window(time)) [[likely]] {
-      CallStat& cs = call_stat(node);
-      ++cs.calls;
-      cs.total_ns += dur;
-      cs.self_ns += self;
+    NodeId root() const { return b.states_[t].root; }
+    [[gnu::always_inline]] NodeId child(NodeId parent, uint64_t method, FrameId& frame) {
+      frame = b.managed_frame(method);
+      return b.child(parent, frame);
     }
-    // (the calls weights are the call stats' self times, copied at the end of the pass)
-    if (!calls.empty()) calls.back().child_ns += dur;
-    emit(TimelineKind::leave, t, time, frame, node, code);
-  }
-
-  [[gnu::always_inline]] void leave(uint64_t time, uint64_t method, ThreadIndex t, bool exc) {
-    ThreadState& s = states_[t];
-    if (s.deep > 0) {
-      --s.deep;
-      return;
-    }
-    if (s.calls.empty()) {
-      ++p_.unmatched_leaves_;
-      return;
-    }
-    if (s.calls.back().method == method) {  // the usual case
-      close_top(t, time, exc ? 1 : 0);
-      return;
-    }
-    size_t found = s.calls.size();
-    for (size_t i = s.calls.size(); i > 0 && s.calls.size() - i < detail::kMaxUnwindSearch; --i) {
-      if (s.calls[i - 1].method == method) {
-        found = i - 1;
-        break;
+    void entered(const CallEntry& c) { b.emit(TimelineKind::enter, t, c.enter, c.frame, c.node); }
+    [[gnu::always_inline]] void closed(NodeId node, FrameId frame, uint64_t time, uint64_t dur, uint64_t self,
+                                       uint8_t code) {
+      if (!b.windowed_ || b.in_window(time)) [[likely]] {
+        CallStat& cs = b.call_stat(node);
+        ++cs.calls;
+        cs.total_ns += dur;
+        cs.self_ns += self;
       }
+      // (the calls weights are the call stats' self times, copied at the end of the pass)
+      b.emit(TimelineKind::leave, t, time, frame, node, code);
     }
-    if (found == s.calls.size()) {
-      ++p_.unmatched_leaves_;
-      return;
-    }
-    while (s.calls.size() > found + 1) close_top(t, time, 2);
-    close_top(t, time, exc ? 1 : 0);
+    void unmatched() { ++b.p_.unmatched_leaves_; }
+  };
+
+  [[gnu::always_inline]] void enter(uint64_t time, uint64_t method, ThreadIndex t) {
+    ThreadState& s = states_[t];
+    CallHooks h{*this, t};
+    detail::fold_enter(s.calls, s.deep, o_.max_depth, time, method, h);
+  }
+
+  // A leave (code detail::kLeft) or exception leave (detail::kLeftThrow).
+  [[gnu::always_inline]] void leave(uint64_t time, uint64_t method, ThreadIndex t, uint8_t code) {
+    ThreadState& s = states_[t];
+    CallHooks h{*this, t};
+    detail::fold_leave(s.calls, s.deep, time, method, code, h);
   }
 
   void sample(const Event& e);  // call_tree.cpp: a sample's stack into the tree
@@ -372,7 +347,7 @@ class Builder final : public Visitor {
     if (e.kind == EventKind::method_enter)
       enter(e.time, e.method, t);
     else
-      leave(e.time, e.method, t, false);
+      leave(e.time, e.method, t, detail::kLeft);
     return;
   }
   other_event(e, t);
@@ -384,7 +359,7 @@ class Builder final : public Visitor {
   if (is_enter)
     enter(time, method, t);
   else
-    leave(time, method, t, false);
+    leave(time, method, t, detail::kLeft);
 }
 
 }  // namespace mlpd::profile

@@ -151,8 +151,8 @@ void Builder::sample(const Event& e) {
 void Builder::close_open_calls() {
   // Calls still open at the end of the file end at their thread's last event.
   for (ThreadIndex t = 0; t < states_.size(); ++t) {
-    p_.unclosed_calls_ += states_[t].calls.size() + states_[t].deep;
-    while (!states_[t].calls.empty()) close_top(t, p_.threads_[t].last_time, 3);
+    CallHooks h{*this, t};
+    p_.unclosed_calls_ += detail::close_all(states_[t].calls, states_[t].deep, p_.threads_[t].last_time, h);
   }
 }
 
@@ -163,6 +163,11 @@ void Builder::call_weights() {
   uint64_t total = 0;
   for (size_t n = 0; n < p_.call_stats_.size(); ++n) total += (w[n] = p_.call_stats_[n].self_ns);
   p_.totals_[static_cast<size_t>(What::calls)] = total;
+  // Each weights vector ends at its last non-zero weight (weight() is 0 past it): one form of the
+  // model whatever the build made it by (the parallel build adds the workers' weights at the end, when
+  // every node is made; the one-thread build grows them as it goes).
+  for (std::vector<uint64_t>& v : p_.weights_)
+    while (!v.empty() && v.back() == 0) v.pop_back();
 }
 
 }  // namespace mlpd::profile

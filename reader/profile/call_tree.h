@@ -91,7 +91,15 @@ class CallStack {
     if (size_ == capacity_) [[unlikely]] grow();
     data_[size_++] = c;
   }
-  // For a loop that keeps the stack's size in a local (ThreadPart's hot loop): its entries, room, and
+  // The call fold's push (call_fold.h): room() is false when max_depth calls are open, else makes room
+  // for one more, which push() then takes without a test.
+  [[gnu::always_inline]] bool room(size_t max_depth) {
+    if (size_ >= max_depth) return false;
+    if (size_ == capacity_) [[unlikely]] grow();
+    return true;
+  }
+  void push(const CallEntry& c) { data_[size_++] = c; }
+  // For a loop that keeps the stack's size in a local (LocalCalls, call_fold.h): its entries, room, and
   // the size it sets back; grow_from(n) makes room for one more after the first n entries.
   CallEntry* data() { return data_.get(); }
   size_t capacity() const { return capacity_; }

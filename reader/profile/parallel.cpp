@@ -50,8 +50,6 @@ class ParallelReplay {
   void worker(unsigned w);
   void replay(PartJob& j, mlpd::detail::DecodeDriver& d);
   ThreadPart* part_of(uint64_t thread_id);
-  // Builder::touch and the file's first/last times for the events a worker folded (TimeSpan).
-  void apply_span(ThreadIndex t, const detail::TimeSpan& s);
 
   Builder& b_;
   unsigned workers_;
@@ -104,18 +102,6 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
     state_[it->second];
   }
   return it->second;
-}
-
-void ParallelReplay::apply_span(ThreadIndex t, const detail::TimeSpan& s) {
-  ThreadInfo& ti = b_.p_.threads_[t];
-  if (s.zero)  // touch(0) sets the first time to 0; the next non-zero time replaces it
-    ti.first_time = s.nonzero_after_zero ? s.min_after_zero : 0;
-  else if (s.nonzero && (ti.first_time == 0 || s.min_all < ti.first_time))
-    ti.first_time = s.min_all;
-  if (s.max > ti.last_time) ti.last_time = s.max;
-  if (s.nonzero && (b_.p_.first_time_ == 0 || s.min_all < b_.p_.first_time_))
-    b_.p_.first_time_ = s.min_all;
-  if (s.max > b_.p_.last_time_) b_.p_.last_time_ = s.max;
 }
 
 bool ParallelReplay::start_workers() {
@@ -188,7 +174,10 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
   BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
   size_t si = 0;
   auto spans_until = [&](size_t i) {  // the times of the events folded before records[i]
-    while (si < j.spans.size() && j.spans[si].before <= i) apply_span(t, j.spans[si++]);
+    for (; si < j.spans.size() && j.spans[si].before <= i; ++si) {
+      j.spans[si].apply(b.p_.threads_[t]);
+      j.spans[si].apply_file(b.p_.first_time_, b.p_.last_time_);
+    }
   };
   for (size_t i = 0; i < j.records.size(); ++i) {
     spans_until(i);

@@ -20,10 +20,7 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
     if (e.kind == EventKind::counter_samples) counter_samples(e, t, true);
     return;
   }
-  if (e.time) {
-    if (p_.first_time_ == 0 || e.time < p_.first_time_) p_.first_time_ = e.time;
-    if (e.time > p_.last_time_) p_.last_time_ = e.time;
-  }
+  detail::file_time(p_.first_time_, p_.last_time_, e.time);
   if (e.kind != EventKind::sample_hit) touch(t, e.time);
   if (windowed_ && !in_window(e.time)) {
     switch (e.kind) {  // counted only in the window (samples: in sample())
@@ -39,7 +36,7 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
   }
   switch (e.kind) {
     case EventKind::method_exc_leave:
-      if (!replaying_) leave(e.time, e.method, t, true);
+      if (!replaying_) leave(e.time, e.method, t, detail::kLeftThrow);
       break;
     case EventKind::sample_hit: sample(e); break;
     case EventKind::alloc: alloc(e, t); break;

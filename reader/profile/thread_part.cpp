@@ -1,10 +1,10 @@
-// One thread's part of the profile model on a worker (thread_part.h). enter/leave mirror Builder's
-// (builder.h) step for step -- the window, max_depth, the unwinding search -- on local nodes.
+// One thread's part of the profile model on a worker (thread_part.h). Its enters and leaves go through
+// the call fold of the one-thread Builder (call_fold.h), on local nodes.
 #include "thread_part.h"
 
 #include <cmath>
 
-#include "builder.h"  // detail::kMaxUnwindSearch, kRecentAllocs
+#include "builder.h"  // detail::kRecentAllocs, alloc_sample_weight, note_alloc, monitor_step
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
 
@@ -61,153 +61,88 @@ uint32_t ThreadPart::child_slow(uint32_t parent, uint32_t fr, uint64_t method, F
   return n;
 }
 
-[[gnu::always_inline]] inline void ThreadPart::enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
-  if (lim.in_window(time)) ++f.call_count;
-  f.present = true;
-  if (calls.size() >= lim.max_depth) {
-    ++deep;
-    return;
-  }
-  const uint32_t parent = calls.empty() ? root_ : calls.back().node;
-  const uint32_t n = child(parent, method, f);
-  calls.push_back(CallEntry{n, 0, method, time, 0});
-}
-
-[[gnu::always_inline]] inline void ThreadPart::close_top(uint64_t time, const PartLimits& lim) {
-  const CallEntry& c = calls.back();
-  const uint64_t dur = time > c.enter ? time - c.enter : 0;
-  const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
-  const uint32_t node = c.node;
-  calls.pop_back();
-  if (lim.in_window(time)) {
-    CallStat& cs = stats[node];
-    ++cs.calls;
-    cs.total_ns += dur;
-    cs.self_ns += self;
-  }
-  if (!calls.empty()) calls.back().child_ns += dur;
-}
-
-[[gnu::always_inline]] inline void ThreadPart::leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim) {
-  if (deep > 0) {
-    --deep;
-    return;
-  }
-  if (calls.empty()) {
-    ++f.unmatched;
-    return;
-  }
-  if (calls.back().method == method) {
-    close_top(time, lim);
-    return;
-  }
-  size_t found = calls.size();
-  for (size_t i = calls.size(); i > 0 && calls.size() - i < kMaxUnwindSearch; --i) {
-    if (calls[i - 1].method == method) {
-      found = i - 1;
-      break;
-    }
-  }
-  if (found == calls.size()) {
-    ++f.unmatched;
-    return;
-  }
-  while (calls.size() > found + 1) close_top(time, lim);
-  close_top(time, lim);
-}
-
-// enter() and leave() on locals: on()'s stores (into the stack and the stats) might alias any member,
-// so members would be loaded and stored again at every event. They go back to the members at the end
-// of the run, and are loaded again after each slow call (a new node grows the vectors).
 template <bool Windowed>
-size_t ThreadPart::method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
-                              uint64_t& first_time) {
-  CallEntry* st = calls.data();
-  size_t sz = calls.size();
-  CallStat* cs = stats.data();
-  const LastChild* lc = last_child_.data();
-  uint64_t dp = deep, cc = 0, um = 0;
-  bool present = false;  // an enter, in the window or not (without a window: cc > 0)
-  const size_t max_depth = lim.max_depth;
-  // One test per enter for both the depth bound and the stack's room: the lesser of the two.
-  size_t full = std::min<size_t>(max_depth, calls.capacity());
-  const uint64_t from = lim.from, to = lim.to;
-  const uint32_t root = root_;
-  const auto in_window = [from, to](uint64_t t) { return !Windowed || (t >= from && t < to); };
-  const auto close = [&](uint64_t time) __attribute__((always_inline)) {
-    const CallEntry& c = st[sz - 1];
-    const uint64_t dur = time > c.enter ? time - c.enter : 0;
-    const uint64_t self = dur > c.child_ns ? dur - c.child_ns : 0;
-    const uint32_t node = c.node;
-    --sz;
+struct ThreadPart::CallHooks {
+  ThreadPart& part;
+  Fold& f;
+  // The part's stats and last children: loaded again after each new node (the vectors grow).
+  CallStat* cs;
+  const LastChild* lc;
+  const uint64_t from, to;
+  const uint32_t root_;
+  uint64_t cc = 0, um = 0;  // enters in the window, unmatched leaves
+  bool present = false;     // an enter, in the window or not (without a window: cc > 0)
+  bool in_window(uint64_t t) const { return !Windowed || (t >= from && t < to); }
+  void counted(uint64_t time) {
+    if (in_window(time)) ++cc;
+    if constexpr (Windowed) present = true;
+  }
+  uint32_t root() const { return root_; }
+  // The parent's last child when it is this method's (a local frame is one method's: comparing methods
+  // is comparing frames, without the frame cache's lookup on the usual path). No frame is kept.
+  [[gnu::always_inline]] uint32_t child(uint32_t parent, uint64_t method, FrameId&) {
+    const LastChild& c = lc[parent];
+    if (c.node && c.method == method) [[likely]]
+      return c.node;
+    const uint32_t n = part.child_slow(parent, part.local_frame(method), method, f);
+    cs = part.stats.data();
+    lc = part.last_child_.data();
+    return n;
+  }
+  void entered(const CallEntry&) {}
+  [[gnu::always_inline]] void closed(uint32_t node, FrameId, uint64_t time, uint64_t dur, uint64_t self, uint8_t) {
     if (in_window(time)) {
       CallStat& s = cs[node];
       ++s.calls;
       s.total_ns += dur;
       s.self_ns += self;
     }
-    if (sz) st[sz - 1].child_ns += dur;
-  };
-  const size_t k = dec.method_run(
-      max,
-      [&](bool is_enter, uint64_t time, uint64_t method) __attribute__((always_inline)) {
-        if (is_enter) {
-          if (in_window(time)) ++cc;
-          if constexpr (Windowed) present = true;
-          if (sz >= full) [[unlikely]] {
-            if (sz >= max_depth) {
-              ++dp;
-              return;
-            }
-            calls.grow_from(sz);
-            st = calls.data();
-            full = std::min<size_t>(max_depth, calls.capacity());
-          }
-          const uint32_t parent = sz ? st[sz - 1].node : root;
-          uint32_t n;
-          const LastChild& c = lc[parent];
-          if (c.node && c.method == method) [[likely]] {
-            n = c.node;
-          } else {
-            n = child_slow(parent, local_frame(method), method, f);
-            cs = stats.data();
-            lc = last_child_.data();
-          }
-          st[sz++] = CallEntry{n, 0, method, time, 0};
-          return;
-        }
-        if (dp > 0) [[unlikely]] {
-          --dp;
-          return;
-        }
-        if (sz == 0) [[unlikely]] {
-          ++um;
-          return;
-        }
-        if (st[sz - 1].method == method) [[likely]] {
-          close(time);
-          return;
-        }
-        size_t found = sz;
-        for (size_t i = sz; i > 0 && sz - i < kMaxUnwindSearch; --i) {
-          if (st[i - 1].method == method) {
-            found = i - 1;
-            break;
-          }
-        }
-        if (found == sz) {
-          ++um;
-          return;
-        }
-        while (sz > found + 1) close(time);
-        close(time);
-      },
-      offset, first_time);
-  calls.set_size(sz);
+  }
+  void unmatched() { ++um; }
+};
+
+template <bool Windowed, class Run>
+[[gnu::always_inline]] inline void ThreadPart::with_fold(Fold& f, const PartLimits& lim, Run&& run) {
+  LocalCalls st(calls, lim.max_depth);
+  uint64_t dp = deep;
+  CallHooks<Windowed> h{*this, f, stats.data(), last_child_.data(), lim.from, lim.to, root_};
+  run(st, dp, h);
+  st.store();
   deep = dp;
-  f.call_count += cc;
-  f.unmatched += um;
-  if (present || (!Windowed && cc)) f.present = true;
+  f.call_count += h.cc;
+  f.unmatched += h.um;
+  if (h.present || (!Windowed && h.cc)) f.present = true;
+}
+
+void ThreadPart::fold_method(const Event& e, Fold& f, const PartLimits& lim) {
+  auto step = [&](auto& st, uint64_t& dp, auto& h) {
+    if (e.kind == EventKind::method_enter)
+      fold_enter(st, dp, lim.max_depth, e.time, e.method, h);
+    else
+      fold_leave(st, dp, e.time, e.method, e.kind == EventKind::method_leave ? kLeft : kLeftThrow, h);
+  };
+  if (lim.windowed)
+    with_fold<true>(f, lim, step);
+  else
+    with_fold<false>(f, lim, step);
+}
+
+template <bool Windowed>
+size_t ThreadPart::method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
+                              uint64_t& first_time) {
+  size_t k = 0;
+  const size_t max_depth = lim.max_depth;
+  with_fold<Windowed>(f, lim, [&](LocalCalls& st, uint64_t& dp, CallHooks<Windowed>& h) __attribute__((always_inline)) {
+    k = dec.method_run(
+        max,
+        [&](bool is_enter, uint64_t time, uint64_t method) __attribute__((always_inline)) {
+          if (is_enter)
+            fold_enter(st, dp, max_depth, time, method, h);
+          else
+            fold_leave(st, dp, time, method, kLeft, h);
+        },
+        offset, first_time);
+  });
   return k;
 }
 
@@ -370,10 +305,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       if (buf_min == UINT64_MAX) [[unlikely]]
         buf_min = e.time;
       buf_max = e.time;
-      if (e.kind == EventKind::method_enter)
-        enter(e.time, e.method, f, lim);
-      else
-        leave(e.time, e.method, f, lim);
+      fold_method(e, f, lim);
     } else if (!fold_other(e, j, f, lim, span)) {
       if (span.any) {  // the folded events' times go before this event's
         span.before = j.records.size();
@@ -385,7 +317,7 @@ void ThreadPart::run(PartJob& j, const PartLimits& limits) {
       const uint32_t top = calls.empty() ? 0 : calls.back().node;
       uint32_t new_root = 0;
       if (e.kind == EventKind::method_exc_leave) {
-        leave(e.time, e.method, f, lim);
+        fold_method(e, f, lim);
       } else if (e.kind == EventKind::thread_end && e.ptr == id_) {
         ended_ = true;
       } else if (e.kind == EventKind::thread_start && e.ptr == id_ && ended_) {

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "call_fold.h"
 #include "call_tree.h"
 #include "mlpd/decoder.h"
 #include "mlpd/profile.h"
@@ -39,33 +40,6 @@ struct PartRecord {
   int64_t last_method = 0;  // other event: the method chain before it
   int64_t event = -1;   // -1: a new node; -2: a new "[no backtrace]" node (method 0); else the other
                         // event's position in the buffer (Mark::pos)
-};
-
-// The times of the events a worker folded between two records it handed on (Builder::touch's first
-// and last times, composed: touch keeps the least time after the last zero one).
-struct TimeSpan {
-  size_t before = 0;                     // applies before records[before] (records.size(): at the end)
-  uint64_t min_all = UINT64_MAX;         // least non-zero time (with nonzero)
-  uint64_t min_after_zero = UINT64_MAX;  // least non-zero time after the last zero time (with nonzero_after_zero)
-  uint64_t max = 0;
-  bool zero = false;                     // a time was zero
-  bool any = false;
-  // Whether min_all / min_after_zero hold a time: UINT64_MAX is a time too (a damaged file's wrapped
-  // delta), so it cannot also mean "none".
-  bool nonzero = false, nonzero_after_zero = false;
-  void add(uint64_t t) {
-    any = true;
-    if (t > max) max = t;
-    if (t == 0) {
-      zero = true;
-      min_after_zero = UINT64_MAX;
-      nonzero_after_zero = false;
-      return;
-    }
-    nonzero = nonzero_after_zero = true;
-    if (t < min_all) min_all = t;
-    if (t < min_after_zero) min_after_zero = t;
-  }
 };
 
 // What a worker folded of one buffer's allocations, throws, clauses and monitor events (the sums of
@@ -95,7 +69,7 @@ struct PartJob {
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
   // Results.
   std::vector<PartRecord> records;
-  std::vector<TimeSpan> spans;     // the folded events' times, between records
+  std::vector<TimeSpan> spans;     // the folded events' times, between records (TimeSpan::before)
   PartTallies tallies;
   uint64_t n = 0;                  // events decoded
   uint64_t buf_min = UINT64_MAX, buf_max = 0;  // times of its enter/leave events (Builder::flush_buffer_times)
@@ -169,13 +143,20 @@ class ThreadPart {
   uint32_t local_frame(uint64_t method);
   uint32_t child(uint32_t parent, uint64_t method, Fold& f);
   [[gnu::noinline]] uint32_t child_slow(uint32_t parent, uint32_t frame, uint64_t method, Fold& f);
-  void enter(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
-  void leave(uint64_t time, uint64_t method, Fold& f, const PartLimits& lim);
-  void close_top(uint64_t time, const PartLimits& lim);
-  // A run of enter/leave (BufferDecoder::method_run) folded with the stack, the stats and the deep
-  // count in locals (registers): enter()/leave() step for step.
+  // The call fold's hooks (call_fold.h) on this part: local nodes, the stats in the window.
   template <bool Windowed>
-  size_t method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
+  struct CallHooks;
+  // `run(calls, deep, hooks)` with the call fold's state in locals (LocalCalls; stored back at the
+  // end): the stores into the stack and the stats might alias any member, which would then be loaded
+  // and stored again at every event.
+  template <bool Windowed, class Run>
+  void with_fold(Fold& f, const PartLimits& lim, Run&& run);
+  // One enter, leave or exception leave decoded as an Event.
+  void fold_method(const Event& e, Fold& f, const PartLimits& lim);
+  // A run of enter/leave (BufferDecoder::method_run), folded without an Event (a function of its own:
+  // inlined into run(), its locals would compete there for registers).
+  template <bool Windowed>
+  [[gnu::noinline]] size_t method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
                     uint64_t& first_time);
   uint32_t new_thread();  // a new thread of this id: a new local root (returned)
   // An allocation, throw, clause or monitor event folded here (false: the replay does it).

@@ -126,6 +126,7 @@ void check_same(const std::vector<uint8_t>& file, const BuildOptions& o = {}) {
   for (unsigned jobs : {2u, 3u, 4u}) {
     INFO("jobs " << jobs);
     const std::string many = build_print(file, o, jobs);
+    INFO(fingerprint_difference(one, many));
     CHECK(many == one);
   }
 }

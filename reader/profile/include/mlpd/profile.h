@@ -31,11 +31,13 @@
 //   open by exception unwinding or at the end of the file (TimelineEvent::code says which).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "mlpd/decoder.h"
@@ -221,7 +223,45 @@ struct BuildOptions {
   std::function<std::unique_ptr<Input>(size_t index)> reopen;
 };
 
-class Profile {
+namespace detail {
+// The Profile's fields (its private base): one aggregate, so that their number is known
+// (tests/unit/reader/profile_fields_test.cpp checks Fields<Profile> against it).
+struct ProfileFields {
+  FileHeader header_;
+  std::string program_;
+  bool program_exe_ = false;  // program_ is an .exe (Mono's program), not a .NET program's .dll
+  bool header_ok_ = false;
+  DecodeSummary summary_;
+  std::vector<Problem> problems_;
+  uint64_t problem_count_ = 0;
+  uint64_t first_time_ = 0, last_time_ = 0;
+  uint64_t window_from_ = 0, window_to_ = UINT64_MAX;
+  std::vector<Frame> frames_;
+  std::vector<Node> nodes_;
+  std::vector<ThreadInfo> threads_;
+  std::array<std::vector<uint64_t>, kWhatCount> weights_;  // per node; each ends at its last non-zero weight
+  std::array<uint64_t, kWhatCount> totals_ = {};
+  std::array<bool, kWhatCount> present_ = {};
+  std::vector<CallStat> call_stats_;
+  std::vector<MethodStat> methods_;
+  uint64_t sample_hits_ = 0, call_count_ = 0, alloc_objects_ = 0, alloc_bytes_ = 0, throws_ = 0;
+  std::array<uint64_t, 4> monitor_ = {};
+  uint64_t monitor_wait_ns_ = 0;
+  uint64_t jit_methods_ = 0, jit_helpers_ = 0, jit_code_bytes_ = 0;
+  uint64_t unmatched_leaves_ = 0, unclosed_calls_ = 0, clauses_ = 0;
+  std::vector<TypeStat> alloc_types_, exception_types_;
+  std::vector<GcPause> gc_pauses_;
+  std::vector<uint64_t> gc_collections_;
+  uint64_t gc_resizes_ = 0;
+  std::vector<CounterInfo> counters_;
+  std::vector<HeapshotInfo> heapshots_;
+  uint64_t alloc_sample_interval_ = 0, alloc_samples_ = 0;
+  bool pauses_recorded_ = false;
+  std::vector<RecordedInterval> recorded_;
+};
+}  // namespace detail
+
+class Profile : private detail::ProfileFields {
  public:
   Profile();
   ~Profile();
@@ -300,37 +340,153 @@ class Profile {
  private:
   friend class Builder;
   friend class ParallelReplay;  // profile/parallel.cpp
-  FileHeader header_;
-  std::string program_;
-  bool program_exe_ = false;  // program_ is an .exe (Mono's program), not a .NET program's .dll
-  bool header_ok_ = false;
-  DecodeSummary summary_;
-  std::vector<Problem> problems_;
-  uint64_t problem_count_ = 0;
-  uint64_t first_time_ = 0, last_time_ = 0;
-  uint64_t window_from_ = 0, window_to_ = UINT64_MAX;
-  std::vector<Frame> frames_;
-  std::vector<Node> nodes_;
-  std::vector<ThreadInfo> threads_;
-  std::vector<uint64_t> weights_[kWhatCount];
-  uint64_t totals_[kWhatCount] = {};
-  bool present_[kWhatCount] = {};
-  std::vector<CallStat> call_stats_;
-  std::vector<MethodStat> methods_;
-  uint64_t sample_hits_ = 0, call_count_ = 0, alloc_objects_ = 0, alloc_bytes_ = 0, throws_ = 0;
-  uint64_t monitor_[4] = {};
-  uint64_t monitor_wait_ns_ = 0;
-  uint64_t jit_methods_ = 0, jit_helpers_ = 0, jit_code_bytes_ = 0;
-  uint64_t unmatched_leaves_ = 0, unclosed_calls_ = 0, clauses_ = 0;
-  std::vector<TypeStat> alloc_types_, exception_types_;
-  std::vector<GcPause> gc_pauses_;
-  std::vector<uint64_t> gc_collections_;
-  uint64_t gc_resizes_ = 0;
-  std::vector<CounterInfo> counters_;
-  std::vector<HeapshotInfo> heapshots_;
-  uint64_t alloc_sample_interval_ = 0, alloc_samples_ = 0;
-  bool pauses_recorded_ = false;
-  std::vector<RecordedInterval> recorded_;
+  template <class>
+  friend struct Fields;
+};
+
+// The model's fields, each struct's listed once: Fields<T>::visit(x, v) calls v(name, field) for
+// every field of x (a T, const or not), so that what takes models whole -- the check that the
+// one-thread and the parallel build give the same model, field by field
+// (tests/support/profile_fingerprint.h) -- has a field the day it is added.
+// tests/unit/reader/profile_fields_test.cpp holds each list to its struct's number of fields.
+template <class T>
+struct Fields;
+// Fields<T>::visit for x of type T or const T.
+template <class S, class V>
+void visit_fields(S& x, V&& v) {
+  Fields<std::remove_const_t<S>>::visit(x, v);
+}
+
+template <>
+struct Fields<FileHeader> {
+  template <class S, class V>
+  static void visit(S& h, V& v) {
+    v("major", h.major), v("minor", h.minor), v("data_version", h.data_version), v("ptr_size", h.ptr_size);
+    v("startup_ms", h.startup_ms), v("startup_ns", h.startup_ns), v("timer_overhead", h.timer_overhead);
+    v("flags", h.flags), v("pid", h.pid), v("port", h.port), v("args", h.args), v("arch", h.arch), v("os", h.os);
+  }
+};
+template <>
+struct Fields<Problem> {
+  template <class S, class V>
+  static void visit(S& p, V& v) {
+    v("offset", p.offset), v("buffer", p.buffer), v("message", p.message);
+  }
+};
+template <>
+struct Fields<DecodeSummary> {
+  template <class S, class V>
+  static void visit(S& d, V& v) {
+    v("header_ok", d.header_ok), v("buffers", d.buffers), v("events", d.events), v("bytes", d.bytes);
+    v("problems", d.problems), v("truncated", d.truncated);
+  }
+};
+template <>
+struct Fields<Frame> {
+  template <class S, class V>
+  static void visit(S& f, V& v) {
+    v("kind", f.kind), v("address", f.address), v("name", f.name), v("module", f.module);
+  }
+};
+template <>
+struct Fields<Node> {
+  template <class S, class V>
+  static void visit(S& n, V& v) {
+    v("parent", n.parent), v("frame", n.frame), v("thread", n.thread), v("depth", n.depth);
+  }
+};
+template <>
+struct Fields<CallStat> {
+  template <class S, class V>
+  static void visit(S& c, V& v) {
+    v("calls", c.calls), v("self_ns", c.self_ns), v("total_ns", c.total_ns);
+  }
+};
+template <>
+struct Fields<MethodStat> {
+  template <class S, class V>
+  static void visit(S& m, V& v) {
+    v("samples_self", m.samples_self), v("samples_total", m.samples_total), v("calls", m.calls);
+    v("self_ns", m.self_ns), v("total_ns", m.total_ns), v("alloc_objects", m.alloc_objects);
+    v("alloc_bytes", m.alloc_bytes), v("throws", m.throws), v("contentions", m.contentions);
+    v("jit_code_bytes", m.jit_code_bytes);
+  }
+};
+template <>
+struct Fields<TypeStat> {
+  template <class S, class V>
+  static void visit(S& t, V& v) {
+    v("name", t.name), v("count", t.count), v("bytes", t.bytes);
+  }
+};
+template <>
+struct Fields<ThreadInfo> {
+  template <class S, class V>
+  static void visit(S& t, V& v) {
+    v("id", t.id), v("name", t.name), v("first_time", t.first_time), v("last_time", t.last_time);
+    v("started", t.started), v("ended", t.ended), v("wrote", t.wrote), v("start_time", t.start_time);
+    v("end_time", t.end_time);
+  }
+};
+template <>
+struct Fields<GcPause> {
+  template <class S, class V>
+  static void visit(S& g, V& v) {
+    v("start", g.start), v("end", g.end), v("generation", g.generation), v("thread", g.thread);
+  }
+};
+template <>
+struct Fields<CounterInfo> {
+  template <class S, class V>
+  static void visit(S& c, V& v) {
+    v("index", c.index), v("name", c.name), v("section", c.section), v("type", c.type), v("unit", c.unit);
+    v("variance", c.variance), v("samples", c.samples), v("last", c.last), v("last_string", c.last_string);
+    v("is_string", c.is_string);
+  }
+};
+template <>
+struct Fields<RecordedInterval> {
+  template <class S, class V>
+  static void visit(S& r, V& v) {
+    v("start", r.start), v("end", r.end);
+  }
+};
+template <>
+struct Fields<HeapshotInfo> {
+  template <class S, class V>
+  static void visit(S& h, V& v) {
+    v("start", h.start), v("end", h.end), v("objects", h.objects), v("bytes", h.bytes), v("thread", h.thread);
+  }
+};
+template <>
+struct Fields<detail::ProfileFields> {
+  template <class S, class V>
+  static void visit(S& p, V& v) {
+    v("header", p.header_), v("program", p.program_), v("program_exe", p.program_exe_);
+    v("header_ok", p.header_ok_), v("summary", p.summary_), v("problems", p.problems_);
+    v("problem_count", p.problem_count_), v("first_time", p.first_time_), v("last_time", p.last_time_);
+    v("window_from", p.window_from_), v("window_to", p.window_to_), v("frames", p.frames_);
+    v("nodes", p.nodes_), v("threads", p.threads_), v("weights", p.weights_), v("totals", p.totals_);
+    v("present", p.present_), v("call_stats", p.call_stats_), v("methods", p.methods_);
+    v("sample_hits", p.sample_hits_), v("call_count", p.call_count_), v("alloc_objects", p.alloc_objects_);
+    v("alloc_bytes", p.alloc_bytes_), v("throws", p.throws_), v("monitor", p.monitor_);
+    v("monitor_wait_ns", p.monitor_wait_ns_), v("jit_methods", p.jit_methods_), v("jit_helpers", p.jit_helpers_);
+    v("jit_code_bytes", p.jit_code_bytes_), v("unmatched_leaves", p.unmatched_leaves_);
+    v("unclosed_calls", p.unclosed_calls_), v("clauses", p.clauses_), v("alloc_types", p.alloc_types_);
+    v("exception_types", p.exception_types_), v("gc_pauses", p.gc_pauses_), v("gc_collections", p.gc_collections_);
+    v("gc_resizes", p.gc_resizes_), v("counters", p.counters_), v("heapshots", p.heapshots_);
+    v("alloc_sample_interval", p.alloc_sample_interval_), v("alloc_samples", p.alloc_samples_);
+    v("pauses_recorded", p.pauses_recorded_), v("recorded", p.recorded_);
+  }
+};
+// A Profile's fields are its private base's.
+template <>
+struct Fields<Profile> {
+  template <class S, class V>
+  static void visit(S& p, V& v) {
+    using Base = std::conditional_t<std::is_const_v<S>, const detail::ProfileFields, detail::ProfileFields>;
+    Fields<detail::ProfileFields>::visit(static_cast<Base&>(p), v);
+  }
 };
 
 // Decodes all of `input` and builds `out`. Never throws for malformed input: problems are collected
