@@ -539,8 +539,11 @@ void ClrRuntime::ensure_function(FunctionID function, bool dynamic) {
     std::lock_guard<std::mutex> lock(meta_mutex_);
     named = functions_.count(function) != 0;
     if (dynamic && named) {  // a FunctionID given again to a new dynamic method
+      // The generation goes in bits 48-55, 1 to 255 then 1 again: a method id with its top byte set
+      // can become a buffer's method_base, which mprof-report misreads (its read_int64 shifts the
+      // eighth byte by 54 bits; docs/format.md).
       uint32_t& generation = dynamic_generation_[function];
-      generation = (generation + 1) & 0x7fff;
+      generation = generation % 255 + 1;
       named = false;
     }
     if (const auto it = dynamic_generation_.find(function); it != dynamic_generation_.end())
