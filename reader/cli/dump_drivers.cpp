@@ -86,6 +86,10 @@ class DumpStage final : public PipelineStage {
     seq_.driver = &p_;
   }
 
+  // Written as soon as done: a buffer formatted ahead while this thread sleeps may be formatted with
+  // names about to change.
+  size_t reader_batch() const override { return 1; }
+
   int on_read(PipelineSlot& s) override {
     if (s.info.index == 0) start_ = s.info.header.time_base;
     return kAnyWorker;

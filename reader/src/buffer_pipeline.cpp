@@ -8,7 +8,8 @@
 // Wake-ups come in batches (each costs both threads a context switch on a busy machine): a sleeping
 // worker is woken when a buffer is queued for any worker, when `affinity_batch` buffers wait for it
 // alone, or when the calling thread is about to wait; the waiting calling thread when the next
-// kWakeReader buffers in file order are done, or when the worker that finished one has nothing left.
+// min(8, slots / 2, stage.reader_batch()) buffers in file order are done, or when the worker that
+// finished one has nothing left.
 #include "mlpd/buffer_pipeline.h"
 
 #include <algorithm>
@@ -143,6 +144,11 @@ void BufferPipeline::resume_workers_impl(void* f, bool (*again)(void*, PipelineS
       }
     }
   }
+  // Those queued anew are taken in file order, before the buffers read after them (the first is the
+  // next to be used).
+  auto by_seq = [](const PipelineSlot* x, const PipelineSlot* y) { return x->seq < y->seq; };
+  std::sort(s.any.begin(), s.any.end(), by_seq);
+  for (auto& q : s.own) std::sort(q.begin(), q.end(), by_seq);
   s.paused = false;
   s.wake_all_with_work();
 }
@@ -189,7 +195,7 @@ BufferPipeline::Run BufferPipeline::run(PipelineStage& stage, unsigned workers, 
   s.ring.resize(K);
   for (size_t k = 0; k < K; ++k) s.ring[k].index = k;
   s.stage = &stage;
-  s.wake_reader = std::clamp<size_t>(K / 2, 1, 8);
+  s.wake_reader = std::clamp<size_t>(std::min(K / 2, stage.reader_batch()), 1, 8);
   for (unsigned w = 0; w < std::max(workers, 1u); ++w) {
     try {
       s.pool.emplace_back([this, w] { worker(w); });

@@ -68,6 +68,10 @@ class PipelineStage {
   // On the calling thread as buffer `s` has been read, in file order, before any worker has it: which
   // worker must decode it (0 .. workers() - 1), or kAnyWorker.
   virtual int on_read(PipelineSlot&) { return kAnyWorker; }
+  // The calling thread, waiting for the next buffer, is woken once this many buffers from it are done
+  // (at most 8 and half the slots; or when the worker that finished it has nothing left): 1 for a
+  // stage whose workers' results go stale while the calling thread waits (dump's names).
+  virtual size_t reader_batch() const { return 8; }
   // On worker `w`: decodes the buffer (everything it writes is its own, or kept by s.index).
   virtual void work(PipelineSlot& s, unsigned w) = 0;
   // On the calling thread, in file order: takes what work() found. Problems reported meanwhile (the
