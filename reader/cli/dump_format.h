@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mlpd/decode_loop.h"
+#include "mlpd/buffer_pipeline.h"
 #include "mlpd/decoder.h"
 #include "mlpd/enum_names.h"
 #include "mlpd/format.h"
@@ -43,7 +43,7 @@ struct RunOptions {
   uint64_t skip = 0;  // decode the first `skip` events without writing them (done by a worker)
   // In file order (the driver): names are observed (the formatter's Names is mutable), and the memory
   // budget is checked every 4096 events of the buffer (as decode() does) through `driver`.
-  detail::DecodeDriver* driver = nullptr;
+  BufferPipeline* driver = nullptr;
   // Ahead of the reader (a worker; driver == nullptr): stop before the first event that needs_file_order,
   // or when the output passes its limit (OutBuffer overflowed: that event is not written).
   uint64_t names_version = 0;  // changes whenever the names have changed since an earlier run

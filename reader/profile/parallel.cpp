@@ -7,20 +7,19 @@
 // workers' call counts and times are added to the nodes their local nodes became, and their open calls
 // become the threads' open calls; Builder::finish does the rest, as for one thread.
 //
+// The reading ahead, the workers and the problems in file order are the BufferPipeline's
+// (mlpd/buffer_pipeline.h): ParallelReplay is its stage.
+//
 // Memory: at most 16 buffers per worker (128 in all) and 8 MiB are read ahead (as decode_counting);
 // each part's tree holds its thread's distinct call paths. The memory budget (mlpd --max-memory) is the
 // process's heap, checked by the reader at every buffer and by the workers every 4096 events: it holds
 // for all threads together.
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 
 #include "builder.h"
 #include "mlpd/budget.h"
+#include "mlpd/buffer_pipeline.h"
 #include "mlpd/decode_loop.h"
 #include "thread_part.h"
 
@@ -29,9 +28,9 @@ namespace mlpd::profile {
 using detail::PartJob;
 using detail::ThreadPart;
 
-class ParallelReplay {
+class ParallelReplay final : public PipelineStage {
  public:
-  ParallelReplay(Builder& b, unsigned jobs) : b_(b), workers_(jobs), queues_(jobs), cvs_(jobs) {}
+  ParallelReplay(Builder& b, unsigned jobs) : b_(b), workers_(jobs) {}
 
   // Reads `in` whole (false: a thread id was started again where only the file order tells; the
   // model must be built by one thread).
@@ -44,16 +43,22 @@ class ParallelReplay {
   bool one_thread() const { return one_thread_; }
 
  private:
-  // False when no thread could be started (the one-thread build then reads the file).
-  bool start_workers();
-  void stop_workers();
-  void worker(unsigned w);
-  void replay(PartJob& j, mlpd::detail::DecodeDriver& d);
+  // The pipeline's stage: the window and the part (and its worker) of each buffer read, the part's
+  // fold on its worker, the replay in file order. After kProbe buffers, reading stops when most
+  // events were not enter/leave.
+  bool read_more() override { return !(used_ >= kProbe && seen_other_ * 2 > seen_events_); }
+  int on_read(PipelineSlot& s) override;
+  void work(PipelineSlot& s, unsigned) override {
+    PartJob& j = jobs_[s.index];
+    j.part->run(j, lim_);
+  }
+  void use(PipelineSlot& s, PipelineResult& r) override;
+  // Replays job j into the Builder; false when the file order decided otherwise (fallback_).
+  bool replay(PartJob& j);
   ThreadPart* part_of(uint64_t thread_id);
 
   Builder& b_;
   unsigned workers_;
-  unsigned running_ = 0;  // workers started
   detail::PartLimits lim_;
   bool limits_set_ = false;
   std::vector<std::unique_ptr<ThreadPart>> parts_;
@@ -66,25 +71,9 @@ class ParallelReplay {
     std::vector<ThreadIndex> earlier_threads;  // the threads of ThreadPart::earlier, replayed so far
   };
   std::unordered_map<ThreadPart*, PartState> state_;
-  // Shared with the workers, under m_.
-  std::mutex m_;
-  std::vector<std::deque<PartJob*>> queues_;
-  std::vector<uint64_t> queued_bytes_ = std::vector<uint64_t>(workers_, 0);
-  std::vector<std::condition_variable> cvs_;
-  std::condition_variable done_cv_;
-  // Wake-ups in batches (each costs both threads a context switch on a busy machine): a sleeping worker
-  // is woken when kWakeWorker jobs wait for it, or when the reader is about to wait; the waiting reader
-  // when the next kWakeReader jobs in file order are done, or when the worker that finished one has
-  // nothing left.
-  static constexpr size_t kWakeWorker = 4, kWakeReader = 8;
-  std::vector<char> idle_ = std::vector<char>(workers_, 0);
-  bool reader_waiting_ = false;
-  const PartJob* ring_ = nullptr;  // the jobs, in read order modulo ring_size_
-  size_t ring_size_ = 0;
-  uint64_t ring_next_ = 0, ring_read_ = 0;  // the reader waits for job ring_next_; ring_read_ jobs read
-  bool reader_may_go(unsigned w) const;
-  bool quit_ = false;
-  std::vector<std::thread> pool_;
+  BufferPipeline* pipeline_ = nullptr;  // while reading
+  std::vector<PartJob> jobs_;            // by pipeline slot: what the buffer's worker found
+  uint64_t used_ = 0;                    // buffers replayed
   bool fallback_ = false;
   static constexpr uint64_t kProbe = 32;
   bool one_thread_ = false;
@@ -104,60 +93,50 @@ ThreadPart* ParallelReplay::part_of(uint64_t thread_id) {
   return it->second;
 }
 
-bool ParallelReplay::start_workers() {
-  quit_ = false;
-  for (unsigned w = 0; w < workers_; ++w) {
-    try {
-      pool_.emplace_back([this, w] { worker(w); });
-    } catch (const std::system_error&) {  // no more threads (ulimit -u): go on with those started
-      break;
-    }
+int ParallelReplay::on_read(PipelineSlot& s) {
+  PartJob& j = jobs_[s.index];
+  j.bytes = s.bytes;
+  j.info = s.info;
+  j.cut = s.cut;  // what a problem in it becomes
+  if (!limits_set_) {  // the window, from the first buffer (as Builder::on_buffer resolves it)
+    if (!b_.window_resolved_) b_.resolve_window(j.info.header.time_base);
+    lim_.windowed = b_.windowed_;
+    lim_.from = b_.win_from_;
+    lim_.to = b_.win_to_;
+    lim_.max_depth = b_.o_.max_depth;
+    lim_.budget_limit = process_budget().limit();
+    lim_.alloc_interval = b_.p_.alloc_sample_interval_;
+    limits_set_ = true;
   }
-  // Parts go only to the workers that run (a queue of a worker that never started would never empty).
-  running_ = static_cast<unsigned>(pool_.size());
-  return running_ > 0;
+  ThreadPart* part = part_of(j.info.header.thread_id);
+  j.part = part;
+  PartState& ps = state_[part];
+  if (ps.in_hand == 0)  // free to move: to the worker with the fewest bytes in hand
+    ps.worker = pipeline_->least_loaded_worker();
+  ++ps.in_hand;
+  return static_cast<int>(ps.worker);
 }
 
-void ParallelReplay::stop_workers() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    quit_ = true;
+void ParallelReplay::use(PipelineSlot& s, PipelineResult& r) {
+  PartJob& j = jobs_[s.index];
+  --state_[j.part].in_hand;
+  ++used_;
+  if (!replay(j)) {
+    r.abandon = true;
+    return;
   }
-  for (auto& cv : cvs_) cv.notify_all();
-  for (std::thread& t : pool_) t.join();
-  pool_.clear();
-}
-
-// (under m_) Whether a worker that has just finished a job wakes the waiting reader.
-bool ParallelReplay::reader_may_go(unsigned w) const {
-  if (!ring_[ring_next_ % ring_size_].done) return false;
-  if (queues_[w].empty()) return true;
-  for (uint64_t i = ring_next_; i < ring_read_ && i < ring_next_ + kWakeReader; ++i)
-    if (!ring_[i % ring_size_].done) return false;
-  return true;
-}
-
-void ParallelReplay::worker(unsigned w) {
-  std::unique_lock<std::mutex> lock(m_);
-  for (;;) {
-    idle_[w] = 1;
-    cvs_[w].wait(lock, [&] { return quit_ || !queues_[w].empty(); });
-    idle_[w] = 0;
-    if (queues_[w].empty()) return;  // quit, nothing left
-    PartJob* j = queues_[w].front();
-    queues_[w].pop_front();
-    lock.unlock();
-    j->part->run(*j, lim_);
-    lock.lock();
-    queued_bytes_[w] -= j->info.header.length;
-    j->done = true;
-    if (reader_waiting_ && reader_may_go(w)) done_cv_.notify_one();
+  r.events = j.n;
+  if (j.over_budget) {
+    r.over_budget = true;
+    r.budget_offset = j.budget_offset;
+  } else if (!j.message.empty()) {
+    r.message = j.message;
+    r.problem_offset = j.problem_offset;
   }
 }
 
-void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
+bool ParallelReplay::replay(PartJob& j) {
   Builder& b = b_;
-  b.on_buffer(j.info);
   ThreadPart& part = *j.part;
   PartState& ps = state_[&part];
   ThreadIndex t = b.cur_thread_;
@@ -168,7 +147,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
     part.map[ThreadPart::kLocalRoot] = b.states_[t].root;
   } else if (ps.thread != t) {  // the id is a new thread now: only the file order can tell
     fallback_ = true;
-    return;
+    return false;
   }
   b.replaying_ = true;
   BufferDecoder dec(j.info.header, j.bytes, j.info.offset + format::kBufferHeaderSize);
@@ -209,7 +188,7 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
       if (r.parent != 0 || reused || b.cur_thread_ != t) {  // the file order decided otherwise
         b.replaying_ = false;
         fallback_ = true;
-        return;
+        return false;
       }
     }
   }
@@ -244,137 +223,41 @@ void ParallelReplay::replay(PartJob& j, mlpd::detail::DecodeDriver& d) {
     b.buf_min_ = j.buf_min;
     b.buf_max_ = j.buf_max;
   }
-  d.add_events(j.n);
-  if (j.over_budget) {
-    d.set_deferring(false);
-    d.budget_problem(j.budget_offset, j.info.index, j.cut);
-    d.set_deferring(true);
-  } else if (!j.message.empty()) {
-    d.set_deferring(false);  // its place in the file is now
-    d.buffer_problem(j.problem_offset, j.info.index, j.message, j.cut);
-    d.set_deferring(true);
-  }
-  b.on_buffer_end(j.info);
+  return true;  // the pipeline reports its problem, then Builder::on_buffer_end
 }
 
 bool ParallelReplay::read(Input& in, DecodeSummary& s) {
+  used_ = 0;
   DecodeOptions opt;
   opt.budget = &process_budget();
-  mlpd::detail::DecodeDriver d(in, b_, opt);
-  if (!d.start()) {
-    s = d.finish();
+  BufferPipeline p(in, b_, opt);
+  if (!p.start()) {
+    s = p.finish();
     return true;
   }
-  d.set_deferring(true);  // reported after the buffers before them
-  const size_t K = std::min<size_t>(16 * static_cast<size_t>(workers_), 128);  // slots keep <= kKeep each
-  constexpr uint64_t kAhead = 8u << 20;
-  constexpr size_t kKeep = 1u << 20;
-  std::vector<PartJob> jobs(K);
-  ring_ = jobs.data();
-  ring_size_ = K;
-  uint64_t read = 0, delivered = 0, ahead = 0;
-  bool stop = false;
-  if (!start_workers()) {
-    fallback_ = true;
-    return false;
-  }
-  // A plain file is lent to the workers where it lies (a mapping): no copy into the jobs, and none by
-  // the kernel into a read buffer. Pages of buffers replayed leave the process every kRelease bytes.
-  const bool mapped = in.map();
-  constexpr uint64_t kRelease = 4u << 20;
-  uint64_t released = 0;
-  auto deliver = [&] {
-    PartJob& j = jobs[delivered % K];
-    {
-      std::unique_lock<std::mutex> lock(m_);
-      if (!j.done) {
-        for (unsigned w = 0; w < running_; ++w)  // every job read is on its way before the reader sleeps
-          if (idle_[w] && !queues_[w].empty()) cvs_[w].notify_one();
-        reader_waiting_ = true;
-        ring_next_ = delivered;
-        ring_read_ = read;
-        done_cv_.wait(lock, [&] { return j.done; });
-        reader_waiting_ = false;
-      }
-      j.done = false;
-      --state_[j.part].in_hand;
-    }
-    replay(j, d);
-    ahead -= j.info.header.length;
-    if (mapped) {
-      const uint64_t end = j.info.offset + format::kBufferHeaderSize + j.info.header.length;
-      if (end - released >= kRelease) in.release(released = end);
-    }
-    if (j.capacity > kKeep) {
-      j.data.reset();
-      j.capacity = 0;
-    }
-    ++delivered;
-    if (fallback_ || j.over_budget) stop = true;
-  };
-  bool switching = false;
-  while (!stop) {
-    if (delivered >= kProbe && seen_other_ * 2 > seen_events_) {
-      switching = true;
+  const size_t K = std::min<size_t>(16 * static_cast<size_t>(workers_), 128);
+  jobs_ = std::vector<PartJob>(K);
+  pipeline_ = &p;
+  // A plain file is lent to the workers where it lies (a mapping): no copy into the slots, and none by
+  // the kernel into a read buffer. A sleeping worker is woken when kWakeWorker buffers wait for it.
+  constexpr size_t kWakeWorker = 4;
+  const BufferPipeline::Run run = p.run(*this, workers_, K, true, kWakeWorker);
+  pipeline_ = nullptr;
+  switch (run) {
+    case BufferPipeline::Run::kNoWorkers:  // the one-thread build reads the file
+    case BufferPipeline::Run::kAbandoned:
+      fallback_ = true;
+      return false;
+    case BufferPipeline::Run::kYielded:  // the buffers from here by one thread, in the Builder as it stands
+      merge();
+      one_thread_ = true;
+      s = decode_rest(p, b_, opt);
+      return true;
+    case BufferPipeline::Run::kStopped:  // the budget ended reading: what was read ahead counts as never read
+    case BufferPipeline::Run::kEnd:
       break;
-    }
-    if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
-      deliver();
-      continue;
-    }
-    PartJob& j = jobs[read % K];
-    if (!d.next_buffer_into(j.data, j.capacity, false, mapped) || d.has_deferred()) break;
-    j.bytes = d.data();
-    j.info = d.info();
-    j.cut = in.truncation_warning();  // what a problem in it becomes (DecodeDriver::report)
-    if (!limits_set_) {  // the window, from the first buffer (as Builder::on_buffer resolves it)
-      if (!b_.window_resolved_) b_.resolve_window(j.info.header.time_base);
-      lim_.windowed = b_.windowed_;
-      lim_.from = b_.win_from_;
-      lim_.to = b_.win_to_;
-      lim_.max_depth = b_.o_.max_depth;
-      lim_.budget_limit = process_budget().limit();
-      lim_.alloc_interval = b_.p_.alloc_sample_interval_;
-      limits_set_ = true;
-    }
-    ThreadPart* part = part_of(j.info.header.thread_id);
-    j.part = part;
-    ahead += j.info.header.length;
-    unsigned w;
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      PartState& ps = state_[part];
-      if (ps.in_hand == 0)  // free to move: to the worker with the fewest bytes in hand
-        ps.worker = static_cast<unsigned>(
-            std::min_element(queued_bytes_.begin(), queued_bytes_.begin() + running_) - queued_bytes_.begin());
-      w = ps.worker;
-      ++ps.in_hand;
-      queued_bytes_[w] += j.info.header.length;
-      queues_[w].push_back(&j);
-      ++read;
-      wake = idle_[w] && queues_[w].size() >= kWakeWorker;
-    }
-    if (wake) cvs_[w].notify_one();
   }
-  while (!stop && delivered < read) deliver();
-  stop_workers();
-  if (fallback_) return false;
-  if (switching && !stop) {  // the buffers from here by one thread, in the Builder as it stands
-    merge();
-    one_thread_ = true;
-    d.set_deferring(false);
-    d.report_deferred();  // (none: reading stops at a deferred problem before the switch is looked at)
-    s = decode_rest(d, b_, opt);
-    return true;
-  }
-  if (stop) {  // the budget ended reading: what was read ahead counts as never read
-    const BufferInfo& last = jobs[(delivered - 1) % K].info;
-    d.unread_buffers(read - delivered, last.offset + format::kBufferHeaderSize + last.header.length);
-  } else {
-    d.report_deferred();
-  }
-  s = d.finish();
+  s = p.finish();
   return true;
 }
 

@@ -2,14 +2,12 @@
 // of each buffer are decoded by the codec's BufferDecoder.
 #include "mlpd/decoder.h"
 #include "mlpd/decode_loop.h"
+#include "decode_driver.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <condition_variable>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "mlpd/budget.h"
@@ -219,127 +217,46 @@ class CountingVisitor final : public Visitor {
   EventCounts& counts_;
 };
 
+// The parallel decode_counting(): a worker counts a buffer's events by kind, the calling thread adds
+// them up in file order.
+class CountingStage final : public PipelineStage {
+ public:
+  explicit CountingStage(size_t slots) : found_(slots) {}
+  void work(PipelineSlot& s, unsigned) override {
+    Found& f = found_[s.index];
+    f.counts.fill(0);
+    f.message.clear();
+    BufferDecoder dec(s.info.header, s.bytes, s.info.offset + kBufferHeaderSize);
+    Event event;
+    uint64_t offset = 0;
+    uint64_t n = 0;
+    while (dec.next(event, f.message, offset)) {
+      ++f.counts[static_cast<size_t>(event.kind)];
+      ++n;
+    }
+    f.events = n;
+    f.problem_offset = dec.problem_offset();
+  }
+  void use(PipelineSlot& s, PipelineResult& r) override {
+    Found& f = found_[s.index];
+    for (size_t k = 0; k < total.size(); ++k) total[k] += f.counts[k];
+    r.events = f.events;
+    r.message.swap(f.message);
+    r.problem_offset = f.problem_offset;
+  }
+  EventCounts total{};
+
+ private:
+  struct Found {
+    EventCounts counts{};
+    uint64_t events = 0;
+    std::string message;
+    uint64_t problem_offset = 0;
+  };
+  std::vector<Found> found_;
+};
+
 }  // namespace
-
-DecodeSummary decode_parallel(Input& in, Visitor& v, const DecodeOptions& opt, unsigned threads,
-                              const std::function<void(ParallelBuffer&)>& work,
-                              const std::function<void(const ParallelBuffer&)>& use, bool lend) {
-  detail::DecodeDriver d(in, v, opt);
-  if (!d.start()) return d.finish();
-  d.set_deferring(true);  // reported after the buffers before them
-
-  // Jobs in a ring: the reader fills slot `read % K`, workers take them in order, the reader delivers
-  // slot `delivered % K` once done. At most K buffers are held, and reading ahead stops at kAhead bytes:
-  // the memory held is at most kAhead plus one buffer (<= max_buffer_length, as decode() holds), and a
-  // slot that held a big buffer gives its memory back once delivered.
-  const size_t K = parallel_slots(threads);
-  constexpr uint64_t kAhead = 8u << 20;
-  constexpr size_t kKeep = 1u << 20;
-  uint64_t ahead = 0;  // bytes of the buffers read and not yet delivered
-  std::vector<ParallelBuffer> jobs(K);
-  for (size_t k = 0; k < K; ++k) jobs[k].slot = k;
-  std::mutex m;
-  std::condition_variable work_cv, done_cv;
-  uint64_t read = 0, taken = 0, delivered = 0;
-  bool quit = false;
-  const ParallelBuffer* wanted = nullptr;  // the job the reader sleeps on: only its worker wakes it
-  // With `lend`, a plain file is read through a mapping and each buffer lent where it lies (no copy);
-  // the pages of delivered buffers leave the process every kRelease bytes.
-  const bool mapped = lend && in.map();
-  constexpr uint64_t kRelease = 4u << 20;
-  uint64_t released = 0;
-  auto worker = [&] {
-    std::unique_lock<std::mutex> lock(m);
-    for (;;) {
-      work_cv.wait(lock, [&] { return quit || taken < read; });
-      if (quit) return;
-      ParallelBuffer& j = jobs[taken++ % K];
-      lock.unlock();
-      j.events = 0;
-      j.message.clear();
-      j.problem_offset = 0;
-      work(j);
-      lock.lock();
-      j.done = true;
-      if (&j == wanted) done_cv.notify_one();
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
-
-  bool stop = false;
-  // Delivers the oldest job (waiting for it), in file order.
-  auto deliver = [&] {
-    ParallelBuffer& j = jobs[delivered % K];
-    {
-      std::unique_lock<std::mutex> lock(m);
-      if (!j.done) {
-        // Sleeps until the job half a ring ahead is done, then until this one is (workers may finish
-        // out of order): the reader wakes once per few buffers, not at every one.
-        const uint64_t last = std::min(read, delivered + std::max<uint64_t>(1, K / 2)) - 1;
-        for (ParallelBuffer* w : {&jobs[last % K], &j}) {
-          wanted = w;
-          done_cv.wait(lock, [w] { return w->done; });
-        }
-        wanted = nullptr;
-      }
-      j.done = false;
-    }
-    v.on_buffer(j.info);
-    use(j);
-    d.add_events(j.events);
-    const bool failed = !j.message.empty();
-    if (failed) {
-      d.set_deferring(false);  // its place in the file is now
-      d.buffer_problem(j.problem_offset, j.info.index, j.message);
-      d.set_deferring(true);
-    }
-    v.on_buffer_end(j.info);
-    ahead -= j.info.header.length;
-    if (mapped) {
-      const uint64_t end = j.info.offset + kBufferHeaderSize + j.info.header.length;
-      if (end - released >= kRelease) in.release(released = end);
-    }
-    if (j.capacity > kKeep) {
-      j.data.reset();
-      j.capacity = 0;
-    }
-    ++delivered;
-    if (failed && opt.stop_at_first_problem) stop = true;
-  };
-  while (!stop) {
-    if (read - delivered == K || (read > delivered && ahead >= kAhead)) {
-      deliver();
-      continue;
-    }
-    ParallelBuffer& j = jobs[read % K];
-    const bool more = d.next_buffer_into(j.data, j.capacity, false, mapped);
-    if (!more || d.has_deferred()) break;
-    j.info = d.info();
-    j.bytes = d.data();
-    ahead += j.info.header.length;
-    {
-      std::lock_guard<std::mutex> lock(m);
-      ++read;
-    }
-    work_cv.notify_one();
-  }
-  // Buffers not yet delivered (all of them unless a problem stopped delivering), then what ended reading.
-  while (!stop && delivered < read) deliver();
-  {
-    std::lock_guard<std::mutex> lock(m);
-    quit = true;
-  }
-  work_cv.notify_all();
-  for (std::thread& t : pool) t.join();
-  if (!stop) d.report_deferred();
-  if (stop) {  // read ahead, not decoded: as if never read
-    const BufferInfo& last = jobs[(delivered - 1) % K].info;
-    d.unread_buffers(read - delivered, last.offset + kBufferHeaderSize + last.header.length);
-  }
-  return d.finish();
-}
 
 DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, EventCounts& counts,
                               unsigned threads) {
@@ -348,27 +265,15 @@ DecodeSummary decode_counting(Input& in, Visitor& v, const DecodeOptions& opt, E
     CountingVisitor cv(v, counts);
     return decode_as(in, cv, opt);
   }
-  // What a worker found in the buffer of each slot: its events by kind.
-  std::vector<EventCounts> found(parallel_slots(threads));
-  auto work = [&found](ParallelBuffer& j) {
-    EventCounts& c = found[j.slot];
-    c.fill(0);
-    BufferDecoder dec(j.info.header, j.bytes, j.info.offset + kBufferHeaderSize);
-    Event event;
-    uint64_t offset = 0;
-    uint64_t n = 0;
-    while (dec.next(event, j.message, offset)) {
-      ++c[static_cast<size_t>(event.kind)];
-      ++n;
-    }
-    j.events = n;
-    j.problem_offset = dec.problem_offset();
-  };
-  auto use = [&found, &counts](const ParallelBuffer& j) {
-    const EventCounts& c = found[j.slot];
-    for (size_t k = 0; k < counts.size(); ++k) counts[k] += c[k];
-  };
-  return decode_parallel(in, v, opt, threads, work, use);
+  CountingStage stage(parallel_slots(threads));
+  BufferPipeline p(in, v, opt);
+  if (!p.start()) return p.finish();
+  if (p.run(stage, threads, parallel_slots(threads)) == BufferPipeline::Run::kNoWorkers) {
+    CountingVisitor cv(v, counts);
+    return decode_rest(p, cv, opt);
+  }
+  for (size_t k = 0; k < counts.size(); ++k) counts[k] += stage.total[k];
+  return p.finish();
 }
 
 }  // namespace mlpd

@@ -1,5 +1,5 @@
 // decode_heapshots(): HeapshotCollector's decoding on every core (issue 25). A worker decodes a buffer
-// and counts its heap events; the reading thread applies the counts in file order (decode_parallel).
+// and counts its heap events; the reading thread applies the counts in file order (BufferPipeline).
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -26,10 +26,11 @@ class HeapshotTally {
   };
 
   // On a worker: decodes the buffer (its events and the problem that ends them, as decode() does).
-  void count(ParallelBuffer& b) {
+  void count(const PipelineSlot& b) {
     items_.clear();
     counts_.clear();
     names_.clear();
+    message_.clear();
     BufferDecoder dec(b.info.header, b.bytes, b.info.offset + format::kBufferHeaderSize);
     dec.keep_heap_refs(false);  // only counted
     Event e;
@@ -40,7 +41,7 @@ class HeapshotTally {
     uint64_t last_vtable = 0;
     for (;;) {
       const BufferDecoder::Mark mark = dec.mark();
-      if (!dec.next(e, b.message, offset)) break;
+      if (!dec.next(e, message_, offset)) break;
       ++n;
       switch (e.kind) {
         case EventKind::heap_object:
@@ -73,12 +74,19 @@ class HeapshotTally {
       }
     }
     flush(cur);
-    b.events = n;
-    b.problem_offset = dec.problem_offset();
+    events_ = n;
+    problem_offset_ = dec.problem_offset();
+  }
+
+  // How the buffer's decoding ended.
+  void result(PipelineResult& r) {
+    r.events = events_;
+    r.message.swap(message_);
+    r.problem_offset = problem_offset_;
   }
 
   // On the reading thread, in file order, after c.on_buffer(b.info).
-  void apply(const ParallelBuffer& b, HeapshotCollector& c) const {
+  void apply(const PipelineSlot& b, HeapshotCollector& c) const {
     if (!names_.empty()) {
       BufferDecoder dec(b.info.header, b.bytes, b.info.offset + format::kBufferHeaderSize);
       Event e;
@@ -138,15 +146,38 @@ class HeapshotTally {
   std::vector<VtableCount> counts_;
   std::vector<BufferDecoder::Mark> names_;  // the events Names::observes, in order
   IdMap<HeapshotCollector::Count> open_;    // the current stretch's classes
+  uint64_t events_ = 0;                      // events decoded, and the problem that ended them
+  std::string message_;
+  uint64_t problem_offset_ = 0;
 };
+
+namespace {
+
+class HeapshotStage final : public PipelineStage {
+ public:
+  HeapshotStage(HeapshotCollector& c, size_t slots) : c_(c), tallies_(slots) {}
+  void work(PipelineSlot& s, unsigned) override { tallies_[s.index].count(s); }
+  void use(PipelineSlot& s, PipelineResult& r) override {
+    HeapshotTally& t = tallies_[s.index];
+    t.apply(s, c_);
+    t.result(r);
+  }
+
+ private:
+  HeapshotCollector& c_;
+  std::vector<HeapshotTally> tallies_;
+};
+
+}  // namespace
 
 DecodeSummary decode_heapshots(Input& in, HeapshotCollector& c, const DecodeOptions& opt, unsigned jobs) {
   if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
   if (jobs < 2 || in.compressed()) return decode_as(in, c, opt);
-  std::vector<HeapshotTally> tallies(parallel_slots(jobs));
-  return decode_parallel(
-      in, c, opt, jobs, [&tallies](ParallelBuffer& b) { tallies[b.slot].count(b); },
-      [&tallies, &c](const ParallelBuffer& b) { tallies[b.slot].apply(b, c); }, true);
+  HeapshotStage stage(c, parallel_slots(jobs));
+  BufferPipeline p(in, c, opt);
+  if (!p.start()) return p.finish();
+  if (p.run(stage, jobs, parallel_slots(jobs), true) == BufferPipeline::Run::kNoWorkers) return decode_rest(p, c, opt);
+  return p.finish();
 }
 
 }  // namespace mlpd
