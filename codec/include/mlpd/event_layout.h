@@ -8,8 +8,8 @@
 //     its worst case and stores straight into the buffer) and are checked: the unit test
 //     event_layout_test.cpp writes each of them and compares the bytes with the table's encoding;
 //   - `mlpd dump`'s walk (reader/cli/dump_walk.h) takes every field name from the table
-//     (field_name<kind, member>, a compile error for a field the kind does not have), and the same
-//     unit test checks that the dump prints every field of every kind.
+//     (field_name<kind, member>, a compile error for a field the kind does not have), and the test
+//     cli_dump_layout checks that `mlpd dump --json` prints every field of every kind (tools/mlpd_layout).
 // What the table does not say stays written out where it is used: the layout of one item of a list
 // (Enc::heap_refs, roots, counter_descs, counter_values ...), the decoder's fast paths for method
 // events (buffer_decoder.h), and the messages for metadata events of an unsupported subtype.
