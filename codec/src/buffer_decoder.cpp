@@ -4,7 +4,9 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
+#include "mlpd/event_layout.h"
 #include "mlpd/format.h"
 #include "mlpd/leb128.h"
 
@@ -196,17 +198,17 @@ bool BufferDecoder::failed_event(uint8_t event_byte, uint64_t event_offset, std:
   return false;
 }
 
+// The event body is generated from the layout table (event_layout.h): one case per event byte, each
+// field read by its encoding and checked as the table says. What the table does not say is written
+// out here: the layout of one list item (the Enc:: list encodings), the mapping of a metadata event's
+// (subtype, metadata type) to its kind and its problems, and the problems of unknown event bytes.
 bool BufferDecoder::event_body(uint8_t eb, Event& e) {
-  const uint8_t type = event_type(eb);
-  const uint8_t ext = event_ext(eb);
+  using layout::Check;
+  using layout::Cond;
+  using layout::Enc;
   auto kind_is = [&](EventKind k) {
     start_event(e, k);
     return time(e.time);
-  };
-  auto unknown_ext = [&]() {
-    problem_offset_ = position() - 1;
-    problem_ = "unknown event subtype";
-    return false;
   };
   // An invalid value is reported at the offset of the field holding it (`at`), not after it.
   auto bad_value = [&](const char* what, uint64_t v, uint64_t at) {
@@ -219,318 +221,233 @@ bool BufferDecoder::event_body(uint8_t eb, Event& e) {
     detail_ += std::to_string(v);
     return false;
   };
-  auto last_byte = [&]() { return position() - 1; };  // offset of a one-byte field just read
 
-  switch (type) {
-    case TYPE_ALLOC: {
-      if (ext != TYPE_ALLOC_NO_BT && ext != TYPE_ALLOC_BT) return unknown_ext();
-      if (!kind_is(EventKind::alloc)) return false;
-      e.has_backtrace = ext == TYPE_ALLOC_BT;
-      return ptr(e.ptr) && obj(e.obj) && uleb(e.size) && (!e.has_backtrace || backtrace(e.backtrace));
+  // One field: present under `C`, read as `E` into `out`, its value checked as `K` says.
+  auto field = [&]<Enc E, Cond C, Check K, class T>(T& out) __attribute__((always_inline)) -> bool {
+    if constexpr (C == Cond::if_backtrace) {
+      if (!e.has_backtrace) return true;
+    } else if constexpr (C == Cond::if_trampoline) {
+      if (e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE) return true;
     }
-    case TYPE_GC: {
-      switch (ext) {
-        case TYPE_GC_EVENT: {
-          if (!kind_is(EventKind::gc_event) || !byte(e.code)) return false;
-          if (!is_valid_gc_event(e.code)) return bad_value("unknown GC event", e.code, last_byte());
-          return byte(e.generation);
+    [[maybe_unused]] const uint64_t at = position();
+    if constexpr (E == Enc::byte) {
+      if (!byte(out)) return false;
+    } else if constexpr (E == Enc::uleb) {
+      if (!uleb(out)) return false;
+    } else if constexpr (E == Enc::ptr) {
+      if (!ptr(out)) return false;
+    } else if constexpr (E == Enc::obj) {
+      if (!obj(out)) return false;
+    } else if constexpr (E == Enc::method) {
+      if (!method(out)) return false;
+    } else if constexpr (E == Enc::string) {
+      return string(out);
+    } else if constexpr (E == Enc::backtrace) {
+      return backtrace(out);
+    } else if constexpr (E == Enc::obj_pairs) {
+      uint64_t n = 0;
+      if (!count(n, 1)) return false;
+      if (n % 2) return bad_value("odd number of addresses in GC move", n, at);
+      lists_used_ = true;
+      out.resize(n);
+      for (uint64_t i = 0; i < n; ++i)
+        if (!obj(out[i])) return false;
+      return true;
+    } else if constexpr (E == Enc::ptr_list || E == Enc::method_list) {
+      uint64_t n = 0;
+      if (!count(n, 1)) return false;
+      lists_used_ = true;
+      out.resize(n);
+      for (uint64_t& v : out) {
+        if constexpr (E == Enc::ptr_list) {
+          if (!ptr(v)) return false;
+        } else {
+          if (!method(v)) return false;
         }
-        case TYPE_GC_RESIZE:
-          return kind_is(EventKind::gc_resize) && uleb(e.size);
-        case TYPE_GC_MOVE: {
-          uint64_t n = 0;
-          if (!kind_is(EventKind::gc_move)) return false;
-          const uint64_t at = position();
-          if (!count(n, 1)) return false;
-          if (n % 2) return bad_value("odd number of addresses in GC move", n, at);
-          lists_used_ = true;
-          e.objects.resize(n);
-          for (uint64_t i = 0; i < n; ++i)
-            if (!obj(e.objects[i])) return false;
-          return true;
-        }
-        case TYPE_GC_HANDLE_CREATED:
-        case TYPE_GC_HANDLE_CREATED_BT:
-        case TYPE_GC_HANDLE_DESTROYED:
-        case TYPE_GC_HANDLE_DESTROYED_BT: {
-          const bool created = ext == TYPE_GC_HANDLE_CREATED || ext == TYPE_GC_HANDLE_CREATED_BT;
-          if (!kind_is(created ? EventKind::gc_handle_created : EventKind::gc_handle_destroyed)) return false;
-          e.has_backtrace = ext == TYPE_GC_HANDLE_CREATED_BT || ext == TYPE_GC_HANDLE_DESTROYED_BT;
-          const uint64_t at = position();
-          if (!uleb(e.handle_type)) return false;
-          if (e.handle_type > kMaxGcHandleType) return bad_value("unknown GC handle type", e.handle_type, at);
-          if (!uleb(e.handle)) return false;
-          if (created && !obj(e.obj)) return false;
-          return !e.has_backtrace || backtrace(e.backtrace);
-        }
-        case TYPE_GC_FINALIZE_START:
-          return kind_is(EventKind::gc_finalize_start);
-        case TYPE_GC_FINALIZE_END:
-          return kind_is(EventKind::gc_finalize_end);
-        case TYPE_GC_FINALIZE_OBJECT_START:
-          return kind_is(EventKind::gc_finalize_object_start) && obj(e.obj);
-        case TYPE_GC_FINALIZE_OBJECT_END:
-          return kind_is(EventKind::gc_finalize_object_end) && obj(e.obj);
-        default:
-          return unknown_ext();
       }
-    }
-    case TYPE_METADATA: {
-      if (ext != TYPE_METADATA_NAME && ext != TYPE_END_LOAD && ext != TYPE_END_UNLOAD) return unknown_ext();
-      // The kind depends on the metadata type byte, which follows the time: decode time first.
-      e.reset(EventKind::class_load);
-      lists_used_ = false;
-      uint64_t t = 0;
-      uint8_t mtype = 0;
-      if (!time(t) || !byte(mtype)) return false;
-      const uint64_t mtype_at = last_byte();
-      const bool load = ext == TYPE_END_LOAD, unload = ext == TYPE_END_UNLOAD;
-      EventKind k;
-      switch (mtype) {
-        case TYPE_CLASS:
-          if (!load) return bad_value("class metadata event with unsupported subtype", ext >> 4, mtype_at);
-          k = EventKind::class_load;
-          break;
-        case TYPE_IMAGE:
-          if (!load && !unload) return bad_value("image metadata event with unsupported subtype", ext >> 4, mtype_at);
-          k = load ? EventKind::image_load : EventKind::image_unload;
-          break;
-        case TYPE_ASSEMBLY:
-          if (!load && !unload) return bad_value("assembly metadata event with unsupported subtype", ext >> 4, mtype_at);
-          k = load ? EventKind::assembly_load : EventKind::assembly_unload;
-          break;
-        case TYPE_DOMAIN:
-          k = load ? EventKind::domain_load : unload ? EventKind::domain_unload : EventKind::domain_name;
-          break;
-        case TYPE_THREAD:
-          k = load ? EventKind::thread_start : unload ? EventKind::thread_end : EventKind::thread_name;
-          break;
-        case TYPE_CONTEXT:
-          if (!load && !unload) return bad_value("context metadata event with unsupported subtype", ext >> 4, mtype_at);
-          k = load ? EventKind::context_load : EventKind::context_unload;
-          break;
-        case TYPE_VTABLE:
-          if (!load) return bad_value("vtable metadata event with unsupported subtype", ext >> 4, mtype_at);
-          k = EventKind::vtable_load;
-          break;
-        default:
-          return bad_value("unknown metadata type", mtype, mtype_at);
-      }
-      e.kind = k;
-      e.time = t;
-      if (!ptr(e.ptr)) return false;
-      switch (k) {
-        case EventKind::class_load:
-        case EventKind::assembly_load:
-        case EventKind::assembly_unload:
-          return ptr(e.ptr2) && string(e.name);
-        case EventKind::image_load:
-          return string(e.name) && string(e.mvid);
-        case EventKind::image_unload:
-        case EventKind::domain_name:
-        case EventKind::thread_name:
-          return string(e.name);
-        case EventKind::context_load:
-        case EventKind::context_unload:
-          return ptr(e.ptr2);
-        case EventKind::vtable_load:
-          return ptr(e.ptr2) && ptr(e.ptr3);
-        default:
-          return true;  // domain and thread load/unload carry nothing more
-      }
-    }
-    case TYPE_METHOD: {
-      switch (ext) {
-        case TYPE_ENTER:
-          return kind_is(EventKind::method_enter) && method(e.method);
-        case TYPE_LEAVE:
-          return kind_is(EventKind::method_leave) && method(e.method);
-        case TYPE_EXC_LEAVE:
-          return kind_is(EventKind::method_exc_leave) && method(e.method);
-        case TYPE_JIT:
-          return kind_is(EventKind::method_jit) && method(e.method) && ptr(e.ptr) && uleb(e.size) &&
-                 string(e.name);
-        default:
-          return unknown_ext();
-      }
-    }
-    case TYPE_EXCEPTION: {
-      if (ext == TYPE_CLAUSE) {
-        if (!kind_is(EventKind::exception_clause) || !byte(e.code)) return false;
-        if (!is_valid_clause_type(e.code)) return bad_value("unknown clause type", e.code, last_byte());
-        return uleb(e.index) && method(e.method) && obj(e.obj);
-      }
-      if (ext != TYPE_THROW_NO_BT && ext != TYPE_THROW_BT) return unknown_ext();
-      if (!kind_is(EventKind::exception_throw)) return false;
-      e.has_backtrace = ext == TYPE_THROW_BT;
-      return obj(e.obj) && (!e.has_backtrace || backtrace(e.backtrace));
-    }
-    case TYPE_MONITOR: {
-      if (ext != TYPE_MONITOR_NO_BT && ext != TYPE_MONITOR_BT) return unknown_ext();
-      if (!kind_is(EventKind::monitor) || !byte(e.code)) return false;
-      if (e.code < MONITOR_CONTENTION || e.code > MONITOR_FAIL) return bad_value("unknown monitor event", e.code, last_byte());
-      e.has_backtrace = ext == TYPE_MONITOR_BT;
-      return obj(e.obj) && (!e.has_backtrace || backtrace(e.backtrace));
-    }
-    case TYPE_HEAP: {
-      switch (ext) {
-        case TYPE_HEAP_START:
-          return kind_is(EventKind::heap_start);
-        case TYPE_HEAP_END:
-          return kind_is(EventKind::heap_end);
-        case TYPE_HEAP_OBJECT: {
-          uint64_t n = 0;
-          if (!kind_is(EventKind::heap_object) || !obj(e.obj) || !ptr(e.ptr) || !uleb(e.size) ||
-              !byte(e.generation) || !count(n, 2))
-            return false;
-          if (!keep_heap_refs_) {  // read and validated, not kept: e.refs stays empty
-            for (uint64_t i = 0; i < n; ++i) {
-              uint64_t d = 0, o = 0;
-              if (!uleb(d) || !obj(o)) return false;
-            }
-            return true;
-          }
-          lists_used_ = true;
-          e.refs.resize(n);
-          uint64_t offset = 0;
-          for (HeapRef& r : e.refs) {
-            uint64_t d = 0;
-            if (!uleb(d) || !obj(r.obj)) return false;
-            offset += d;
-            r.offset = offset;
-          }
-          return true;
+      return true;
+    } else if constexpr (E == Enc::heap_refs) {
+      uint64_t n = 0;
+      if (!count(n, 2)) return false;
+      if (!keep_heap_refs_) {  // read and validated, not kept: the refs stay empty
+        for (uint64_t i = 0; i < n; ++i) {
+          uint64_t d = 0, o = 0;
+          if (!uleb(d) || !obj(o)) return false;
         }
-        case TYPE_HEAP_ROOT: {
-          uint64_t n = 0;
-          if (!kind_is(EventKind::heap_root) || !count(n, 2)) return false;
-          lists_used_ = true;
-          e.roots.resize(n);
-          for (RootRef& r : e.roots)
-            if (!ptr(r.address) || !obj(r.obj)) return false;
-          return true;
-        }
-        case TYPE_HEAP_ROOT_REGISTER:
-          if (!kind_is(EventKind::heap_root_register) || !ptr(e.ptr) || !uleb(e.size) || !byte(e.code)) return false;
-          if (e.code > kMaxRootSource) return bad_value("unknown GC root source", e.code, last_byte());
-          return ptr(e.ptr2) && string(e.name);
-        case TYPE_HEAP_ROOT_UNREGISTER:
-          return kind_is(EventKind::heap_root_unregister) && ptr(e.ptr);
-        default:
-          return unknown_ext();
-      }
-    }
-    case TYPE_SAMPLE: {
-      switch (ext) {
-        case TYPE_SAMPLE_HIT: {
-          uint64_t n = 0;
-          if (!kind_is(EventKind::sample_hit) || !ptr(e.ptr) || !count(n, 1)) return false;
-          lists_used_ = true;
-          e.ips.resize(n);
-          for (uint64_t& ip : e.ips)
-            if (!ptr(ip)) return false;
-          if (!count(n, 1)) return false;
-          lists_used_ = true;
-          e.frames.resize(n);
-          for (uint64_t& m : e.frames)
-            if (!method(m)) return false;
-          return true;
-        }
-        case TYPE_SAMPLE_USYM:
-          return kind_is(EventKind::sample_usym) && ptr(e.ptr) && uleb(e.size) && string(e.name);
-        case TYPE_SAMPLE_COUNTERS_DESC: {
-          uint64_t n = 0;
-          if (!kind_is(EventKind::counter_descriptors) || !count(n, 6)) return false;
-          lists_used_ = true;
-          e.counter_descs.resize(n);
-          for (CounterDesc& d : e.counter_descs) {
-            d.section_name.clear();
-            if (!uleb(d.section)) return false;
-            if (d.section == COUNTER_SECTION_PERFCOUNTERS && !string(d.section_name)) return false;
-            if (!string(d.name)) return false;
-            const uint64_t type_at = position();
-            if (!uleb(d.type)) return false;
-            if (d.type > kMaxCounterType) return bad_value("unknown counter type", d.type, type_at);
-            if (!uleb(d.unit) || !uleb(d.variance)) return false;
-            const uint64_t index_at = position();
-            if (!uleb(d.index)) return false;
-            if (d.index == 0) return bad_value("counter descriptor with index", 0, index_at);
-          }
-          return true;
-        }
-        case TYPE_SAMPLE_COUNTERS: {
-          if (!kind_is(EventKind::counter_samples)) return false;
-          for (;;) {
-            uint64_t index = 0;
-            if (!uleb(index)) return false;
-            if (index == 0) return true;
-            // Each value takes at least 2 bytes (type + value), so the loop ends with the buffer.
-            if (e.counter_values.size() >= kMaxItems) return fail("more counter values than the reader's limit");
-            lists_used_ = true;
-            CounterValue& v = e.counter_values.emplace_back();
-            v.index = index;
-            v.bits = 0;
-            v.is_null = false;
-            v.str.clear();
-            const uint64_t type_at = position();
-            if (!uleb(v.type)) return false;
-            switch (v.type) {
-              case COUNTER_INT:
-              case COUNTER_WORD:
-              case COUNTER_LONG:
-              case COUNTER_TIME_INTERVAL: {
-                int64_t s = 0;
-                if (!sleb(s)) return false;
-                v.bits = static_cast<uint64_t>(s);
-                break;
-              }
-              case COUNTER_UINT:
-              case COUNTER_ULONG:
-                if (!uleb(v.bits)) return false;
-                break;
-              case COUNTER_DOUBLE:
-                if (end_ - p_ < 8) return fail("read past the end of the buffer (double counter)");
-                v.bits = load_le(p_, 8);
-                p_ += 8;
-                break;
-              case COUNTER_STRING: {
-                uint8_t present = 0;
-                if (!byte(present)) return false;
-                if (present > 1) return bad_value("invalid string counter marker", present, last_byte());
-                v.is_null = present == 0;
-                if (present && !string(v.str)) return false;
-                break;
-              }
-              default:
-                return bad_value("unknown counter type", v.type, type_at);
-            }
-          }
-        }
-        default:
-          return unknown_ext();
-      }
-    }
-    case TYPE_RUNTIME: {
-      if (ext != TYPE_JITHELPER) return unknown_ext();
-      if (!kind_is(EventKind::jit_helper) || !byte(e.code)) return false;
-      if (e.code > kMaxCodeBufferType) return bad_value("unknown code buffer type", e.code, last_byte());
-      if (!ptr(e.ptr) || !uleb(e.size)) return false;
-      return e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE || string(e.name);
-    }
-    case TYPE_META: {
-      if (ext == TYPE_SYNC_POINT) {
-        if (!kind_is(EventKind::sync_point) || !byte(e.code)) return false;
-        if (e.code > SYNC_POINT_WORLD_START) return bad_value("unknown sync point type", e.code, last_byte());
         return true;
       }
-      if (ext == TYPE_AOT_ID) return kind_is(EventKind::aot_id) && string(e.name);
-      return unknown_ext();
+      lists_used_ = true;
+      out.resize(n);
+      uint64_t offset = 0;
+      for (HeapRef& r : out) {
+        uint64_t d = 0;
+        if (!uleb(d) || !obj(r.obj)) return false;
+        offset += d;
+        r.offset = offset;
+      }
+      return true;
+    } else if constexpr (E == Enc::roots) {
+      uint64_t n = 0;
+      if (!count(n, 2)) return false;
+      lists_used_ = true;
+      out.resize(n);
+      for (RootRef& r : out)
+        if (!ptr(r.address) || !obj(r.obj)) return false;
+      return true;
+    } else if constexpr (E == Enc::counter_descs) {
+      uint64_t n = 0;
+      if (!count(n, 6)) return false;
+      lists_used_ = true;
+      out.resize(n);
+      for (CounterDesc& d : out) {
+        d.section_name.clear();
+        if (!uleb(d.section)) return false;
+        if (d.section == COUNTER_SECTION_PERFCOUNTERS && !string(d.section_name)) return false;
+        if (!string(d.name)) return false;
+        const uint64_t type_at = position();
+        if (!uleb(d.type)) return false;
+        if (d.type > kMaxCounterType) return bad_value("unknown counter type", d.type, type_at);
+        if (!uleb(d.unit) || !uleb(d.variance)) return false;
+        const uint64_t index_at = position();
+        if (!uleb(d.index)) return false;
+        if (d.index == 0) return bad_value("counter descriptor with index", 0, index_at);
+      }
+      return true;
+    } else if constexpr (E == Enc::counter_values) {
+      for (;;) {
+        uint64_t index = 0;
+        if (!uleb(index)) return false;
+        if (index == 0) return true;
+        // Each value takes at least 2 bytes (type + value), so the loop ends with the buffer.
+        if (out.size() >= kMaxItems) return fail("more counter values than the reader's limit");
+        lists_used_ = true;
+        CounterValue& v = out.emplace_back();
+        v.index = index;
+        v.bits = 0;
+        v.is_null = false;
+        v.str.clear();
+        const uint64_t type_at = position();
+        if (!uleb(v.type)) return false;
+        switch (v.type) {
+          case COUNTER_INT:
+          case COUNTER_WORD:
+          case COUNTER_LONG:
+          case COUNTER_TIME_INTERVAL: {
+            int64_t s = 0;
+            if (!sleb(s)) return false;
+            v.bits = static_cast<uint64_t>(s);
+            break;
+          }
+          case COUNTER_UINT:
+          case COUNTER_ULONG:
+            if (!uleb(v.bits)) return false;
+            break;
+          case COUNTER_DOUBLE:
+            if (end_ - p_ < 8) return fail("read past the end of the buffer (double counter)");
+            v.bits = load_le(p_, 8);
+            p_ += 8;
+            break;
+          case COUNTER_STRING: {
+            uint8_t present = 0;
+            if (!byte(present)) return false;
+            if (present > 1) return bad_value("invalid string counter marker", present, position() - 1);
+            v.is_null = present == 0;
+            if (present && !string(v.str)) return false;
+            break;
+          }
+          default:
+            return bad_value("unknown counter type", v.type, type_at);
+        }
+      }
+    } else {
+      static_assert(E == Enc::byte, "an encoding without a decoder");
     }
+    if constexpr (K == Check::gc_event) {
+      if (!is_valid_gc_event(out)) return bad_value("unknown GC event", out, at);
+    } else if constexpr (K == Check::handle_type) {
+      if (out > kMaxGcHandleType) return bad_value("unknown GC handle type", out, at);
+    } else if constexpr (K == Check::clause_type) {
+      if (!is_valid_clause_type(out)) return bad_value("unknown clause type", out, at);
+    } else if constexpr (K == Check::monitor) {
+      if (out < MONITOR_CONTENTION || out > MONITOR_FAIL) return bad_value("unknown monitor event", out, at);
+    } else if constexpr (K == Check::root_source) {
+      if (out > kMaxRootSource) return bad_value("unknown GC root source", out, at);
+    } else if constexpr (K == Check::code_buffer) {
+      if (out > kMaxCodeBufferType) return bad_value("unknown code buffer type", out, at);
+    } else if constexpr (K == Check::sync_point) {
+      if (out > SYNC_POINT_WORLD_START) return bad_value("unknown sync point type", out, at);
+    }
+    return true;
+  };
+
+#define MLPD_DECODE_FIELD(enc, member, name, cond, check) \
+  &&field.template operator()<Enc::enc, Cond::cond, Check::check>(e.member)
+#define MLPD_DECODE_EV(kind, eb, fields) \
+  case eb:                               \
+    return kind_is(EventKind::kind) fields;
+#define MLPD_DECODE_BT(kind, eb, bt, fields)   \
+  case eb:                                     \
+  case bt:                                     \
+    if (!kind_is(EventKind::kind)) return false; \
+    e.has_backtrace = event_byte == (bt);      \
+    return true fields;
+#define MLPD_DECODE_MD(kind, ext, mtype, fields)
+  const uint8_t event_byte = eb;
+  switch (eb) {
+    MLPD_EVENT_LAYOUTS(MLPD_DECODE_EV, MLPD_DECODE_BT, MLPD_DECODE_MD, MLPD_DECODE_FIELD)
+    case TYPE_METADATA | TYPE_METADATA_NAME:
+    case TYPE_METADATA | TYPE_END_LOAD:
+    case TYPE_METADATA | TYPE_END_UNLOAD:
+      break;
     default:
       problem_offset_ = position() - 1;
-      problem_ = "unknown event type";
+      // TYPE_COVERAGE (removed in data version 16) and 11..15 are no type; the others have subtypes.
+      problem_ = event_type(eb) == TYPE_COVERAGE || event_type(eb) > TYPE_META ? "unknown event type"
+                                                                                 : "unknown event subtype";
       return false;
   }
+#undef MLPD_DECODE_EV
+#undef MLPD_DECODE_BT
+#undef MLPD_DECODE_MD
+
+  // A metadata event: its kind depends on the metadata type byte, which follows the time.
+  e.reset(EventKind::class_load);
+  lists_used_ = false;
+  uint64_t t = 0;
+  uint8_t mtype = 0;
+  if (!time(t) || !byte(mtype)) return false;
+  const uint64_t mtype_at = position() - 1;
+  const uint8_t ext = event_ext(eb);
+#define MLPD_DECODE_EV(kind, eb, fields)
+#define MLPD_DECODE_BT(kind, eb, bt, fields)
+#define MLPD_DECODE_MD(k, ext, mtype, fields) \
+  case (ext) | (mtype):                       \
+    e.kind = EventKind::k;                    \
+    e.time = t;                                  \
+    return true fields;
+  static_assert(TYPE_VTABLE < 16, "the metadata type fits below the subtype's bits");
+  switch (mtype < 16 ? ext | mtype : 0) {  // 0: no metadata type is 0
+    MLPD_EVENT_LAYOUTS(MLPD_DECODE_EV, MLPD_DECODE_BT, MLPD_DECODE_MD, MLPD_DECODE_FIELD)
+    default:
+      break;
+  }
+#undef MLPD_DECODE_EV
+#undef MLPD_DECODE_BT
+#undef MLPD_DECODE_MD
+#undef MLPD_DECODE_FIELD
+  // Domains and threads have all three subtypes; the other metadata types have only some.
+  static constexpr const char* kUnsupported[] = {
+      nullptr,
+      "class metadata event with unsupported subtype",
+      "image metadata event with unsupported subtype",
+      "assembly metadata event with unsupported subtype",
+      nullptr,
+      nullptr,
+      "context metadata event with unsupported subtype",
+      "vtable metadata event with unsupported subtype",
+  };
+  if (mtype < std::size(kUnsupported) && kUnsupported[mtype]) return bad_value(kUnsupported[mtype], ext >> 4, mtype_at);
+  return bad_value("unknown metadata type", mtype, mtype_at);
 }
 
 }  // namespace mlpd

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "mlpd/event_layout.h"
 #include "mlpd/format.h"
 #include "mlpd/leb128.h"
 
@@ -162,211 +163,53 @@ void BufferEncoder::put_counter_value(const CounterValue& v) {
   }
 }
 
+// Generated from the layout table (event_layout.h); the list encodings are written out here.
 void BufferEncoder::add(const Event& e) {
-  auto start = [&](uint8_t event_byte) {
-    put_byte(event_byte);
-    put_time(e.time);
-  };
-  auto metadata = [&](uint8_t ext, uint8_t mtype) {
-    start(TYPE_METADATA | ext);
-    put_byte(mtype);
-    put_ptr(e.ptr);
-  };
-  switch (e.kind) {
-    case EventKind::alloc:
-      start(TYPE_ALLOC | (e.has_backtrace ? TYPE_ALLOC_BT : TYPE_ALLOC_NO_BT));
-      put_ptr(e.ptr);
-      put_obj(e.obj);
-      put_uleb(e.size);
-      if (e.has_backtrace) put_backtrace(e.backtrace);
-      break;
-    case EventKind::gc_event:
-      start(TYPE_GC | TYPE_GC_EVENT);
-      put_byte(e.code);
-      put_byte(e.generation);
-      break;
-    case EventKind::gc_resize:
-      start(TYPE_GC | TYPE_GC_RESIZE);
-      put_uleb(e.size);
-      break;
-    case EventKind::gc_move:
-      start(TYPE_GC | TYPE_GC_MOVE);
-      put_uleb(e.objects.size());
-      for (uint64_t o : e.objects) put_obj(o);
-      break;
-    case EventKind::gc_handle_created:
-      start(TYPE_GC | (e.has_backtrace ? TYPE_GC_HANDLE_CREATED_BT : TYPE_GC_HANDLE_CREATED));
-      put_uleb(e.handle_type);
-      put_uleb(e.handle);
-      put_obj(e.obj);
-      if (e.has_backtrace) put_backtrace(e.backtrace);
-      break;
-    case EventKind::gc_handle_destroyed:
-      start(TYPE_GC | (e.has_backtrace ? TYPE_GC_HANDLE_DESTROYED_BT : TYPE_GC_HANDLE_DESTROYED));
-      put_uleb(e.handle_type);
-      put_uleb(e.handle);
-      if (e.has_backtrace) put_backtrace(e.backtrace);
-      break;
-    case EventKind::gc_finalize_start:
-      start(TYPE_GC | TYPE_GC_FINALIZE_START);
-      break;
-    case EventKind::gc_finalize_end:
-      start(TYPE_GC | TYPE_GC_FINALIZE_END);
-      break;
-    case EventKind::gc_finalize_object_start:
-      start(TYPE_GC | TYPE_GC_FINALIZE_OBJECT_START);
-      put_obj(e.obj);
-      break;
-    case EventKind::gc_finalize_object_end:
-      start(TYPE_GC | TYPE_GC_FINALIZE_OBJECT_END);
-      put_obj(e.obj);
-      break;
-    case EventKind::class_load:
-      metadata(TYPE_END_LOAD, TYPE_CLASS);
-      put_ptr(e.ptr2);
-      put_string(e.name);
-      break;
-    case EventKind::image_load:
-      metadata(TYPE_END_LOAD, TYPE_IMAGE);
-      put_string(e.name);
-      put_string(e.mvid);
-      break;
-    case EventKind::image_unload:
-      metadata(TYPE_END_UNLOAD, TYPE_IMAGE);
-      put_string(e.name);
-      break;
-    case EventKind::assembly_load:
-    case EventKind::assembly_unload:
-      metadata(e.kind == EventKind::assembly_load ? TYPE_END_LOAD : TYPE_END_UNLOAD, TYPE_ASSEMBLY);
-      put_ptr(e.ptr2);
-      put_string(e.name);
-      break;
-    case EventKind::domain_load:
-      metadata(TYPE_END_LOAD, TYPE_DOMAIN);
-      break;
-    case EventKind::domain_unload:
-      metadata(TYPE_END_UNLOAD, TYPE_DOMAIN);
-      break;
-    case EventKind::domain_name:
-      metadata(TYPE_METADATA_NAME, TYPE_DOMAIN);
-      put_string(e.name);
-      break;
-    case EventKind::context_load:
-    case EventKind::context_unload:
-      metadata(e.kind == EventKind::context_load ? TYPE_END_LOAD : TYPE_END_UNLOAD, TYPE_CONTEXT);
-      put_ptr(e.ptr2);
-      break;
-    case EventKind::thread_start:
-      metadata(TYPE_END_LOAD, TYPE_THREAD);
-      break;
-    case EventKind::thread_end:
-      metadata(TYPE_END_UNLOAD, TYPE_THREAD);
-      break;
-    case EventKind::thread_name:
-      metadata(TYPE_METADATA_NAME, TYPE_THREAD);
-      put_string(e.name);
-      break;
-    case EventKind::vtable_load:
-      metadata(TYPE_END_LOAD, TYPE_VTABLE);
-      put_ptr(e.ptr2);
-      put_ptr(e.ptr3);
-      break;
-    case EventKind::method_enter:
-      start(TYPE_METHOD | TYPE_ENTER);
-      put_method(e.method);
-      break;
-    case EventKind::method_leave:
-      start(TYPE_METHOD | TYPE_LEAVE);
-      put_method(e.method);
-      break;
-    case EventKind::method_exc_leave:
-      start(TYPE_METHOD | TYPE_EXC_LEAVE);
-      put_method(e.method);
-      break;
-    case EventKind::method_jit:
-      start(TYPE_METHOD | TYPE_JIT);
-      put_method(e.method);
-      put_ptr(e.ptr);
-      put_uleb(e.size);
-      put_string(e.name);
-      break;
-    case EventKind::exception_throw:
-      start(TYPE_EXCEPTION | (e.has_backtrace ? TYPE_THROW_BT : TYPE_THROW_NO_BT));
-      put_obj(e.obj);
-      if (e.has_backtrace) put_backtrace(e.backtrace);
-      break;
-    case EventKind::exception_clause:
-      start(TYPE_EXCEPTION | TYPE_CLAUSE);
-      put_byte(e.code);
-      put_uleb(e.index);
-      put_method(e.method);
-      put_obj(e.obj);
-      break;
-    case EventKind::monitor:
-      start(TYPE_MONITOR | (e.has_backtrace ? TYPE_MONITOR_BT : TYPE_MONITOR_NO_BT));
-      put_byte(e.code);
-      put_obj(e.obj);
-      if (e.has_backtrace) put_backtrace(e.backtrace);
-      break;
-    case EventKind::heap_start:
-      start(TYPE_HEAP | TYPE_HEAP_START);
-      break;
-    case EventKind::heap_end:
-      start(TYPE_HEAP | TYPE_HEAP_END);
-      break;
-    case EventKind::heap_object: {
-      start(TYPE_HEAP | TYPE_HEAP_OBJECT);
-      put_obj(e.obj);
-      put_ptr(e.ptr);
-      put_uleb(e.size);
-      put_byte(e.generation);
-      put_uleb(e.refs.size());
+  using layout::Cond;
+  using layout::Enc;
+  auto field = [&]<Enc E, Cond C, class T>(const T& v) {
+    if constexpr (C == Cond::if_backtrace) {
+      if (!e.has_backtrace) return;
+    } else if constexpr (C == Cond::if_trampoline) {
+      if (e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE) return;
+    }
+    if constexpr (E == Enc::byte) {
+      put_byte(v);
+    } else if constexpr (E == Enc::uleb) {
+      put_uleb(v);
+    } else if constexpr (E == Enc::ptr) {
+      put_ptr(v);
+    } else if constexpr (E == Enc::obj) {
+      put_obj(v);
+    } else if constexpr (E == Enc::method) {
+      put_method(v);
+    } else if constexpr (E == Enc::string) {
+      put_string(v);
+    } else if constexpr (E == Enc::backtrace || E == Enc::method_list) {
+      put_backtrace(v);
+    } else if constexpr (E == Enc::obj_pairs) {
+      put_uleb(v.size());
+      for (uint64_t o : v) put_obj(o);
+    } else if constexpr (E == Enc::ptr_list) {
+      put_uleb(v.size());
+      for (uint64_t p : v) put_ptr(p);
+    } else if constexpr (E == Enc::heap_refs) {
+      put_uleb(v.size());
       uint64_t last_offset = 0;
-      for (const HeapRef& r : e.refs) {
+      for (const HeapRef& r : v) {
         put_uleb(r.offset - last_offset);
         last_offset = r.offset;
         put_obj(r.obj);
       }
-      break;
-    }
-    case EventKind::heap_root:
-      start(TYPE_HEAP | TYPE_HEAP_ROOT);
-      put_uleb(e.roots.size());
-      for (const RootRef& r : e.roots) {
+    } else if constexpr (E == Enc::roots) {
+      put_uleb(v.size());
+      for (const RootRef& r : v) {
         put_ptr(r.address);
         put_obj(r.obj);
       }
-      break;
-    case EventKind::heap_root_register:
-      start(TYPE_HEAP | TYPE_HEAP_ROOT_REGISTER);
-      put_ptr(e.ptr);
-      put_uleb(e.size);
-      put_byte(e.code);
-      put_ptr(e.ptr2);
-      put_string(e.name);
-      break;
-    case EventKind::heap_root_unregister:
-      start(TYPE_HEAP | TYPE_HEAP_ROOT_UNREGISTER);
-      put_ptr(e.ptr);
-      break;
-    case EventKind::sample_hit:
-      start(TYPE_SAMPLE | TYPE_SAMPLE_HIT);
-      put_ptr(e.ptr);
-      put_uleb(e.ips.size());
-      for (uint64_t ip : e.ips) put_ptr(ip);
-      put_uleb(e.frames.size());
-      for (uint64_t m : e.frames) put_method(m);
-      break;
-    case EventKind::sample_usym:
-      start(TYPE_SAMPLE | TYPE_SAMPLE_USYM);
-      put_ptr(e.ptr);
-      put_uleb(e.size);
-      put_string(e.name);
-      break;
-    case EventKind::counter_descriptors:
-      start(TYPE_SAMPLE | TYPE_SAMPLE_COUNTERS_DESC);
-      put_uleb(e.counter_descs.size());
-      for (const CounterDesc& d : e.counter_descs) {
+    } else if constexpr (E == Enc::counter_descs) {
+      put_uleb(v.size());
+      for (const CounterDesc& d : v) {
         put_uleb(d.section);
         if (d.section == COUNTER_SECTION_PERFCOUNTERS) put_string(d.section_name);
         put_string(d.name);
@@ -375,28 +218,36 @@ void BufferEncoder::add(const Event& e) {
         put_uleb(d.variance);
         put_uleb(d.index);
       }
-      break;
-    case EventKind::counter_samples:
-      start(TYPE_SAMPLE | TYPE_SAMPLE_COUNTERS);
-      for (const CounterValue& v : e.counter_values) put_counter_value(v);
+    } else if constexpr (E == Enc::counter_values) {
+      for (const CounterValue& c : v) put_counter_value(c);
       put_uleb(0);  // terminator
-      break;
-    case EventKind::jit_helper:
-      start(TYPE_RUNTIME | TYPE_JITHELPER);
-      put_byte(e.code);
-      put_ptr(e.ptr);
-      put_uleb(e.size);
-      if (e.code == CODE_BUFFER_SPECIFIC_TRAMPOLINE) put_string(e.name);
-      break;
-    case EventKind::sync_point:
-      start(TYPE_META | TYPE_SYNC_POINT);
-      put_byte(e.code);
-      break;
-    case EventKind::aot_id:
-      start(TYPE_META | TYPE_AOT_ID);
-      put_string(e.name);
-      break;
-  }
+    } else {
+      static_assert(E == Enc::byte, "an encoding without an encoder");
+    }
+  };
+  auto start = [&](uint8_t event_byte) {
+    put_byte(event_byte);
+    put_time(e.time);
+  };
+#define MLPD_ENCODE_FIELD(enc, member, name, cond, check) field.template operator()<Enc::enc, Cond::cond>(e.member);
+#define MLPD_ENCODE_EV(kind, eb, fields) \
+  case EventKind::kind:                  \
+    start(eb);                           \
+    fields break;
+#define MLPD_ENCODE_BT(kind, eb, bt, fields) \
+  case EventKind::kind:                      \
+    start(e.has_backtrace ? (bt) : (eb));    \
+    fields break;
+#define MLPD_ENCODE_MD(kind, ext, mtype, fields) \
+  case EventKind::kind:                          \
+    start(TYPE_METADATA | (ext));                \
+    put_byte(mtype);                             \
+    fields break;
+  switch (e.kind) { MLPD_EVENT_LAYOUTS(MLPD_ENCODE_EV, MLPD_ENCODE_BT, MLPD_ENCODE_MD, MLPD_ENCODE_FIELD) }
+#undef MLPD_ENCODE_EV
+#undef MLPD_ENCODE_BT
+#undef MLPD_ENCODE_MD
+#undef MLPD_ENCODE_FIELD
 }
 
 }  // namespace mlpd

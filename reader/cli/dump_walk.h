@@ -9,6 +9,7 @@
 
 #include "dump_format.h"
 #include "mlpd/enum_names.h"
+#include "mlpd/event_layout.h"
 
 namespace mlpd::cli {
 
@@ -73,6 +74,29 @@ class Walk final : public BufferFormatter {
   }
 
  private:
+  // Every field's name is the layout table's (mlpd/event_layout.h): N(kind, member) does not compile
+  // for a field the kind does not have. The formatters spell a few keys themselves (method, vtable
+  // and the lists): those are checked against the table here.
+#define N(kind, member) layout::field_name<EventKind::kind, layout::Member::member>
+  static_assert(N(alloc, ptr) == "vtable" && N(heap_object, ptr) == "vtable");
+  static_assert(N(method_enter, method) == "method" && N(method_leave, method) == "method" &&
+                N(method_exc_leave, method) == "method" && N(exception_clause, method) == "method");
+  static_assert(N(gc_move, objects) == "moves" && N(heap_object, refs) == "refs" && N(heap_root, roots) == "roots" &&
+                N(sample_hit, ips) == "ips" && N(counter_descriptors, counter_descs) == "counters" &&
+                N(counter_samples, counter_values) == "values");
+  static_assert(N(alloc, backtrace) == "backtrace" && N(gc_handle_created, backtrace) == "backtrace" &&
+                N(gc_handle_destroyed, backtrace) == "backtrace" && N(exception_throw, backtrace) == "backtrace" &&
+                N(monitor, backtrace) == "backtrace");
+  // Kinds that share a case below have the same names.
+  static_assert(N(gc_handle_created, handle_type) == N(gc_handle_destroyed, handle_type) &&
+                N(gc_handle_created, handle) == N(gc_handle_destroyed, handle));
+  static_assert(N(gc_finalize_object_start, obj) == N(gc_finalize_object_end, obj));
+  static_assert(N(assembly_load, ptr) == N(assembly_unload, ptr) && N(assembly_load, ptr2) == N(assembly_unload, ptr2) &&
+                N(assembly_load, name) == N(assembly_unload, name));
+  static_assert(N(domain_load, ptr) == N(domain_unload, ptr));
+  static_assert(N(context_load, ptr) == N(context_unload, ptr) && N(context_load, ptr2) == N(context_unload, ptr2));
+  static_assert(N(thread_start, ptr) == N(thread_end, ptr));
+
   void event(const Event& e, const EventInfo& info, uint64_t start_ns) {
     F& f = f_;
     const auto rel = static_cast<int64_t>(e.time - start_ns);
@@ -81,25 +105,25 @@ class Walk final : public BufferFormatter {
     switch (e.kind) {
       case EventKind::alloc:
         vtable(f, e.ptr);
-        f.ref("obj", e.obj, nullptr, {});
-        f.num("size", e.size);
+        f.ref(N(alloc, obj), e.obj, nullptr, {});
+        f.num(N(alloc, size), e.size);
         backtrace(f, e);
         break;
       case EventKind::gc_event:
-        f.enum_field("event", gc_event_name(e.code), e.code);
-        f.num("generation", e.generation);
+        f.enum_field(N(gc_event, code), gc_event_name(e.code), e.code);
+        f.num(N(gc_event, generation), e.generation);
         break;
       case EventKind::gc_resize:
-        f.num("size", e.size);
+        f.num(N(gc_resize, size), e.size);
         break;
       case EventKind::gc_move:
         f.moves(e.objects);
         break;
       case EventKind::gc_handle_created:
       case EventKind::gc_handle_destroyed:
-        f.enum_field("handle_type", handle_type_name(e.handle_type), e.handle_type);
-        f.num("handle", e.handle);
-        if (e.kind == EventKind::gc_handle_created) f.ref("obj", e.obj, nullptr, {});
+        f.enum_field(N(gc_handle_created, handle_type), handle_type_name(e.handle_type), e.handle_type);
+        f.num(N(gc_handle_created, handle), e.handle);
+        if (e.kind == EventKind::gc_handle_created) f.ref(N(gc_handle_created, obj), e.obj, nullptr, {});
         backtrace(f, e);
         break;
       case EventKind::gc_finalize_start:
@@ -109,102 +133,102 @@ class Walk final : public BufferFormatter {
         break;
       case EventKind::gc_finalize_object_start:
       case EventKind::gc_finalize_object_end:
-        f.ref("obj", e.obj, nullptr, {});
+        f.ref(N(gc_finalize_object_start, obj), e.obj, nullptr, {});
         break;
       case EventKind::class_load:
-        f.ref("class", e.ptr, &e.name, "name");
-        f.ref("image", e.ptr2, names_.image_name(e.ptr2), "image_name");
+        f.ref(N(class_load, ptr), e.ptr, &e.name, N(class_load, name));
+        f.ref(N(class_load, ptr2), e.ptr2, names_.image_name(e.ptr2), "image_name");
         break;
       case EventKind::image_load:
-        f.ref("image", e.ptr, &e.name, "name");
-        f.str("mvid", e.mvid);
+        f.ref(N(image_load, ptr), e.ptr, &e.name, N(image_load, name));
+        f.str(N(image_load, mvid), e.mvid);
         break;
       case EventKind::image_unload:
-        f.ref("image", e.ptr, &e.name, "name");
+        f.ref(N(image_unload, ptr), e.ptr, &e.name, N(image_unload, name));
         break;
       case EventKind::assembly_load:
       case EventKind::assembly_unload:
-        f.ref("image", e.ptr2, names_.image_name(e.ptr2), "image_name");
-        f.ref("assembly", e.ptr, &e.name, "name");
+        f.ref(N(assembly_load, ptr2), e.ptr2, names_.image_name(e.ptr2), "image_name");
+        f.ref(N(assembly_load, ptr), e.ptr, &e.name, N(assembly_load, name));
         break;
       case EventKind::domain_load:
       case EventKind::domain_unload:
-        f.ref("domain", e.ptr, names_.domain_name(e.ptr), "domain_name");
+        f.ref(N(domain_load, ptr), e.ptr, names_.domain_name(e.ptr), "domain_name");
         break;
       case EventKind::domain_name:
-        f.ref("domain", e.ptr, &e.name, "name");
+        f.ref(N(domain_name, ptr), e.ptr, &e.name, N(domain_name, name));
         break;
       case EventKind::context_load:
       case EventKind::context_unload:
-        f.ref("context", e.ptr, nullptr, {});
-        f.ref("domain", e.ptr2, names_.domain_name(e.ptr2), "domain_name");
+        f.ref(N(context_load, ptr), e.ptr, nullptr, {});
+        f.ref(N(context_load, ptr2), e.ptr2, names_.domain_name(e.ptr2), "domain_name");
         break;
       case EventKind::thread_start:
       case EventKind::thread_end:
-        f.ref("tid", e.ptr, names_.thread_name(e.ptr), "tid_name");
+        f.ref(N(thread_start, ptr), e.ptr, names_.thread_name(e.ptr), "tid_name");
         break;
       case EventKind::thread_name:
-        f.ref("tid", e.ptr, &e.name, "name");
+        f.ref(N(thread_name, ptr), e.ptr, &e.name, N(thread_name, name));
         break;
       case EventKind::vtable_load:
-        f.ref("domain", e.ptr2, names_.domain_name(e.ptr2), "domain_name");
-        f.ref("vtable", e.ptr, nullptr, {});
-        f.ref("class", e.ptr3, names_.class_name(e.ptr3), "class_name");
+        f.ref(N(vtable_load, ptr2), e.ptr2, names_.domain_name(e.ptr2), "domain_name");
+        f.ref(N(vtable_load, ptr), e.ptr, nullptr, {});
+        f.ref(N(vtable_load, ptr3), e.ptr3, names_.class_name(e.ptr3), "class_name");
         break;
       case EventKind::method_enter:
       case EventKind::method_leave:
       case EventKind::method_exc_leave:
-        f.method_ref("method", e.method, "method_name");
+        f.method_ref(N(method_enter, method), e.method, "method_name");
         break;
       case EventKind::method_jit:
-        f.ref("code", e.ptr, nullptr, {});
-        f.num("size", e.size);
-        f.ref("method", e.method, &e.name, "name");
+        f.ref(N(method_jit, ptr), e.ptr, nullptr, {});
+        f.num(N(method_jit, size), e.size);
+        f.ref(N(method_jit, method), e.method, &e.name, N(method_jit, name));
         break;
       case EventKind::exception_throw:
-        f.ref("obj", e.obj, nullptr, {});
+        f.ref(N(exception_throw, obj), e.obj, nullptr, {});
         backtrace(f, e);
         break;
       case EventKind::exception_clause:
-        f.enum_field("clause", clause_name(e.code), e.code);
-        f.num("index", e.index);
-        f.ref("obj", e.obj, nullptr, {});
-        f.method_ref("method", e.method, "method_name");
+        f.enum_field(N(exception_clause, code), clause_name(e.code), e.code);
+        f.num(N(exception_clause, index), e.index);
+        f.ref(N(exception_clause, obj), e.obj, nullptr, {});
+        f.method_ref(N(exception_clause, method), e.method, "method_name");
         break;
       case EventKind::monitor:
-        f.enum_field("event", monitor_event_name(e.code), e.code);
-        f.ref("obj", e.obj, nullptr, {});
+        f.enum_field(N(monitor, code), monitor_event_name(e.code), e.code);
+        f.ref(N(monitor, obj), e.obj, nullptr, {});
         backtrace(f, e);
         break;
       case EventKind::heap_object:
-        f.ref("obj", e.obj, nullptr, {});
+        f.ref(N(heap_object, obj), e.obj, nullptr, {});
         vtable(f, e.ptr);
-        f.num("size", e.size);
-        f.num("generation", e.generation);
+        f.num(N(heap_object, size), e.size);
+        f.num(N(heap_object, generation), e.generation);
         f.heap_refs(e.refs);
         break;
       case EventKind::heap_root:
         f.roots(e.roots);
         break;
       case EventKind::heap_root_register:
-        f.ref("start", e.ptr, nullptr, {});
-        f.num("size", e.size);
-        f.enum_field("source", root_source_name(e.code), e.code);
-        f.ref("key", e.ptr2, nullptr, {});
-        f.str("name", e.name);
+        f.ref(N(heap_root_register, ptr), e.ptr, nullptr, {});
+        f.num(N(heap_root_register, size), e.size);
+        f.enum_field(N(heap_root_register, code), root_source_name(e.code), e.code);
+        f.ref(N(heap_root_register, ptr2), e.ptr2, nullptr, {});
+        f.str(N(heap_root_register, name), e.name);
         break;
       case EventKind::heap_root_unregister:
-        f.ref("start", e.ptr, nullptr, {});
+        f.ref(N(heap_root_unregister, ptr), e.ptr, nullptr, {});
         break;
       case EventKind::sample_hit:
-        f.ref("tid", e.ptr, names_.thread_name(e.ptr), "tid_name");
+        f.ref(N(sample_hit, ptr), e.ptr, names_.thread_name(e.ptr), "tid_name");
         f.ips(e.ips);
-        f.methods("frames", e.frames);
+        f.methods(N(sample_hit, frames), e.frames);
         break;
       case EventKind::sample_usym:
-        f.ref("address", e.ptr, nullptr, {});
-        f.num("size", e.size);
-        f.str("name", e.name);
+        f.ref(N(sample_usym, ptr), e.ptr, nullptr, {});
+        f.num(N(sample_usym, size), e.size);
+        f.str(N(sample_usym, name), e.name);
         break;
       case EventKind::counter_descriptors:
         f.counter_descs(e.counter_descs);
@@ -213,26 +237,27 @@ class Walk final : public BufferFormatter {
         f.counter_values(e.counter_values);
         break;
       case EventKind::jit_helper:
-        f.enum_field("type", code_buffer_name(e.code), e.code);
-        f.ref("address", e.ptr, nullptr, {});
-        f.num("size", e.size);
-        if (e.code == format::CODE_BUFFER_SPECIFIC_TRAMPOLINE) f.str("name", e.name);
+        f.enum_field(N(jit_helper, code), code_buffer_name(e.code), e.code);
+        f.ref(N(jit_helper, ptr), e.ptr, nullptr, {});
+        f.num(N(jit_helper, size), e.size);
+        if (e.code == format::CODE_BUFFER_SPECIFIC_TRAMPOLINE) f.str(N(jit_helper, name), e.name);
         break;
       case EventKind::sync_point:
-        f.enum_field("type", sync_point_name(e.code), e.code);
+        f.enum_field(N(sync_point, code), sync_point_name(e.code), e.code);
         break;
       case EventKind::aot_id:
-        f.str("id", e.name);
+        f.str(N(aot_id, name), e.name);
         break;
     }
     f.end(info);
   }
+#undef N
 
   // A vtable with the name of its class; JSON also gets the class pointer once it is known.
   static void vtable(F& f, uint64_t v) { f.vtable(v); }
 
   static void backtrace(F& f, const Event& e) {
-    if (e.has_backtrace) f.methods("backtrace", e.backtrace);
+    if (e.has_backtrace) f.methods(layout::field_name<EventKind::alloc, layout::Member::backtrace>, e.backtrace);
   }
 
   OutBuffer& out_;

@@ -126,7 +126,7 @@ struct Event {
   uint64_t time = 0;           // absolute, ns (time_base + deltas, with uint64 wrap-around)
   bool has_backtrace = false;  // alloc, gc_handle_*, exception_throw, monitor: the _BT variant
 
-  // Field use per kind (everything absolute: bases and deltas already applied):
+  // Field use per kind, all absolute (file order and encodings: the table of mlpd/event_layout.h):
   //   alloc:                 ptr=vtable, obj, size, [backtrace]
   //   gc_event:              code=event (format::GcEvent), generation
   //   gc_resize:             size=new heap size

@@ -1,7 +1,7 @@
 // The agent's per-thread events, encoded straight into a ThreadLog's buffer. Each function reserves
 // its worst case (event byte + time + fields at 10 bytes per LEB128), encodes, commits. The bytes are
-// exactly what BufferEncoder writes for the same Event (tests/unit/writer/rt_events_test.cpp checks),
-// the layouts being those of format.h / docs/format.md.
+// exactly what BufferEncoder writes for the same Event (rt_events_test.cpp checks), the layouts being
+// the table's of mlpd/event_layout.h, written out here and checked by event_layout_test.cpp.
 #pragma once
 
 #include <cstdint>
