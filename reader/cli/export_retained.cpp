@@ -44,11 +44,19 @@ bool ends_with(std::string_view s, std::string_view tail) {
   return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
 }
 
-// A frame name: the stack separator is ';'.
-std::string frame(std::string s) {
-  for (char& c : s)
-    if (c == ';') c = ':';
-  return s;
+// Writes `text` to `path`; false after saying why.
+bool write_file(const std::string& path, const std::string& text) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) {
+    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, path.c_str(), std::strerror(errno));
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (std::fclose(out) != 0 || !ok) {
+    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -110,31 +118,7 @@ int cmd_export_retained(int argc, char** argv) {
     std::fprintf(stderr, "mlpd %s: %s\n", kCmd, r.error.c_str());
     return 1;
   }
-  // One stack per folded node, with the bytes of its own (retained minus its children's).
-  std::vector<views::CollapsedStack> stacks(r.folded.size());
-  std::vector<uint64_t> self(r.folded.size());
-  for (size_t i = 0; i < r.folded.size(); ++i) {
-    const views::FoldedNode& x = r.folded[i];
-    views::CollapsedStack& s = stacks[i];
-    if (x.parent == UINT32_MAX) {
-      const views::RootName& root = r.roots[x.root];
-      s.stack = frame(root.name.empty() ? root.kind : root.kind + " \"" + root.name + "\"");
-      s.kinds = "t";
-    } else {
-      s.stack = stacks[x.parent].stack;
-      s.kinds = stacks[x.parent].kinds;
-      self[x.parent] -= x.retained;
-    }
-    s.stack += ';' + frame(r.classes[x.klass].name);
-    s.kinds += 'm';
-    self[i] += x.retained;
-  }
-  std::vector<views::CollapsedStack> kept;
-  for (size_t i = 0; i < stacks.size(); ++i) {
-    if (self[i] == 0) continue;
-    stacks[i].weight = self[i];
-    kept.push_back(std::move(stacks[i]));
-  }
+  std::vector<views::CollapsedStack> kept = views::retained_stacks(r);
   std::string text;
   if (pprof) {
     std::FILE* out = std::fopen(out_path.c_str(), "wb");
@@ -159,16 +143,7 @@ int cmd_export_retained(int argc, char** argv) {
   } else {
     for (const views::CollapsedStack& s : kept) text += s.stack + ' ' + std::to_string(s.weight) + '\n';
   }
-  std::FILE* out = std::fopen(out_path.c_str(), "wb");
-  if (!out) {
-    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
-    return 1;
-  }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-  if (std::fclose(out) != 0 || !ok) {
-    std::fprintf(stderr, "mlpd %s: cannot write '%s': %s\n", kCmd, out_path.c_str(), std::strerror(errno));
-    return 1;
-  }
+  if (!write_file(out_path, text)) return 1;
   return status;
 }
 

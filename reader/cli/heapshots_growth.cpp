@@ -1,10 +1,9 @@
 // mlpd heapshots --diff A B --retained and --suspects: what grew between heapshots, by retained bytes
-// (docs/reports.md "What grew"), from the analyses of heapshots_retained.cpp.
+// (docs/reports.md "What grew"): the heapshots read, and the growth and suspects (views/retention.cpp) as text and JSON.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 namespace mlpd::cli {
 
 using namespace heapshots_detail;
+using views::Growth;
 using views::Retention;
 
 namespace {
@@ -24,52 +24,6 @@ std::string signed_str(int64_t v) {
   std::string s = v >= 0 ? "+" : "";
   s += std::to_string(v);
   return s;
-}
-
-// Growth of retained bytes by class and by folded subtree, from a to b (matched by name).
-struct Growth {
-  std::string name;
-  int64_t retained = 0, objects = 0;
-  uint64_t from = 0, to = 0;
-};
-
-std::vector<Growth> class_growth(const Retention& a, const Retention& b) {
-  std::map<std::string, Growth> m;
-  for (const auto& c : a.classes) {
-    Growth& g = m[c.name];
-    g.from += c.retained;
-    g.objects -= static_cast<int64_t>(c.objects);
-  }
-  for (const auto& c : b.classes) {
-    Growth& g = m[c.name];
-    g.to += c.retained;
-    g.objects += static_cast<int64_t>(c.objects);
-  }
-  std::vector<Growth> out;
-  for (auto& [name, g] : m) {
-    g.name = name;
-    g.retained = static_cast<int64_t>(g.to - g.from);
-    if (g.retained || g.objects) out.push_back(g);
-  }
-  // Equal growth (a holder and the array it owns): the one retaining more first, the holder.
-  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) {
-    return x.retained != y.retained ? x.retained > y.retained : x.to > y.to;
-  });
-  return out;
-}
-
-std::vector<Growth> subtree_growth(const Retention& a, const Retention& b, uint32_t depth) {
-  std::map<std::string, Growth> m;
-  for (const auto& [path, bytes] : views::folded_paths(a, depth)) m[path].from += bytes;
-  for (const auto& [path, bytes] : views::folded_paths(b, depth)) m[path].to += bytes;
-  std::vector<Growth> out;
-  for (auto& [name, g] : m) {
-    g.name = name;
-    g.retained = static_cast<int64_t>(g.to - g.from);
-    if (g.retained) out.push_back(g);
-  }
-  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) { return x.retained > y.retained; });
-  return out;
 }
 
 void growth_json(OutBuffer& out, const std::vector<Growth>& v, uint64_t top, bool objects) {
@@ -131,8 +85,8 @@ int run_diff(const RetainedRequest& q) {
   const Retention& a = *pa;
   const Retention& b = *pb;
   if (report_error(a) || report_error(b)) return 1;
-  const std::vector<Growth> classes = class_growth(a, b);
-  const std::vector<Growth> subtrees = subtree_growth(a, b, fold_depth);
+  const std::vector<Growth> classes = views::class_growth(a, b);
+  const std::vector<Growth> subtrees = views::subtree_growth(a, b, fold_depth);
   if (q.json) {
     out.put("{\"from\":").dec(a.index).put(",\"to\":").dec(b.index).put(",\"retained\":");
     out.sdec(static_cast<int64_t>((b.bytes - b.unreached_bytes) - (a.bytes - a.unreached_bytes)));
@@ -168,32 +122,7 @@ int run_suspects(const RetainedRequest& q) {
                  q.files[0].c_str(), f.results.size());
     return 2;
   }
-  // A suspect: a subtree present in every heapshot whose retained bytes never shrank from one
-  // heapshot to the next and grew at more than half of the steps (a heapshot taken when nothing
-  // was added, at shutdown say, does not clear it).
-  std::map<std::string, std::vector<uint64_t>> series;
-  for (size_t s = 0; s < f.results.size(); ++s) {
-    std::map<std::string, uint64_t> here;
-    for (const auto& [path, bytes] : views::folded_paths(f.results[s], fold_depth)) here[path] += bytes;
-    for (const auto& [path, bytes] : here) {
-      std::vector<uint64_t>& v = series[path];
-      if (v.size() == s) v.push_back(bytes);
-    }
-  }
-  std::vector<std::pair<std::string, std::vector<uint64_t>>> suspects;
-  for (auto& [path, v] : series) {
-    if (v.size() != f.results.size()) continue;
-    bool shrank = false;
-    size_t grew = 0;
-    for (size_t i = 1; i < v.size(); ++i) {
-      shrank = shrank || v[i] < v[i - 1];
-      grew += v[i] > v[i - 1];
-    }
-    if (!shrank && 2 * grew > v.size() - 1) suspects.emplace_back(path, std::move(v));
-  }
-  std::stable_sort(suspects.begin(), suspects.end(), [](const auto& x, const auto& y) {
-    return x.second.back() - x.second.front() > y.second.back() - y.second.front();
-  });
+  const std::vector<views::Suspect> suspects = views::leak_suspects(f.results, fold_depth);
   size_t shown = 0;
   if (q.json) {
     out.put("{\"heapshots\":").dec(f.results.size()).put(",\"suspects\":[");

@@ -61,9 +61,7 @@ struct PartTallies {
 
 // One buffer read ahead: its bytes, then what a worker made of them.
 struct PartJob {
-  std::unique_ptr<uint8_t[]> data;
-  size_t capacity = 0;
-  const uint8_t* bytes = nullptr;  // the buffer's data: in `data`, or lent by a mapped input (Input::lend)
+  const uint8_t* bytes = nullptr;  // the buffer's data: in the pipeline's slot, or lent by a mapped input
   BufferInfo info;
   std::string cut;  // Input::truncation_warning() right after its bytes were read
   ThreadPart* part = nullptr;  // the part (file thread) it belongs to
@@ -80,7 +78,6 @@ struct PartJob {
   uint64_t problem_offset = 0;
   bool over_budget = false;        // the memory budget stopped it at budget_offset
   uint64_t budget_offset = 0;
-  bool done = false;
 };
 
 // The window and bounds a part needs (Builder's, fixed before any buffer is handed out).

@@ -543,4 +543,70 @@ std::vector<std::pair<std::string, uint64_t>> folded_paths(const Retention& r, u
   return out;
 }
 
+std::vector<Growth> class_growth(const Retention& a, const Retention& b) {
+  std::map<std::string, Growth> m;
+  for (const auto& c : a.classes) {
+    Growth& g = m[c.name];
+    g.from += c.retained;
+    g.objects -= static_cast<int64_t>(c.objects);
+  }
+  for (const auto& c : b.classes) {
+    Growth& g = m[c.name];
+    g.to += c.retained;
+    g.objects += static_cast<int64_t>(c.objects);
+  }
+  std::vector<Growth> out;
+  for (auto& [name, g] : m) {
+    g.name = name;
+    g.retained = static_cast<int64_t>(g.to - g.from);
+    if (g.retained || g.objects) out.push_back(g);
+  }
+  // Equal growth (a holder and the array it owns): the one retaining more first, the holder.
+  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) {
+    return x.retained != y.retained ? x.retained > y.retained : x.to > y.to;
+  });
+  return out;
+}
+
+std::vector<Growth> subtree_growth(const Retention& a, const Retention& b, uint32_t depth) {
+  std::map<std::string, Growth> m;
+  for (const auto& [path, bytes] : folded_paths(a, depth)) m[path].from += bytes;
+  for (const auto& [path, bytes] : folded_paths(b, depth)) m[path].to += bytes;
+  std::vector<Growth> out;
+  for (auto& [name, g] : m) {
+    g.name = name;
+    g.retained = static_cast<int64_t>(g.to - g.from);
+    if (g.retained) out.push_back(g);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) { return x.retained > y.retained; });
+  return out;
+}
+
+std::vector<Suspect> leak_suspects(const std::vector<Retention>& shots, uint32_t depth) {
+  std::map<std::string, std::vector<uint64_t>> series;
+  for (size_t s = 0; s < shots.size(); ++s) {
+    std::map<std::string, uint64_t> here;
+    for (const auto& [path, bytes] : folded_paths(shots[s], depth)) here[path] += bytes;
+    for (const auto& [path, bytes] : here) {
+      std::vector<uint64_t>& v = series[path];
+      if (v.size() == s) v.push_back(bytes);
+    }
+  }
+  std::vector<Suspect> suspects;
+  for (auto& [path, v] : series) {
+    if (v.size() != shots.size()) continue;
+    bool shrank = false;
+    size_t grew = 0;
+    for (size_t i = 1; i < v.size(); ++i) {
+      shrank = shrank || v[i] < v[i - 1];
+      grew += v[i] > v[i - 1];
+    }
+    if (!shrank && 2 * grew > v.size() - 1) suspects.push_back(Suspect{path, std::move(v)});
+  }
+  std::stable_sort(suspects.begin(), suspects.end(), [](const Suspect& x, const Suspect& y) {
+    return x.retained.back() - x.retained.front() > y.retained.back() - y.retained.front();
+  });
+  return suspects;
+}
+
 }  // namespace mlpd::views

@@ -1,4 +1,5 @@
-// The dominator tree's collapsed stacks (export_retained.cpp) as pprof's profile.proto, gzip-compressed:
+// The folded dominator tree as collapsed stacks of retained bytes (retained_stacks: what mlpd export
+// --what retained draws), and those stacks as pprof's profile.proto, gzip-compressed:
 // one sample per stack, leaf first, valued in retained bytes ("retained"/"bytes"), one Function and
 // one Location per distinct frame (a root or a class). `go tool pprof -top` then lists the classes by
 // the bytes they retain themselves, `-cum` with what they hold.
@@ -10,6 +11,45 @@
 #include "profile.pb.h"
 
 namespace mlpd::views {
+
+namespace {
+
+// A frame name: the stack separator is ';'.
+std::string frame(std::string s) {
+  for (char& c : s)
+    if (c == ';') c = ':';
+  return s;
+}
+
+}  // namespace
+
+std::vector<CollapsedStack> retained_stacks(const Retention& r) {
+  std::vector<CollapsedStack> stacks(r.folded.size());
+  std::vector<uint64_t> self(r.folded.size());
+  for (size_t i = 0; i < r.folded.size(); ++i) {
+    const FoldedNode& x = r.folded[i];
+    CollapsedStack& s = stacks[i];
+    if (x.parent == UINT32_MAX) {
+      const RootName& root = r.roots[x.root];
+      s.stack = frame(root.name.empty() ? root.kind : root.kind + " \"" + root.name + "\"");
+      s.kinds = "t";
+    } else {
+      s.stack = stacks[x.parent].stack;
+      s.kinds = stacks[x.parent].kinds;
+      self[x.parent] -= x.retained;
+    }
+    s.stack += ';' + frame(r.classes[x.klass].name);
+    s.kinds += 'm';
+    self[i] += x.retained;
+  }
+  std::vector<CollapsedStack> kept;
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    if (self[i] == 0) continue;
+    stacks[i].weight = self[i];
+    kept.push_back(std::move(stacks[i]));
+  }
+  return kept;
+}
 
 bool write_retained_pprof(const std::vector<CollapsedStack>& stacks, std::FILE* out, std::string& error) {
   perftools::profiles::Profile pb;

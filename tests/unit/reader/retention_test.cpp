@@ -5,6 +5,8 @@
 // object, a heapshot without HEAP_END, a memory budget too small.
 #include "mlpd_catch.h"
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -184,6 +186,19 @@ TEST_CASE("retention: exact retained sizes, MAT's class figure, roots, paths, un
   CHECK(r.roots[r.folded[0].root].name == "Static Fields: Holder");
   CHECK(r.classes[r.folded[0].klass].name == "Holder");
   CHECK(r.folded[0].retained == 168);
+  // As collapsed stacks (export --what retained): each frame weighs its own bytes, and they add up to
+  // the reached bytes.
+  const std::vector<mlpd::views::CollapsedStack> stacks = mlpd::views::retained_stacks(r);
+  uint64_t sum = 0;
+  for (const auto& s : stacks) {
+    CHECK(s.weight > 0);
+    CHECK(s.kinds.size() == static_cast<size_t>(std::count(s.stack.begin(), s.stack.end(), ';')) + 1);
+    sum += s.weight;
+  }
+  CHECK(sum == r.bytes - r.unreached_bytes);
+  REQUIRE(!stacks.empty());
+  CHECK(stacks[0].stack == "static \"Static Fields: Holder\";Holder");
+  CHECK(stacks[0].weight == 24);  // 168 retained less the Node below it
   // Paths.
   uint64_t instances = 0;
   std::vector<RootPath> p = a.shots[0]->paths("Leaf", 5, instances);
@@ -519,4 +534,66 @@ TEST_CASE("heap graph: a root range registered after the heapshot labels it once
   c.label(graphs[0], &loose_now);
   CHECK(loose_now.empty());
   CHECK(kind_of(graphs[0], 1) == 1);  // the thread's stack
+}
+
+namespace {
+
+// A heapshot's analysis by hand: one static root holding a List (top-level) with `items` bytes of
+// Item below it, and a stack-held Buffer.
+Retention shot(uint64_t list, uint64_t items, uint64_t buffer, uint64_t list_objects) {
+  Retention r;
+  r.classes = {{"List", list_objects, 40 * list_objects, list + items, 0},
+               {"Item", 10, 1000, items, 0},
+               {"Buffer", 1, buffer, buffer, 1}};
+  r.roots = {{"static", "Cache"}, {"stack", "req-1"}};
+  FoldedNode top;
+  top.klass = 0;
+  top.root = 0;
+  top.retained = list + items;
+  FoldedNode item;
+  item.parent = 0;
+  item.depth = 2;
+  item.klass = 1;
+  item.retained = items;
+  FoldedNode held;
+  held.klass = 2;
+  held.root = 1;
+  held.retained = buffer;
+  r.folded = {top, item, held};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("retention: growth by class and by subtree, leak suspects over heapshots", "[retention]") {
+  const Retention a = shot(40, 1000, 500, 1), b = shot(40, 3000, 500, 1), c = shot(40, 3000, 100, 2);
+  const std::vector<mlpd::views::Growth> classes = mlpd::views::class_growth(a, b);
+  REQUIRE(classes.size() == 2);  // Buffer did not change
+  CHECK(classes[0].name == "List");  // +2000 retained like Item, but retaining more
+  CHECK(classes[0].retained == 2000);
+  CHECK(classes[1].name == "Item");
+  CHECK(classes[1].from == 1000);
+  CHECK(classes[1].to == 3000);
+  const auto objects = mlpd::views::class_growth(b, c);
+  REQUIRE(objects.size() == 2);
+  CHECK(objects[0].name == "List");  // one object more, no byte more
+  CHECK(objects[0].objects == 1);
+  CHECK(objects[1].name == "Buffer");
+  CHECK(objects[1].retained == -400);
+  const auto subtrees = mlpd::views::subtree_growth(a, b, 6);
+  REQUIRE(subtrees.size() == 2);
+  CHECK(subtrees[0].name == "static Cache > List");
+  CHECK(subtrees[0].retained == 2000);
+  CHECK(subtrees[1].name == "static Cache > List > Item");
+  CHECK(mlpd::views::subtree_growth(a, b, 1).size() == 1);  // one level only
+  // Suspects: grew at most steps and never shrank. The List grows, then stays (a, b, b, c): 1 of 3
+  // steps is not "more than half"; a, b, c, then more: yes. The Buffer shrank: never.
+  const std::vector<Retention> flat = {a, b, b, c};
+  CHECK(mlpd::views::leak_suspects(flat, 6).empty());
+  const std::vector<Retention> growing = {a, b, shot(40, 4000, 500, 1), shot(40, 5000, 600, 1)};
+  const auto suspects = mlpd::views::leak_suspects(growing, 6);
+  REQUIRE(suspects.size() == 2);
+  CHECK(suspects[0].path == "static Cache > List");
+  CHECK(suspects[0].retained == std::vector<uint64_t>{1040, 3040, 4040, 5040});
+  CHECK(suspects[1].path == "static Cache > List > Item");
 }

@@ -111,6 +111,33 @@ class RetentionAnalysis {
 // --diff and --suspects (matching subtrees across heapshots by what they are, not by address).
 std::vector<std::pair<std::string, uint64_t>> folded_paths(const Retention& r, uint32_t max_depth);
 
+// What grew from heapshot a to heapshot b (mlpd heapshots --diff --retained; docs/reports.md "What
+// grew"), matched by name: by class (retained bytes, objects; changed ones only, most grown first, a
+// holder before what it owns on equal growth), and by top-level folded subtree (folded_paths with
+// `depth` levels).
+struct Growth {
+  std::string name;
+  int64_t retained = 0, objects = 0;
+  uint64_t from = 0, to = 0;
+};
+std::vector<Growth> class_growth(const Retention& a, const Retention& b);
+std::vector<Growth> subtree_growth(const Retention& a, const Retention& b, uint32_t depth);
+
+// Leak suspects (mlpd heapshots --suspects) over heapshots in time order: the folded subtrees present
+// in every one whose retained bytes never shrank from one to the next and grew at more than half of
+// the steps (a heapshot taken when nothing was added, at shutdown say, does not clear one); most grown
+// first.
+struct Suspect {
+  std::string path;
+  std::vector<uint64_t> retained;  // per heapshot
+};
+std::vector<Suspect> leak_suspects(const std::vector<Retention>& shots, uint32_t depth);
+
+// The folded dominator tree as collapsed stacks (mlpd export --what retained): "KIND \"NAME\";Class;
+// Class" (';' in a name becomes ':'), each weighing the bytes of its own (its retained bytes less its
+// children's); frames without bytes of their own are left out. In the folded tree's order.
+std::vector<CollapsedStack> retained_stacks(const Retention& r);
+
 // Collapsed stacks of retained bytes ("root;Class;Class", bytes of the frame's own) as pprof's
 // profile.proto, gzip-compressed (retention_pprof.cpp). False with `error` when it cannot be written.
 bool write_retained_pprof(const std::vector<CollapsedStack>& stacks, std::FILE* out, std::string& error);
