@@ -16,7 +16,7 @@ packages=(
   # Exports (issue 10), checked by the tools they are for: go tool pprof, protobuf for writing pprof,
   # jsonschema for speedscope files (chromium above also opens speedscope's viewer).
   golang-go libprotobuf-dev protobuf-compiler python3-jsonschema
-  nlohmann-json3-dev  # the unit tests decode the JSON exports back (tests/unit/reader/views_export_test.cpp)
+  nlohmann-json3-dev  # the unit tests decode the JSON exports back (tests/unit/reader/views/views_export_test.cpp)
   python3 procps time  # time: /usr/bin/time -f %M, peak memory in the reader-limit tests
   help2man  # mlpd.1 from mlpd --help for the Debian package
   file dpkg-dev  # cpack's Debian package: its shared-library dependencies (dpkg-shlibdeps; CPackDeb needs file)

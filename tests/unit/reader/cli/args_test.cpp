@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "../../../reader/cli/args.h"
-#include "../../../reader/cli/window.h"
+#include "../../../../reader/cli/args.h"
+#include "../../../../reader/cli/window.h"
 
 using namespace mlpd;
 using namespace mlpd::cli;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../../../reader/cli/out_buffer.h"
+#include "../../../../reader/cli/out_buffer.h"
 
 namespace {
 
