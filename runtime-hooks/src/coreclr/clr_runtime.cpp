@@ -1251,13 +1251,6 @@ const rt::Backtrace* ClrRuntime::backtrace(rt::Backtrace& bt) {
   return &bt;
 }
 
-// The allocating method when the chain skipped it (HiddenFrames, code_map.h): its optimised code
-// called one of the runtime's allocation helpers, which make no frame record (35-100% of allocations
-// in tier-1 code lost their innermost frame, or were charged to the caller). The native return
-// addresses below the chain's first managed frame are looked up: a learned chain says where the hidden
-// return address is (read, and kept if it is in JIT code) or that there is none. An unknown one asks
-// the runtime's own walk once (DoStackSnapshot, stopped at the first managed frame: exact, about
-// 1.5 us) and learns from it where that frame's return address sits. Returns the hidden method, 0: none.
 // On-stack replacement in a backtrace (the samples' unwinder does the same: sample_capture.h's
 // set_replaced_frames): the record at `fp` belongs to an OSR body when the return address it holds
 // (`ip`) lies in another body of the method of the frame before it (the one it returned into): a
@@ -1295,6 +1288,14 @@ void ClrRuntime::osr_caller(uint64_t fp, uint64_t caller_fp, uint64_t lowest_fp,
     }
 }
 
+// The allocating method when the chain skipped it (HiddenFrames, code_map.h): its optimised code
+// called one of the runtime's allocation helpers, which make no frame record (35-100% of allocations
+// in tier-1 code lost their innermost frame, or were charged to the caller). The native return
+// addresses below the chain's first managed frame are looked up: a learned chain says where the hidden
+// return address is (read, and kept if it is in JIT code) or that there is none. An unknown one asks
+// the runtime's own walk once (DoStackSnapshot, stopped at the first managed frame: exact, about
+// 1.5 us) and learns from it where that frame's return address sits. Returns the hidden method, 0: none;
+// `hidden_at`: where its return address was found (0: not known).
 uint64_t ClrRuntime::hidden_frame(const uint64_t* ips, const uint64_t* fps, const uint64_t* methods, unsigned walked,
                                   uint64_t stack_hi, uint64_t& hidden_ip, uint64_t& hidden_at) {
   hidden_ip = 0;
