@@ -113,6 +113,10 @@ bool HelperThread::start() {
   pthread_sigmask(SIG_SETMASK, &all, &old);
   const int rc = pthread_create(&thread_, nullptr, &HelperThread::entry, this);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // Named here, before start() returns, rather than by the thread itself when it first runs: `mlpd
+  // attach` reports success once start has returned, and then looks for this name (a second attach
+  // is refused as "profiled already"; a CI run's check found the thread unnamed 1 ms after attach).
+  if (rc == 0) pthread_setname_np(thread_, "mlpd-helper");
   started_ = rc == 0;
   return started_;
 }
@@ -145,8 +149,6 @@ bool HelperThread::stop(int limit_seconds) {
 }
 
 void* HelperThread::entry(void* self) {
-  // Named, so that `mlpd attach` can tell a process profiled already (and tests that it is gone).
-  pthread_setname_np(pthread_self(), "mlpd-helper");
   static_cast<HelperThread*>(self)->main_loop();
   return nullptr;
 }
