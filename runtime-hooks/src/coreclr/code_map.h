@@ -91,13 +91,19 @@ class CodeMap {
   }
   // frame_shape.h's stack depth of the frameless body holding `ip` (a leaf's ip, or a return address
   // minus one: past the prologue), -1 when the body makes a frame record, is unknown, or a leaf's ip is
-  // still in the prologue.
+  // still in the prologue. Through the cache of addresses (the samples' unwinder asks this for every
+  // JIT'd frame of every sample, the same return addresses again and again): the lock only for a
+  // frameless leaf, whose body's start tells whether its ip is past the prologue.
   int frameless_depth(uint64_t ip, bool leaf) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    const Range* r = find_locked(ip);
-    if (!r || !(r->shape & kFrameless)) return -1;
-    if (leaf && ip - r->start < frameless_prologue(r->shape)) return -1;
-    return static_cast<int>(frameless_depth_of(r->shape));
+    uint32_t shape = 0;
+    if (!find(ip, shape) || !(shape & kFrameless)) return -1;
+    if (leaf) {
+      std::shared_lock<std::shared_mutex> lock(mutex_);
+      const Range* r = find_locked(ip);
+      if (!r || !(r->shape & kFrameless) || ip - r->start < frameless_prologue(r->shape)) return -1;
+      shape = r->shape;
+    }
+    return static_cast<int>(frameless_depth_of(shape));
   }
   // Whether `b` lies in another body (range) of the method whose code holds `a` (on-stack
   // replacement: an OSR body's frame record returns into its tier-0 body). Recursion within one body
