@@ -47,12 +47,15 @@ struct Sleeper {
       ::execve(exe, argv, e.data());
       ::_exit(127);
     }
+    REQUIRE(pid > 0);
     for (int i = 0; i < 200 && attach_proc::proc_words(pid, "cmdline") != std::vector<std::string>{"sleep", "30"}; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ~Sleeper() {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
+    if (pid > 0) {  // never kill(-1, ...): every process of the user
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
   }
 };
 
