@@ -46,13 +46,11 @@ struct Child {
       ::execve(exe.c_str(), a.data(), e.data());
       ::_exit(127);
     }
-    // Until the exec is done, /proc shows this test's image.
-    for (int i = 0; i < 200; ++i) {
-      char buf[4096];
-      const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof buf - 1);
-      if (n > 0 && std::string(buf, static_cast<size_t>(n)).find("unit_tests") == std::string::npos) break;
+    // Until the exec is done (the new image's arguments and environment in place), /proc shows this
+    // test's image or nothing.
+    const std::vector<std::string> want(argv.begin(), argv.end());
+    for (int i = 0; i < 400 && attach_proc::proc_words(pid, "cmdline") != want; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
   }
   void end() {
     if (pid > 0) {
