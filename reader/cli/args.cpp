@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <string_view>
 #include <thread>
+
+#include "mlpd/budget.h"
 
 namespace mlpd::cli {
 
@@ -97,6 +100,34 @@ int parse_args(int argc, char** argv, const char* command, const char* help, std
   if (status >= 0) return status;
   if (need_file && files.empty()) return usage_error(command, "no FILE given");
   return -1;
+}
+
+int take_max_memory(int argc, char** argv) {
+  int n = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") {
+      while (i < argc) argv[n++] = argv[i++];
+      break;
+    }
+    std::string_view value;
+    if (a.rfind("--max-memory=", 0) == 0) {
+      value = a.substr(13);
+    } else if (a == "--max-memory" && i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      argv[n++] = argv[i];
+      continue;
+    }
+    uint64_t bytes = 0;
+    if (!parse_size(value, bytes)) {
+      std::fprintf(stderr, "mlpd: bad value in '--max-memory=%.*s': expected a size such as 512M or 2G\n",
+                   static_cast<int>(value.size()), value.data());
+      return -1;
+    }
+    process_budget().set_limit(bytes);
+  }
+  return n;
 }
 
 }  // namespace mlpd::cli

@@ -40,6 +40,11 @@ Option jobs_option(unsigned& jobs);
 // Prints "mlpd COMMAND: MESSAGE (try 'mlpd COMMAND --help')" on stderr; returns 2.
 int usage_error(const char* command, const std::string& message);
 
+// `mlpd`'s own option, anywhere after the command: --max-memory=SIZE / --max-memory SIZE (the reader's
+// memory budget, mlpd/budget.h: process_budget() set), taken out of argv[1..argc) up to a `--` (which
+// stays, with what follows it). Returns the new argc, or -1 after one line on stderr for a bad SIZE.
+int take_max_memory(int argc, char** argv);
+
 // Goes over the arguments in order: `--` ends the options, `--help`/`-h` prints `help` (returns 0),
 // an option fills its flag or takes its value, "-", "" and words not starting with '-' are files, and
 // anything else is an unknown option. Returns -1 when the command should go on, 0 after --help, 2

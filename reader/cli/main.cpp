@@ -3,8 +3,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "args.h"
 #include "commands.h"
-#include "mlpd/budget.h"
 
 namespace {
 
@@ -68,33 +68,9 @@ int main(int argc, char** argv) {
     std::printf("mlpd " MLPD_VERSION " (format 3.0, data version 17)\n");
     return 0;
   }
-  // --max-memory=SIZE / --max-memory SIZE, anywhere after the command: the reader's memory budget
-  // (mlpd/budget.h), taken out before the command parses its own arguments.
-  int n = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") {
-      while (i < argc) argv[n++] = argv[i++];
-      break;
-    }
-    std::string_view value;
-    if (a.rfind("--max-memory=", 0) == 0) {
-      value = a.substr(13);
-    } else if (a == "--max-memory" && i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      argv[n++] = argv[i];
-      continue;
-    }
-    uint64_t bytes = 0;
-    if (!mlpd::parse_size(value, bytes)) {
-      std::fprintf(stderr, "mlpd: bad value in '--max-memory=%.*s': expected a size such as 512M or 2G\n",
-                   static_cast<int>(value.size()), value.data());
-      return 2;
-    }
-    mlpd::process_budget().set_limit(bytes);
-  }
-  argc = n;
+  // --max-memory (args.h), taken out before the command parses its own arguments.
+  argc = mlpd::cli::take_max_memory(argc, argv);
+  if (argc < 0) return 2;
   for (const Command& c : kCommands) {
     if (cmd == c.name) return c.run(argc - 1, argv + 1);
   }

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "mlpd/encoder.h"
+#include "mlpd/event_layout.h"
 #include "mlpd/format.h"
 
 namespace mlpd::test {
@@ -25,16 +26,7 @@ std::vector<EventKind> all_event_kinds() {
 }
 
 bool kind_has_backtrace_variant(EventKind kind) {
-  switch (kind) {
-    case EventKind::alloc:
-    case EventKind::gc_handle_created:
-    case EventKind::gc_handle_destroyed:
-    case EventKind::exception_throw:
-    case EventKind::monitor:
-      return true;
-    default:
-      return false;
-  }
+  return layout::layout_of(kind).bt_event_byte != layout::kNoVariant;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,189 +211,115 @@ std::vector<Event> EventGen::events(size_t n) {
   return out;
 }
 
+// Generated from the layout table (mlpd/event_layout.h), as the encoder and the decoder are: each
+// field of the kind, in file order, gets a value picked by its encoding and the check the reader makes
+// of it, so a kind or a field added to the table is generated here without a line written. What the
+// table does not say is below: the GUID-like strings of image_load's mvid and aot_id, and the NULL
+// object of a finally/fault clause (Mono writes none for them).
 Event EventGen::make(EventKind kind) {
+  using layout::Check;
+  using layout::Cond;
+  using layout::Enc;
+  using layout::Member;
+  static constexpr const char* kGuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
   Event e;
   e.reset(kind);
   e.time = next_time();
-  auto maybe_backtrace = [&] {
-    e.has_backtrace = chance(50);
-    if (e.has_backtrace) e.backtrace = backtrace();
-  };
-  // No default: -Wswitch (an error with -Werror) flags a kind added to event.h but not here.
-  switch (kind) {
-    case EventKind::alloc:
-      e.ptr = pointer();
-      e.obj = object();
-      e.size = u64();
-      maybe_backtrace();
-      break;
-    case EventKind::gc_event: {
-      static constexpr uint8_t kGcEvents[] = {0, 5, 6, 7, 8, 9, 10, 11};
-      e.code = kGcEvents[below(std::size(kGcEvents))];
-      e.generation = static_cast<uint8_t>(below(256));
-      break;
+  auto field = [&]<Enc E, Cond C, Check K, Member M, class T>(T& v) {
+    if constexpr (C == Cond::if_backtrace) {
+      e.has_backtrace = chance(50);
+      if (!e.has_backtrace) return;
+    } else if constexpr (C == Cond::if_trampoline) {
+      if (e.code != CODE_BUFFER_SPECIFIC_TRAMPOLINE) return;
     }
-    case EventKind::gc_resize:
-      e.size = u64();
-      break;
-    case EventKind::gc_move: {
+    if constexpr (E == Enc::byte) {
+      static_assert(M == Member::code || M == Member::generation, "a byte field the generator does not know");
+      if constexpr (K == Check::gc_event) {
+        static constexpr uint8_t kGcEvents[] = {0, 5, 6, 7, 8, 9, 10, 11};
+        v = kGcEvents[below(std::size(kGcEvents))];
+      } else if constexpr (K == Check::clause_type) {
+        static constexpr uint8_t kClauses[] = {CLAUSE_CATCH, CLAUSE_FILTER, CLAUSE_FINALLY, CLAUSE_FAULT};
+        v = kClauses[below(std::size(kClauses))];
+      } else if constexpr (K == Check::monitor) {
+        v = static_cast<uint8_t>(MONITOR_CONTENTION + below(3));
+      } else if constexpr (K == Check::root_source) {
+        v = static_cast<uint8_t>(below(kMaxRootSource + 1));
+      } else if constexpr (K == Check::code_buffer) {
+        v = static_cast<uint8_t>(below(kMaxCodeBufferType + 1));
+      } else if constexpr (K == Check::sync_point) {
+        v = static_cast<uint8_t>(below(SYNC_POINT_WORLD_START + 1));
+      } else {
+        static_assert(K == Check::none, "a byte check the generator does not know");
+        v = static_cast<uint8_t>(below(256));
+      }
+    } else if constexpr (E == Enc::uleb) {
+      if constexpr (K == Check::handle_type) v = below(kMaxGcHandleType + 1);
+      else {
+        static_assert(K == Check::none, "a uleb check the generator does not know");
+        v = u64();
+      }
+    } else if constexpr (E == Enc::ptr) {
+      v = pointer();
+    } else if constexpr (E == Enc::obj) {
+      if (kind == EventKind::exception_clause && (e.code == CLAUSE_FINALLY || e.code == CLAUSE_FAULT)) v = 0;
+      else v = object();
+    } else if constexpr (E == Enc::method) {
+      v = method();
+    } else if constexpr (E == Enc::string) {
+      if constexpr (M == Member::mvid) v = chance(70) ? kGuid : text();
+      else if (kind == EventKind::aot_id) v = chance(50) ? kGuid : text();
+      else v = text();
+    } else if constexpr (E == Enc::backtrace || E == Enc::method_list) {
+      v = backtrace();
+    } else if constexpr (E == Enc::obj_pairs) {
       const size_t pairs = chance(90) ? below(33) : 33 + below(500);
-      e.objects.resize(2 * pairs);
-      for (uint64_t& o : e.objects) o = object();
-      break;
-    }
-    case EventKind::gc_handle_created:
-      e.handle_type = below(kMaxGcHandleType + 1);
-      e.handle = u64();
-      e.obj = object();
-      maybe_backtrace();
-      break;
-    case EventKind::gc_handle_destroyed:
-      e.handle_type = below(kMaxGcHandleType + 1);
-      e.handle = u64();
-      maybe_backtrace();
-      break;
-    case EventKind::gc_finalize_start:
-    case EventKind::gc_finalize_end:
-    case EventKind::heap_start:
-    case EventKind::heap_end:
-      break;
-    case EventKind::gc_finalize_object_start:
-    case EventKind::gc_finalize_object_end:
-      e.obj = object();
-      break;
-    case EventKind::class_load:
-    case EventKind::assembly_load:
-    case EventKind::assembly_unload:
-      e.ptr = pointer();
-      e.ptr2 = pointer();
-      e.name = text();
-      break;
-    case EventKind::image_load:
-      e.ptr = pointer();
-      e.name = text();
-      e.mvid = chance(70) ? "3f2504e0-4f89-11d3-9a0c-0305e82c3301" : text();
-      break;
-    case EventKind::image_unload:
-    case EventKind::domain_name:
-    case EventKind::thread_name:
-      e.ptr = pointer();
-      e.name = text();
-      break;
-    case EventKind::domain_load:
-    case EventKind::domain_unload:
-    case EventKind::thread_start:
-    case EventKind::thread_end:
-    case EventKind::heap_root_unregister:
-      e.ptr = pointer();
-      break;
-    case EventKind::context_load:
-    case EventKind::context_unload:
-      e.ptr = pointer();
-      e.ptr2 = pointer();
-      break;
-    case EventKind::vtable_load:
-      e.ptr = pointer();
-      e.ptr2 = pointer();
-      e.ptr3 = pointer();
-      break;
-    case EventKind::method_enter:
-    case EventKind::method_leave:
-    case EventKind::method_exc_leave:
-      e.method = method();
-      break;
-    case EventKind::method_jit:
-      e.method = method();
-      e.ptr = pointer();
-      e.size = u64();
-      e.name = text();
-      break;
-    case EventKind::exception_throw:
-      e.obj = object();
-      maybe_backtrace();
-      break;
-    case EventKind::exception_clause: {
-      static constexpr uint8_t kClauses[] = {CLAUSE_CATCH, CLAUSE_FILTER, CLAUSE_FINALLY, CLAUSE_FAULT};
-      e.code = kClauses[below(std::size(kClauses))];
-      e.index = u64();
-      e.method = method();
-      e.obj = e.code == CLAUSE_FINALLY || e.code == CLAUSE_FAULT ? 0 : object();
-      break;
-    }
-    case EventKind::monitor:
-      e.code = static_cast<uint8_t>(MONITOR_CONTENTION + below(3));
-      e.obj = object();
-      maybe_backtrace();
-      break;
-    case EventKind::heap_object: {
-      e.obj = object();
-      e.ptr = pointer();
-      e.size = u64();
-      e.generation = static_cast<uint8_t>(below(256));
-      const size_t n = chance(90) ? below(20) : 20 + below(1000);
-      e.refs.resize(n);
+      v.resize(2 * pairs);
+      for (uint64_t& o : v) o = object();
+    } else if constexpr (E == Enc::ptr_list) {
+      v.resize(chance(80) ? 1 : below(6));
+      for (uint64_t& p : v) p = pointer();
+    } else if constexpr (E == Enc::heap_refs) {
+      v.resize(chance(90) ? below(20) : 20 + below(1000));
       // Non-decreasing offsets (the file stores uleb deltas); deltas stay below 2^52 so that even
       // 1020 of them cannot overflow.
       uint64_t offset = chance(50) ? 0 : below(64) * 8;
-      for (HeapRef& r : e.refs) {
+      for (HeapRef& r : v) {
         r.offset = offset;
         r.obj = object();
         offset += chance(80) ? 8 * (1 + below(8)) : (rng_() >> (12 + below(52)));
       }
-      break;
-    }
-    case EventKind::heap_root: {
-      const size_t n = chance(90) ? below(20) : 20 + below(500);
-      e.roots.resize(n);
-      for (RootRef& r : e.roots) {
+    } else if constexpr (E == Enc::roots) {
+      v.resize(chance(90) ? below(20) : 20 + below(500));
+      for (RootRef& r : v) {
         r.address = pointer();
         r.obj = object();
       }
-      break;
-    }
-    case EventKind::heap_root_register:
-      e.ptr = pointer();
-      e.size = u64();
-      e.code = static_cast<uint8_t>(below(kMaxRootSource + 1));
-      e.ptr2 = pointer();
-      e.name = text();
-      break;
-    case EventKind::sample_hit: {
-      e.ptr = pointer();
-      const size_t ips = chance(80) ? 1 : below(6);
-      e.ips.resize(ips);
-      for (uint64_t& ip : e.ips) ip = pointer();
-      e.frames = backtrace();
-      break;
-    }
-    case EventKind::sample_usym:
-      e.ptr = pointer();
-      e.size = u64();
-      e.name = text();
-      break;
-    case EventKind::counter_descriptors: {
+    } else if constexpr (E == Enc::counter_descs) {
       const size_t n = chance(90) ? below(10) : 10 + below(60);
-      for (size_t i = 0; i < n; ++i) e.counter_descs.push_back(counter_desc());
-      break;
-    }
-    case EventKind::counter_samples: {
+      for (size_t i = 0; i < n; ++i) v.push_back(counter_desc());
+    } else if constexpr (E == Enc::counter_values) {
       const size_t n = chance(90) ? below(10) : 10 + below(60);
-      for (size_t i = 0; i < n; ++i) e.counter_values.push_back(counter_value());
-      break;
+      for (size_t i = 0; i < n; ++i) v.push_back(counter_value());
+    } else {
+      static_assert(E == Enc::byte, "an encoding the generator does not know");
     }
-    case EventKind::jit_helper:
-      e.code = static_cast<uint8_t>(below(kMaxCodeBufferType + 1));
-      e.ptr = pointer();
-      e.size = u64();
-      if (e.code == CODE_BUFFER_SPECIFIC_TRAMPOLINE) e.name = text();
-      break;
-    case EventKind::sync_point:
-      e.code = static_cast<uint8_t>(below(SYNC_POINT_WORLD_START + 1));
-      break;
-    case EventKind::aot_id:
-      e.name = chance(50) ? "3f2504e0-4f89-11d3-9a0c-0305e82c3301" : text();
-      break;
-  }
+  };
+#define MLPD_GEN_FIELD(enc, member, name, cond, check) \
+  field.template operator()<Enc::enc, Cond::cond, Check::check, Member::member>(e.member);
+#define MLPD_GEN_EV(kind, eb, fields) \
+  case EventKind::kind:               \
+    fields break;
+#define MLPD_GEN_BT(kind, eb, bt, fields) \
+  case EventKind::kind:                   \
+    fields break;
+#define MLPD_GEN_MD(kind, ext, mtype, fields) \
+  case EventKind::kind:                       \
+    fields break;
+  switch (kind) { MLPD_EVENT_LAYOUTS(MLPD_GEN_EV, MLPD_GEN_BT, MLPD_GEN_MD, MLPD_GEN_FIELD) }
+#undef MLPD_GEN_EV
+#undef MLPD_GEN_BT
+#undef MLPD_GEN_MD
+#undef MLPD_GEN_FIELD
   return e;
 }
 

@@ -8,7 +8,8 @@
 //
 // Every Event EventGen makes is valid for the v17 decoder (enum fields in range, counter indices
 // non-zero, strings NUL-free, object addresses multiples of 8, heap reference offsets increasing) and
-// sets only the fields its kind uses (event.h), so a decoded copy compares equal with ==.
+// sets only the fields its kind uses (event.h), so a decoded copy compares equal with ==. Its fields
+// are generated from the layout table (mlpd/event_layout.h), as the encoder and the decoder are.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@ namespace mlpd::test {
 std::vector<EventKind> all_event_kinds();
 
 // True for the kinds that have a _BT variant (alloc, gc_handle_created/destroyed, exception_throw,
-// monitor).
+// monitor): those the layout table gives a _BT event byte.
 bool kind_has_backtrace_variant(EventKind kind);
 
 // Generator of valid random events. Values mix uniformly random ones with boundary values (0, 1,

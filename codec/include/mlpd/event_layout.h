@@ -3,7 +3,8 @@
 // its name, the condition under which it is present, and the check the reader makes of its value.
 // Everything else that spells a layout is generated from this table or checked against it:
 //   - the encoder (BufferEncoder::add, encoder.cpp) and the decoder (BufferDecoder::event_body,
-//     buffer_decoder.cpp) are generated from it (X-macro expansion);
+//     buffer_decoder.cpp) are generated from it (X-macro expansion), and so is the tests' random event
+//     generator (EventGen::make, tests/support/event_gen.cpp);
 //   - the agent's hot-path writers (writer/include/mlpd/rt/events.h) stay hand-written (each reserves
 //     its worst case and stores straight into the buffer) and are checked: the unit test
 //     event_layout_test.cpp writes each of them and compares the bytes with the table's encoding;
