@@ -232,7 +232,8 @@ class Builder final : public Visitor {
     void emit(TimelineKind k, NodeId n, uint8_t code, uint64_t value) { b.emit(k, t, time, kNoFrame, n, code, value); }
   };
   // The events of other_event() by concern (tallies.cpp).
-  void tally(const Event& e, ThreadIndex t);  // allocations, throws, clauses, monitors (tally_fold.h)
+  template <EventKind K>
+  void tally(const Event& e, ThreadIndex t);  // an allocation, throw, clause or monitor event (tally_fold.h)
   void publish_tallies();                     // finish(): tallies_ into the Profile
   void gc_event(const Event& e, ThreadIndex t);
   void thread_start(const Event& e);

@@ -39,10 +39,10 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
       if (!replaying_) leave(e.time, e.method, t, detail::kLeftThrow);
       break;
     case EventKind::sample_hit: sample(e); break;
-    case EventKind::alloc:
-    case EventKind::exception_throw:
-    case EventKind::exception_clause:
-    case EventKind::monitor: tally(e, t); break;
+    case EventKind::alloc: tally<EventKind::alloc>(e, t); break;
+    case EventKind::exception_throw: tally<EventKind::exception_throw>(e, t); break;
+    case EventKind::exception_clause: tally<EventKind::exception_clause>(e, t); break;
+    case EventKind::monitor: tally<EventKind::monitor>(e, t); break;
     case EventKind::gc_event: gc_event(e, t); break;
     case EventKind::gc_resize: ++p_.gc_resizes_; break;
     case EventKind::heap_start: {
@@ -86,9 +86,10 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
   }
 }
 
+template <EventKind K>
 void Builder::tally(const Event& e, ThreadIndex t) {
   TallyHooks h{*this, t, e.time};
-  detail::fold_tally(e, states_[t].tally, tallies_, p_.alloc_sample_interval_, h);
+  detail::fold_tally_as<K>(e, states_[t].tally, tallies_, p_.alloc_sample_interval_, h);
 }
 
 void Builder::publish_tallies() {

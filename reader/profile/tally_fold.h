@@ -12,6 +12,8 @@
 //                                                    the thread's call path, else "[no backtrace]")
 //   void weigh(What w, NodeId node, uint64_t v)      a weight on that node
 //   void emit(TimelineKind k, NodeId node, uint8_t code, uint64_t value)   the event to a listener
+// fold_tally takes any of the four kinds; fold_tally_as<K> one known kind (the Builder's other_event
+// has already switched on it).
 #pragma once
 
 #include <cmath>
@@ -121,54 +123,57 @@ inline bool tallied(EventKind k) {
          k == EventKind::monitor;
 }
 
-// One allocation, throw, clause or monitor event (tallied(e.kind)) in the window, on thread state `s`,
-// into `t`, with its owner's hooks `h` (above). `alloc_interval`: the agent's alloc-sample
-// (Profile::alloc_sample_interval).
+// One event of kind K (tallied(K)) in the window, on thread state `s`, into `t`, with its owner's
+// hooks `h` (above). `alloc_interval`: the agent's alloc-sample (Profile::alloc_sample_interval).
+template <EventKind K, class H>
+[[gnu::always_inline]] inline void fold_tally_as(const Event& e, ThreadTally& s, TallySums& t, uint64_t alloc_interval,
+                                                 H& h) {
+  if constexpr (K == EventKind::alloc) {
+    uint64_t count, bytes;
+    alloc_sample_weight(e.size, alloc_interval, count, bytes);
+    ++t.alloc_samples;
+    t.alloc_objects += count;
+    t.alloc_bytes += bytes;
+    t.alloc_present = true;
+    const NodeId n = h.stack(e);
+    h.weigh(What::alloc, n, count);
+    h.weigh(What::alloc_bytes, n, bytes);
+    TallySums::CountBytes& cb = t.alloc_by_vtable[e.ptr];
+    cb.count += count;
+    cb.bytes += bytes;
+    s.note_alloc(e.obj, e.ptr);
+    h.emit(TimelineKind::alloc, n, 0, e.size);
+  } else if constexpr (K == EventKind::exception_throw) {
+    ++t.throws;
+    t.exc_present = true;
+    const NodeId n = h.stack(e);
+    h.weigh(What::exceptions, n, 1);
+    ++t.throws_by_vtable[s.thrown_vtable(e.obj)];
+    h.emit(TimelineKind::exception, n, 0, 0);
+  } else if constexpr (K == EventKind::exception_clause) {
+    ++t.clauses;
+  } else {
+    static_assert(K == EventKind::monitor, "fold_tally_as: a kind tallied() takes");
+    t.mon_present = true;
+    if (e.code < 4) ++t.monitor[e.code];
+    NodeId n = 0;
+    if (s.monitor_step(e.code, e.obj, e.time, t.monitor_wait_ns)) {
+      n = h.stack(e);
+      h.weigh(What::monitor, n, 1);
+    }
+    h.emit(TimelineKind::monitor, n, e.code, 0);
+  }
+}
+
+// fold_tally_as for the event's kind (tallied(e.kind); any other is left alone).
 template <class H>
 [[gnu::always_inline]] inline void fold_tally(const Event& e, ThreadTally& s, TallySums& t, uint64_t alloc_interval, H& h) {
   switch (e.kind) {
-    case EventKind::alloc: {
-      uint64_t count, bytes;
-      alloc_sample_weight(e.size, alloc_interval, count, bytes);
-      ++t.alloc_samples;
-      t.alloc_objects += count;
-      t.alloc_bytes += bytes;
-      t.alloc_present = true;
-      const NodeId n = h.stack(e);
-      h.weigh(What::alloc, n, count);
-      h.weigh(What::alloc_bytes, n, bytes);
-      TallySums::CountBytes& cb = t.alloc_by_vtable[e.ptr];
-      cb.count += count;
-      cb.bytes += bytes;
-      s.note_alloc(e.obj, e.ptr);
-      h.emit(TimelineKind::alloc, n, 0, e.size);
-      break;
-    }
-    case EventKind::exception_throw: {
-      ++t.throws;
-      t.exc_present = true;
-      const NodeId n = h.stack(e);
-      h.weigh(What::exceptions, n, 1);
-      ++t.throws_by_vtable[s.thrown_vtable(e.obj)];
-      h.emit(TimelineKind::exception, n, 0, 0);
-      break;
-    }
-    case EventKind::exception_clause:
-      ++t.clauses;
-      break;
-    case EventKind::monitor: {
-      t.mon_present = true;
-      if (e.code < 4) ++t.monitor[e.code];
-      NodeId n = 0;
-      if (s.monitor_step(e.code, e.obj, e.time, t.monitor_wait_ns)) {
-        n = h.stack(e);
-        h.weigh(What::monitor, n, 1);
-      }
-      h.emit(TimelineKind::monitor, n, e.code, 0);
-      break;
-    }
-    default:
-      break;
+    case EventKind::alloc: fold_tally_as<EventKind::alloc>(e, s, t, alloc_interval, h); break;
+    case EventKind::exception_throw: fold_tally_as<EventKind::exception_throw>(e, s, t, alloc_interval, h); break;
+    case EventKind::exception_clause: fold_tally_as<EventKind::exception_clause>(e, s, t, alloc_interval, h); break;
+    case EventKind::monitor: fold_tally_as<EventKind::monitor>(e, s, t, alloc_interval, h); break;
+    default: break;
   }
 }
 
