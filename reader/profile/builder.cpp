@@ -108,6 +108,7 @@ void Builder::resolve_window(uint64_t base) {
 
 void Builder::finish(const DecodeSummary& summary, const Input& input) {
   flush_buffer_times();
+  publish_tallies();
   p_.summary_ = summary;
   if (!input.error().empty() && p_.problem_count_ == 0) {
     p_.problems_.push_back({input.offset(), -1, input.error()});

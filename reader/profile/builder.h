@@ -4,7 +4,8 @@
 // lives by concern:
 //   builder.cpp       the pass itself: header, buffers, window, finish(), build_profile, IncrementalBuilder
 //   call_tree.cpp     threads, frames, nodes: where each event's stack lands in the tree
-//   tallies.cpp       every event but enter/leave (allocations, throws, monitors, GC, heapshots, counters...)
+//   tallies.cpp       every event but enter/leave (allocations, throws, monitors -- through the tally fold,
+//                     tally_fold.h, which the parallel build's workers use too -- GC, heapshots, counters...)
 //   naming.cpp        names given at the end of the pass (frames, threads, counters, types)
 //   method_stats.cpp  per-method numbers from the tree
 #pragma once
@@ -20,6 +21,7 @@
 
 #include "call_fold.h"
 #include "call_tree.h"
+#include "tally_fold.h"
 #include "mlpd/decoder.h"
 #include "mlpd/format.h"
 #include "mlpd/names.h"
@@ -34,55 +36,6 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-
-constexpr size_t kRecentAllocs = 16;  // per thread: objects allocated last (to type exceptions)
-
-// What both folds of the model (Builder, one thread; ThreadPart, the workers) compute alike, in one
-// place so that their results stay bit for bit the same.
-
-// alloc-sample: a sample of `size` bytes stands for 1/p allocations of its size (profile.h).
-inline void alloc_sample_weight(uint64_t size, uint64_t interval, uint64_t& count, uint64_t& bytes) {
-  count = 1;
-  bytes = size;
-  if (!interval) return;
-  const double prob = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
-  const double w = prob > 1e-12 ? 1.0 / prob : 1e12;
-  count = static_cast<uint64_t>(std::llround(w));
-  bytes = static_cast<uint64_t>(std::llround(w * static_cast<double>(size)));
-}
-
-// A thread's last allocations (S: recent_obj, recent_vtable, recent_next of kRecentAllocs entries),
-// which give a thrown object its type.
-template <class S>
-inline void note_alloc(S& s, uint64_t obj, uint64_t vtable) {
-  s.recent_obj[s.recent_next] = obj;
-  s.recent_vtable[s.recent_next] = vtable;
-  s.recent_next = (s.recent_next + 1) % kRecentAllocs;
-}
-template <class S>
-inline uint64_t thrown_vtable(const S& s, uint64_t obj) {
-  uint64_t vtable = 0;
-  for (size_t i = 0; i < kRecentAllocs; ++i)
-    if (s.recent_obj[i] == obj && obj) vtable = s.recent_vtable[i];
-  return vtable;
-}
-
-// A monitor event on a thread (S: monitor_waiting, monitor_obj, monitor_time): true for a
-// contention (its stack is weighed); the wait it ends, if any, is added to `wait_ns`.
-template <class S>
-inline bool monitor_step(S& s, uint32_t code, uint64_t obj, uint64_t time, uint64_t& wait_ns) {
-  if (code == format::MONITOR_CONTENTION) {
-    s.monitor_waiting = true;
-    s.monitor_obj = obj;
-    s.monitor_time = time;
-    return true;
-  }
-  if (s.monitor_waiting && s.monitor_obj == obj) {
-    if (time > s.monitor_time) wait_ns += time - s.monitor_time;
-    s.monitor_waiting = false;
-  }
-  return false;
-}
 
 }  // namespace detail
 
@@ -140,7 +93,6 @@ class Builder final : public Visitor {
  private:
   using CallEntry = detail::CallEntry;
   using CallStack = detail::CallStack;
-  static constexpr size_t kRecentAllocs = detail::kRecentAllocs;
 
   // --from/--to: the window in the file's clock, from the first buffer's time base and the header.
   uint64_t resolve_bound(const WindowBound& b, uint64_t base, uint64_t open) const;
@@ -157,12 +109,8 @@ class Builder final : public Visitor {
     NodeId overflow = 0;  // the "[too many stacks]" node, made on first need
     CallStack calls;
     uint64_t deep = 0;    // enters beyond max_depth still open
-    uint64_t monitor_obj = 0, monitor_time = 0;
-    bool monitor_waiting = false;
     int64_t heapshot = -1;  // open heapshot index
-    uint64_t recent_obj[kRecentAllocs] = {};
-    uint64_t recent_vtable[kRecentAllocs] = {};
-    size_t recent_next = 0;
+    detail::ThreadTally tally;  // its allocations, throws and monitors (tally_fold.h)
   };
 
   ThreadIndex thread_index(uint64_t id) {
@@ -274,10 +222,19 @@ class Builder final : public Visitor {
   }
 
   void sample(const Event& e);  // call_tree.cpp: a sample's stack into the tree
+  // The tally fold's hooks (tally_fold.h) on thread t: the model's nodes, weights and listener.
+  struct TallyHooks {
+    Builder& b;
+    const ThreadIndex t;
+    const uint64_t time;
+    NodeId stack(const Event& e) { return b.event_stack(e, t); }
+    void weigh(What w, NodeId n, uint64_t v) { b.add(w, n, v); }
+    void emit(TimelineKind k, NodeId n, uint8_t code, uint64_t value) { b.emit(k, t, time, kNoFrame, n, code, value); }
+  };
   // The events of other_event() by concern (tallies.cpp).
-  void alloc(const Event& e, ThreadIndex t);
-  void exception_throw(const Event& e, ThreadIndex t);
-  void monitor(const Event& e, ThreadIndex t);
+  template <EventKind K>
+  void tally(const Event& e, ThreadIndex t);  // an allocation, throw, clause or monitor event (tally_fold.h)
+  void publish_tallies();                     // finish(): tallies_ into the Profile
   void gc_event(const Event& e, ThreadIndex t);
   void thread_start(const Event& e);
   void thread_end(const Event& e);
@@ -313,11 +270,10 @@ class Builder final : public Visitor {
   std::vector<FrameId> scratch_;
   std::unordered_map<uint64_t, uint32_t> counter_index_;
   std::unordered_map<uint64_t, uint64_t> counter_totals_;
-  std::unordered_map<uint64_t, TypeStat> alloc_by_vtable_;
+  detail::TallySums tallies_;  // the allocations', throws', clauses' and monitors' sums (tally_fold.h)
   bool ours_ = false;          // the header says the mlpd agent wrote the file
   bool start_paused_ = false;  // its options had start-paused
   std::vector<uint64_t> pause_marks_;  // times of its periodic sync points: pauses and resumes, alternating
-  std::unordered_map<uint64_t, uint64_t> throws_by_vtable_;  // 0 = type unknown
   bool gc_open_ = false;
   GcPause gc_{};
   uint64_t buffers_ = 0, events_ = 0;

@@ -109,7 +109,7 @@ void Builder::name_everything() {
 void Builder::types_by_name() {
   // Allocations and exceptions by type, merged by class name.
   std::unordered_map<std::string, TypeStat> by_name;
-  for (const auto& [vt, s] : alloc_by_vtable_) {
+  for (const auto& [vt, s] : tallies_.alloc_by_vtable) {
     const std::string* n = names_.vtable_class_name(vt);
     std::string name = n ? *n : hex_name("unknown class of vtable", vt);
     TypeStat& d = by_name[name];
@@ -122,7 +122,7 @@ void Builder::types_by_name() {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.count != b.count ? a.count > b.count : a.name < b.name;
   });
   by_name.clear();
-  for (const auto& [vt, count] : throws_by_vtable_) {
+  for (const auto& [vt, count] : tallies_.throws_by_vtable) {
     const std::string* n = vt ? names_.vtable_class_name(vt) : nullptr;
     std::string name = n ? *n : vt ? hex_name("unknown class of vtable", vt) : std::string("[type not recorded]");
     TypeStat& d = by_name[name];

@@ -195,25 +195,7 @@ bool ParallelReplay::replay(PartJob& j) {
   spans_until(j.records.size());
   b.replaying_ = false;
   // The buffer's allocations, throws, clauses and monitor events (sums: their order does not matter).
-  const detail::PartTallies& pt = j.tallies;
-  Profile& p = b.p_;
-  p.alloc_samples_ += pt.alloc_samples;
-  p.alloc_objects_ += pt.alloc_objects;
-  p.alloc_bytes_ += pt.alloc_bytes;
-  p.throws_ += pt.throws;
-  p.clauses_ += pt.clauses;
-  for (size_t k = 0; k < 4; ++k) p.monitor_[k] += pt.monitor[k];
-  p.monitor_wait_ns_ += pt.monitor_wait_ns;
-  if (pt.alloc_present)
-    p.present_[static_cast<size_t>(What::alloc)] = p.present_[static_cast<size_t>(What::alloc_bytes)] = true;
-  if (pt.exc_present) p.present_[static_cast<size_t>(What::exceptions)] = true;
-  if (pt.mon_present) p.present_[static_cast<size_t>(What::monitor)] = true;
-  for (const auto& [vt, cb] : pt.alloc_by_vtable) {
-    TypeStat& ts = b.alloc_by_vtable_[vt];
-    ts.count += cb.first;
-    ts.bytes += cb.second;
-  }
-  for (const auto& [vt, c] : pt.throws_by_vtable) b.throws_by_vtable_[vt] += c;
+  b.tallies_.add(j.tallies);
   b.events_ += j.n;
   seen_events_ += j.n;
   b.p_.call_count_ += j.call_count;
@@ -289,15 +271,10 @@ void ParallelReplay::merge() {
     weights(What::monitor, part.mon_w);
     // Each thread of the part's id gets its open calls (a new thread begun in a buffer read ahead
     // past the budget's stop was never replayed: its calls are left out).
-    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep, const ThreadPart::Tally& tally) {
+    auto install = [&](ThreadIndex t, detail::CallStack& calls, uint64_t deep, const detail::ThreadTally& tally) {
       Builder::ThreadState& s = b_.states_[t];
       s.deep = deep;
-      s.monitor_obj = tally.monitor_obj;
-      s.monitor_time = tally.monitor_time;
-      s.monitor_waiting = tally.monitor_waiting;
-      std::copy(std::begin(tally.recent_obj), std::end(tally.recent_obj), s.recent_obj);
-      std::copy(std::begin(tally.recent_vtable), std::end(tally.recent_vtable), s.recent_vtable);
-      s.recent_next = tally.recent_next;
+      s.tally = tally;
       for (size_t i = 0; i < calls.size(); ++i) {
         detail::CallEntry c = calls[i];
         if (c.node >= part.map.size() || !part.map[c.node]) break;

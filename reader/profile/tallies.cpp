@@ -39,10 +39,10 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
       if (!replaying_) leave(e.time, e.method, t, detail::kLeftThrow);
       break;
     case EventKind::sample_hit: sample(e); break;
-    case EventKind::alloc: alloc(e, t); break;
-    case EventKind::exception_throw: exception_throw(e, t); break;
-    case EventKind::exception_clause: ++p_.clauses_; break;
-    case EventKind::monitor: monitor(e, t); break;
+    case EventKind::alloc: tally<EventKind::alloc>(e, t); break;
+    case EventKind::exception_throw: tally<EventKind::exception_throw>(e, t); break;
+    case EventKind::exception_clause: tally<EventKind::exception_clause>(e, t); break;
+    case EventKind::monitor: tally<EventKind::monitor>(e, t); break;
     case EventKind::gc_event: gc_event(e, t); break;
     case EventKind::gc_resize: ++p_.gc_resizes_; break;
     case EventKind::heap_start: {
@@ -86,42 +86,25 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
   }
 }
 
-void Builder::alloc(const Event& e, ThreadIndex t) {
-  // alloc-sample: the sample stands for 1/p allocations of its size (profile.h).
-  uint64_t count, bytes;
-  detail::alloc_sample_weight(e.size, p_.alloc_sample_interval_, count, bytes);
-  ++p_.alloc_samples_;
-  p_.alloc_objects_ += count;
-  p_.alloc_bytes_ += bytes;
-  p_.present_[static_cast<size_t>(What::alloc)] = p_.present_[static_cast<size_t>(What::alloc_bytes)] = true;
-  const NodeId n = event_stack(e, t);
-  add(What::alloc, n, count);
-  add(What::alloc_bytes, n, bytes);
-  TypeStat& ts = alloc_by_vtable_[e.ptr];
-  ts.count += count;
-  ts.bytes += bytes;
-  detail::note_alloc(states_[t], e.obj, e.ptr);
-  emit(TimelineKind::alloc, t, e.time, kNoFrame, n, 0, e.size);
+template <EventKind K>
+void Builder::tally(const Event& e, ThreadIndex t) {
+  TallyHooks h{*this, t, e.time};
+  detail::fold_tally_as<K>(e, states_[t].tally, tallies_, p_.alloc_sample_interval_, h);
 }
 
-void Builder::exception_throw(const Event& e, ThreadIndex t) {
-  ++p_.throws_;
-  p_.present_[static_cast<size_t>(What::exceptions)] = true;
-  const NodeId n = event_stack(e, t);
-  add(What::exceptions, n, 1);
-  ++throws_by_vtable_[detail::thrown_vtable(states_[t], e.obj)];
-  emit(TimelineKind::exception, t, e.time, kNoFrame, n);
-}
-
-void Builder::monitor(const Event& e, ThreadIndex t) {
-  p_.present_[static_cast<size_t>(What::monitor)] = true;
-  if (e.code < 4) ++p_.monitor_[e.code];
-  NodeId n = 0;
-  if (detail::monitor_step(states_[t], e.code, e.obj, e.time, p_.monitor_wait_ns_)) {
-    n = event_stack(e, t);
-    add(What::monitor, n, 1);
-  }
-  emit(TimelineKind::monitor, t, e.time, kNoFrame, n, e.code);
+void Builder::publish_tallies() {
+  const detail::TallySums& s = tallies_;
+  p_.alloc_samples_ = s.alloc_samples;
+  p_.alloc_objects_ = s.alloc_objects;
+  p_.alloc_bytes_ = s.alloc_bytes;
+  p_.throws_ = s.throws;
+  p_.clauses_ = s.clauses;
+  std::copy(std::begin(s.monitor), std::end(s.monitor), std::begin(p_.monitor_));
+  p_.monitor_wait_ns_ = s.monitor_wait_ns;
+  if (s.alloc_present)
+    p_.present_[static_cast<size_t>(What::alloc)] = p_.present_[static_cast<size_t>(What::alloc_bytes)] = true;
+  if (s.exc_present) p_.present_[static_cast<size_t>(What::exceptions)] = true;
+  if (s.mon_present) p_.present_[static_cast<size_t>(What::monitor)] = true;
 }
 
 void Builder::gc_event(const Event& e, ThreadIndex t) {

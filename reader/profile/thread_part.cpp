@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "builder.h"  // detail::kRecentAllocs, alloc_sample_weight, note_alloc, monitor_step
 #include "mlpd/budget.h"
 #include "mlpd/format.h"
 
@@ -15,8 +14,6 @@ constexpr size_t kFrameSlots = 1024;
 // The "[no backtrace]" node's local frame (local frames of methods count up from 0).
 constexpr uint64_t kNoBacktraceFrame = 0xFFFFFFFEu;
 }  // namespace
-
-static_assert(ThreadPart::Tally::kRecent == kRecentAllocs);
 
 ThreadPart::ThreadPart(uint64_t thread_id) : frame_cache_(kFrameSlots), id_(thread_id) {
   nodes.push_back({0, 0});  // 0: none
@@ -150,7 +147,7 @@ uint32_t ThreadPart::new_thread() {
   earlier.push_back(Earlier{std::move(calls), deep, tally});
   calls = CallStack();
   deep = 0;
-  tally = Tally{};
+  tally = ThreadTally{};
   ended_ = false;
   root_ = static_cast<uint32_t>(nodes.size());
   nodes.push_back({0, 0});
@@ -200,54 +197,29 @@ uint32_t ThreadPart::event_stack(const Event& e, Fold& f, const PartLimits& lim)
   return n;
 }
 
-// Builder::other_event's allocations, throws, clauses and monitor events (tallies.cpp), step for step.
-bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span) {
-  switch (e.kind) {
-    case EventKind::alloc:
-    case EventKind::exception_throw:
-    case EventKind::exception_clause:
-    case EventKind::monitor:
-      break;
-    default:
-      return false;
+struct ThreadPart::TallyHooks {
+  ThreadPart& part;
+  Fold& f;
+  const PartLimits& lim;
+  uint32_t stack(const Event& e) { return part.event_stack(e, f, lim); }
+  void weigh(What w, uint32_t n, uint64_t v) {
+    switch (w) {
+      case What::alloc: add_weight(part.alloc_w, n, v); break;
+      case What::alloc_bytes: add_weight(part.alloc_bytes_w, n, v); break;
+      case What::exceptions: add_weight(part.exc_w, n, v); break;
+      default: add_weight(part.mon_w, n, v); break;  // What::monitor
+    }
   }
+  void emit(TimelineKind, uint32_t, uint8_t, uint64_t) {}  // no listener in the parallel build
+};
+
+// Builder::other_event's allocations, throws, clauses and monitor events: the same tally fold.
+bool ThreadPart::fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span) {
+  if (!tallied(e.kind)) return false;
   span.add(e.time);  // Builder::touch and the file's first/last times, whether in the window or not
   if (!lim.in_window(e.time)) return true;
-  PartTallies& t = j.tallies;
-  switch (e.kind) {
-    case EventKind::alloc: {
-      uint64_t count, bytes;
-      detail::alloc_sample_weight(e.size, lim.alloc_interval, count, bytes);
-      ++t.alloc_samples;
-      t.alloc_objects += count;
-      t.alloc_bytes += bytes;
-      t.alloc_present = true;
-      const uint32_t n = event_stack(e, f, lim);
-      add_weight(alloc_w, n, count);
-      add_weight(alloc_bytes_w, n, bytes);
-      auto& ts = t.alloc_by_vtable[e.ptr];
-      ts.first += count;
-      ts.second += bytes;
-      detail::note_alloc(tally, e.obj, e.ptr);
-      break;
-    }
-    case EventKind::exception_throw: {
-      ++t.throws;
-      t.exc_present = true;
-      add_weight(exc_w, event_stack(e, f, lim), 1);
-      ++t.throws_by_vtable[detail::thrown_vtable(tally, e.obj)];
-      break;
-    }
-    case EventKind::exception_clause:
-      ++t.clauses;
-      break;
-    default: {  // monitor
-      t.mon_present = true;
-      if (e.code < 4) ++t.monitor[e.code];
-      if (detail::monitor_step(tally, e.code, e.obj, e.time, t.monitor_wait_ns)) add_weight(mon_w, event_stack(e, f, lim), 1);
-      break;
-    }
-  }
+  TallyHooks h{*this, f, lim};
+  fold_tally(e, tally, j.tallies, lim.alloc_interval, h);
   return true;
 }
 

@@ -23,6 +23,7 @@
 #include "call_fold.h"
 #include "call_tree.h"
 #include "mlpd/decoder.h"
+#include "tally_fold.h"
 #include "mlpd/profile.h"
 
 namespace mlpd::profile::detail {
@@ -42,23 +43,6 @@ struct PartRecord {
                         // event's position in the buffer (Mark::pos)
 };
 
-// What a worker folded of one buffer's allocations, throws, clauses and monitor events (the sums of
-// Builder::alloc, exception_throw, monitor; added to the model when the buffer is replayed).
-struct PartTallies {
-  uint64_t alloc_samples = 0, alloc_objects = 0, alloc_bytes = 0;
-  uint64_t throws = 0, clauses = 0, monitor[4] = {}, monitor_wait_ns = 0;
-  bool alloc_present = false, exc_present = false, mon_present = false;
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> alloc_by_vtable;  // vtable -> count, bytes
-  std::unordered_map<uint64_t, uint64_t> throws_by_vtable;                      // 0: type unknown
-  void clear() {
-    alloc_samples = alloc_objects = alloc_bytes = throws = clauses = monitor_wait_ns = 0;
-    for (uint64_t& m : monitor) m = 0;
-    alloc_present = exc_present = mon_present = false;
-    alloc_by_vtable.clear();
-    throws_by_vtable.clear();
-  }
-};
-
 // One buffer read ahead: its bytes, then what a worker made of them.
 struct PartJob {
   const uint8_t* bytes = nullptr;  // the buffer's data: in the pipeline's slot, or lent by a mapped input
@@ -68,7 +52,7 @@ struct PartJob {
   // Results.
   std::vector<PartRecord> records;
   std::vector<TimeSpan> spans;     // the folded events' times, between records (TimeSpan::before)
-  PartTallies tallies;
+  TallySums tallies;               // its allocations', throws', clauses' and monitors' sums (tally_fold.h)
   uint64_t n = 0;                  // events decoded
   uint64_t buf_min = UINT64_MAX, buf_max = 0;  // times of its enter/leave events (Builder::flush_buffer_times)
   uint64_t call_count = 0;         // enters in the window
@@ -110,23 +94,15 @@ class ThreadPart {
   std::vector<uint64_t> alloc_w, alloc_bytes_w, exc_w, mon_w;
   CallStack calls;               // CallEntry::frame is unused (0); node is local
   uint64_t deep = 0;
-  // The thread's state for allocations, throws and monitors (Builder::ThreadState's).
-  struct Tally {
-    uint64_t monitor_obj = 0, monitor_time = 0;
-    bool monitor_waiting = false;
-    static constexpr size_t kRecent = 16;  // detail::kRecentAllocs (builder.h; checked in thread_part.cpp)
-    uint64_t recent_obj[kRecent] = {};
-    uint64_t recent_vtable[kRecent] = {};
-    size_t recent_next = 0;
-  };
-  Tally tally;
+  // The thread's state for allocations, throws and monitors (tally_fold.h; Builder::ThreadState's).
+  ThreadTally tally;
   // A thread id started again after its end is a new thread (Builder::thread_start): when this part's
   // own buffers show the end and then the start, the part begins a new local root there and keeps the
   // earlier thread's open calls here (the replay checks that the one-thread rule agrees).
   struct Earlier {
     CallStack calls;
     uint64_t deep = 0;
-    Tally tally;
+    ThreadTally tally;
   };
   std::vector<Earlier> earlier;
 
@@ -156,6 +132,8 @@ class ThreadPart {
   [[gnu::noinline]] size_t method_run(BufferDecoder& dec, size_t max, Fold& f, const PartLimits& lim, uint64_t& offset,
                     uint64_t& first_time);
   uint32_t new_thread();  // a new thread of this id: a new local root (returned)
+  // The tally fold's hooks (tally_fold.h) on this part: local nodes, the part's weights, no listener.
+  struct TallyHooks;
   // An allocation, throw, clause or monitor event folded here (false: the replay does it).
   bool fold_other(const Event& e, PartJob& j, Fold& f, const PartLimits& lim, TimeSpan& span);
   uint32_t event_stack(const Event& e, Fold& f, const PartLimits& lim);  // Builder::event_stack's
