@@ -17,7 +17,7 @@
 #include "heapshots_retained.h"
 #include "mlpd/budget.h"
 #include "mlpd/decoder.h"
-#include "mlpd/heapshots.h"
+#include "mlpd/heap/heapshots.h"
 #include "out_buffer.h"
 
 namespace mlpd::cli {

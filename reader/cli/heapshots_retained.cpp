@@ -17,7 +17,7 @@
 #include "args.h"
 #include "mlpd/budget.h"
 #include "mlpd/decoder.h"
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/heap_graph.h"
 #include "mlpd/retention.h"
 #include "out_buffer.h"
 

@@ -1,4 +1,4 @@
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/heap_graph.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "mlpd/budget.h"
-#include "mlpd/dominators.h"
+#include "mlpd/heap/dominators.h"
 #include "mlpd/enum_names.h"
 #include "mlpd/hex.h"
 #include "address_index.h"
