@@ -177,12 +177,6 @@ int finish_output(OutBuffer& out, int status) {
 
 using namespace heapshots_detail;
 
-std::optional<views::report::HeldBySection> held_by_section(const std::string& path, size_t top) {
-  FileResult f = read_heapshots("report", path, true, false, 0, nullptr, false, 0, false);
-  if (!f.kept) return std::nullopt;
-  return views::held_by_section(f.kept->result(), top);
-}
-
 int run_retained(const RetainedRequest& q) {
   using View = RetainedRequest::View;
   const uint32_t fold_depth = static_cast<uint32_t>(std::min<uint64_t>(q.depth, 64));

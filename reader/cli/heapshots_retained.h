@@ -7,12 +7,10 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "mlpd/report.h"
 #include "mlpd/retention.h"
 
 namespace mlpd::cli {
@@ -63,11 +61,6 @@ bool report_error(const views::Retention& r);
 // Flushes the output; 1 with a message when it could not be written, else `status`.
 int finish_output(OutBuffer& out, int status);
 }  // namespace heapshots_detail
-
-// The report's "Held by" section (cmd_report.cpp): the last heapshot of `path` (views::held_by_section).
-// Problems in the file were reported by the report. Empty when the file cannot be opened or has no
-// heapshot.
-std::optional<views::report::HeldBySection> held_by_section(const std::string& path, size_t top);
 
 // `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
 // dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).

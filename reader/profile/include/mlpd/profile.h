@@ -188,6 +188,19 @@ class Listener {
   virtual void on_event(const TimelineEvent& e) = 0;
 };
 
+// A second reader of the build's one pass over the file (BuildOptions::tap; the report's "Held by",
+// mlpd/heap_views.h): given every buffer and every event but method enter/leave, in file order,
+// whatever `jobs` -- the parallel build hands them over as it replays them -- so that it needs no read
+// of its own. Every event, whatever the time window. restart(): the build starts over from the start
+// of the file (the parallel build gave up, the one-thread build reads it again): forget what was given.
+class EventTap {
+ public:
+  virtual ~EventTap() = default;
+  virtual void on_buffer(const BufferInfo& b) = 0;
+  virtual void on_event(const Event& e) = 0;  // of the last buffer given
+  virtual void restart() = 0;
+};
+
 // One end of a time window (report/export --from/--to).
 struct WindowBound {
   enum class Kind : uint8_t { none, offset, wall };
@@ -221,6 +234,7 @@ struct BuildOptions {
   // the one-thread build, from reopen(i), the i-th input opened afresh.
   unsigned jobs = 1;
   std::function<std::unique_ptr<Input>(size_t index)> reopen;
+  EventTap* tap = nullptr;  // see EventTap
 };
 
 namespace detail {

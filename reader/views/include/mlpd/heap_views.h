@@ -6,11 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mlpd/heap/heap_graph.h"
 #include "mlpd/heap/heapshots.h"
+#include "mlpd/profile.h"
 #include "mlpd/report.h"
 #include "mlpd/retention.h"
 
@@ -60,5 +64,29 @@ std::string retained_collapsed(const std::vector<CollapsedStack>& stacks);
 // ---- the report's "Held by" section: the classes of `r` (the last heapshot) by retained size, those
 // retaining something, at most `top`, each with the root holding its largest instance.
 report::HeldBySection held_by_section(const Retention& r, size_t top);
+
+// The "Held by" section from the report's one pass over the file: set as the profile build's tap
+// (profile::BuildOptions::tap), it builds the last heapshot's graph from the events the build reads
+// (the heap model's HeapGraphCollector, last heapshot only); section() then labels and analyses it.
+class HeldByTap final : public profile::EventTap {
+ public:
+  HeldByTap();
+  ~HeldByTap() override;
+  HeldByTap(const HeldByTap&) = delete;
+  HeldByTap& operator=(const HeldByTap&) = delete;
+
+  void on_buffer(const BufferInfo& b) override;
+  void on_event(const Event& e) override;
+  void restart() override;
+
+  // After the build: the section of the file's last heapshot (nullopt when it has none), its classes
+  // at most `top`. Once.
+  std::optional<report::HeldBySection> section(size_t top);
+
+ private:
+  std::unique_ptr<HeapGraphCollector> collector_;
+  std::optional<HeapGraph> last_;
+  BufferInfo buffer_;
+};
 
 }  // namespace mlpd::views

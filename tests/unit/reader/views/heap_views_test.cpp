@@ -1,13 +1,17 @@
 // The heap views (mlpd/heap_views.h) rendered from small hand-built heap models: heapshot summaries
 // and diffs, retention results (classes, the folded dominator tree, paths), growth and suspects, the
-// collapsed stacks of retained bytes and the report's "Held by" section: the exact text and JSON the
-// commands print.
+// collapsed stacks of retained bytes and the report's "Held by" section -- the exact text and JSON the
+// commands print -- and HeldByTap fed the events of a hand-made heapshot as the profile build hands
+// them over (restart included).
 #include "mlpd_catch.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "event_gen.h"
+#include "mlpd/decoder.h"
 #include "mlpd/heap_views.h"
 
 using namespace mlpd;
@@ -311,4 +315,211 @@ TEST_CASE("heap views: collapsed stacks and the report's Held by section", "[hea
   CHECK(e.index == 4);
   CHECK(e.error == "too large");
   CHECK(e.classes.empty());
+}
+
+namespace {
+
+// A heapshot on thread 7: a static field holding `holder`, which holds `held`.
+void feed_heapshot(HeldByTap& tap, uint64_t time) {
+  BufferInfo b;
+  b.header.thread_id = 7;
+  b.header.time_base = 1000;
+  tap.on_buffer(b);
+  Event e;
+  e.kind = EventKind::class_load;
+  e.ptr = 0x500;
+  e.name = "Holder";
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::vtable_load;
+  e.ptr = 0x50;
+  e.ptr3 = 0x500;
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::heap_root_register;
+  e.ptr = 0x9000;
+  e.size = 64;
+  e.code = 3;  // static
+  e.name = "Static Fields";
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::heap_start;
+  e.time = time;
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::heap_object;
+  e.obj = 0x100;
+  e.ptr = 0x50;
+  e.size = 40;
+  e.refs = {HeapRef{.offset = 8, .obj = 0x200}};
+  tap.on_event(e);
+  e.obj = 0x200;
+  e.size = 24;
+  e.refs.clear();
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::heap_root;
+  e.roots = {RootRef{.address = 0x9008, .obj = 0x100}};
+  tap.on_event(e);
+  e = Event();
+  e.kind = EventKind::heap_end;
+  e.time = time + 1;
+  tap.on_event(e);
+}
+
+}  // namespace
+
+TEST_CASE("heap views: HeldByTap builds the last heapshot's section from the build's events", "[heap_views]") {
+  HeldByTap none;
+  CHECK(!none.section(10));
+
+  HeldByTap tap;
+  feed_heapshot(tap, 2000);
+  feed_heapshot(tap, 3000);  // the last one counts
+  auto h = tap.section(10);
+  REQUIRE(h);
+  CHECK(h->index == 1);
+  CHECK(h->objects == 2);
+  CHECK(h->bytes == 64);
+  REQUIRE(h->classes.size() == 1);
+  CHECK(h->classes[0].name == "Holder");
+  CHECK(h->classes[0].retained == 64);
+  CHECK(h->classes[0].root_kind == "static");
+
+  HeldByTap again;
+  feed_heapshot(again, 2000);
+  feed_heapshot(again, 3000);
+  again.restart();  // the build starts over (its parallel pass gave up): what was fed is forgotten
+  feed_heapshot(again, 4000);
+  auto h2 = again.section(10);
+  REQUIRE(h2);
+  CHECK(h2->index == 0);
+}
+
+namespace {
+
+std::string held_by_state(const std::optional<report::HeldBySection>& h) {
+  if (!h) return "none";
+  std::string s = "index " + std::to_string(h->index) + " error '" + h->error + "' " + std::to_string(h->objects) +
+                  ' ' + std::to_string(h->bytes) + ' ' + std::to_string(h->unreached_objects) + ' ' +
+                  std::to_string(h->unreached_bytes) + '\n';
+  for (const report::HeldBySection::Class& c : h->classes)
+    s += c.name + ' ' + std::to_string(c.objects) + ' ' + std::to_string(c.shallow) + ' ' + std::to_string(c.retained) +
+         ' ' + (c.has_root ? c.root_kind + " '" + c.root_name + "'" : "-") + '\n';
+  return s;
+}
+
+// The report's way: the profile built on `jobs` threads, the tap fed by its pass.
+std::string held_by_one_pass(const std::vector<uint8_t>& file, unsigned jobs) {
+  auto in = Input::from_memory(file.data(), file.size());
+  HeldByTap tap;
+  profile::BuildOptions o;
+  o.jobs = jobs;
+  o.reopen = [&file](size_t) { return Input::from_memory(file.data(), file.size()); };
+  o.tap = &tap;
+  profile::Profile p;
+  profile::build_profile(*in, p, o);
+  return held_by_state(tap.section(10));
+}
+
+// The old way: the file read again by the heap model's collector alone.
+std::string held_by_second_read(const std::vector<uint8_t>& file) {
+  std::optional<HeapGraph> last;
+  HeapGraphCollector::Options o;
+  o.last_only = true;
+  o.done = [&last](HeapGraph&& g) { last = std::move(g); };
+  HeapGraphCollector c(std::move(o));
+  auto in = Input::from_memory(file.data(), file.size());
+  decode(*in, c);
+  c.finish();
+  if (!last) return held_by_state(std::nullopt);
+  c.label(*last);
+  RetentionOptions ro;
+  ro.fold_depth = 0;
+  const RetentionAnalysis a(std::move(*last), c.names(), ro);
+  return held_by_state(held_by_section(a.result(), 10));
+}
+
+// Buffers of three threads: calls (enough for the parallel build to keep its workers), and on one
+// thread heapshots of objects referring to each other, held from static fields and stacks.
+std::vector<uint8_t> heap_and_calls_file(unsigned seed, bool heapshots) {
+  test::EventGen gen(seed);
+  std::vector<test::ThreadBuffer> bufs;
+  uint64_t time = 1000;
+  for (int i = 0; i < 120; ++i) {
+    const uint64_t thread = 0x100 + gen.below(3);
+    test::ThreadBuffer b{thread, time, {}};
+    auto add = [&](Event e) {
+      e.time = ++time;
+      b.events.push_back(std::move(e));
+    };
+    if (thread != 0x100 || !heapshots) {
+      for (int k = 0; k < 40; ++k) {
+        Event e;
+        e.kind = k % 2 ? EventKind::method_leave : EventKind::method_enter;
+        e.method = 0x5000 + 16 * (k / 2 % 4);
+        add(e);
+      }
+    } else {
+      const uint64_t r = gen.below(10);
+      Event e;
+      if (r == 0) {
+        e.kind = EventKind::heap_start;
+        add(e);
+      } else if (r == 1) {
+        e.kind = EventKind::heap_end;
+        add(e);
+      } else if (r == 2) {
+        e.kind = EventKind::class_load;
+        e.ptr = 0x700 + 8 * gen.below(4);
+        e.name = "Class" + std::to_string(e.ptr);
+        add(e);
+        Event v;
+        v.kind = EventKind::vtable_load;
+        v.ptr = 0x70 + gen.below(4);
+        v.ptr3 = e.ptr;
+        add(v);
+      } else if (r == 3) {
+        e.kind = EventKind::heap_root_register;
+        e.ptr = 0x9000 + 0x100 * gen.below(4);
+        e.size = 0x100;
+        e.code = static_cast<uint8_t>(gen.below(2) ? 3 : 1);
+        e.name = e.code == 3 ? "Static Fields" : "Thread Stack";
+        add(e);
+      }
+      for (int k = 0; k < 30; ++k) {
+        Event o;
+        o.kind = EventKind::heap_object;
+        o.obj = 0x10000 + 16 * gen.below(200);
+        o.ptr = 0x70 + gen.below(4);
+        o.size = 16 + gen.below(64);
+        for (uint64_t n = gen.below(3); n > 0; --n) o.refs.push_back(HeapRef{.offset = 8 * n, .obj = 0x10000 + 16 * gen.below(200)});
+        add(o);
+      }
+      Event root;
+      root.kind = EventKind::heap_root;
+      for (int k = 0; k < 3; ++k)
+        root.roots.push_back(RootRef{.address = 0x9000 + 8 * gen.below(128), .obj = 0x10000 + 16 * gen.below(200)});
+      add(root);
+    }
+    bufs.push_back(std::move(b));
+  }
+  return test::build_file(bufs);
+}
+
+}  // namespace
+
+TEST_CASE("heap views: HeldByTap in the profile build gives what a second read gave, on 1 or 2 threads",
+          "[heap_views]") {
+  for (const unsigned seed : {1u, 2u, 3u}) {
+    INFO("seed " << seed);
+    const std::vector<uint8_t> file = heap_and_calls_file(seed, true);
+    const std::string want = held_by_second_read(file);
+    REQUIRE(want != "none");
+    CHECK(want.find('\n') + 1 < want.size());  // some class retains something
+    CHECK(held_by_one_pass(file, 1) == want);
+    CHECK(held_by_one_pass(file, 2) == want);
+  }
+  const std::vector<uint8_t> none = heap_and_calls_file(4, false);
+  CHECK(held_by_one_pass(none, 2) == "none");
 }
