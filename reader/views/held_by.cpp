@@ -6,7 +6,16 @@
 
 namespace mlpd::views {
 
-HeldByTap::HeldByTap() { restart(); }
+HeldByTap::HeldByTap() {
+  // What the heap graph's collector and its analysis read: the heap events, and the names they use
+  // (classes through vtables, threads for their stacks: heap_graph.cpp's labels, retention.cpp).
+  for (const EventKind k : {EventKind::heap_start, EventKind::heap_end, EventKind::heap_object, EventKind::heap_root,
+                            EventKind::heap_root_register, EventKind::heap_root_unregister, EventKind::class_load,
+                            EventKind::vtable_load, EventKind::thread_start, EventKind::thread_end,
+                            EventKind::thread_name})
+    wants_[static_cast<size_t>(k)] = true;
+  restart();
+}
 
 HeldByTap::~HeldByTap() = default;
 
