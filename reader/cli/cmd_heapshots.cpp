@@ -1,5 +1,6 @@
 // mlpd heapshots [--json] [--top N] [--diff A B [--all]] FILE [FILE2]
-// and the retention views (heapshots_retained.cpp): --retained, --dominators, --paths, --suspects
+// and the retention views (heapshots_retained.cpp): --retained, --dominators, --paths, --suspects;
+// the output rendered by the heap views (mlpd/heap_views.h)
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -17,7 +18,8 @@
 #include "heapshots_retained.h"
 #include "mlpd/budget.h"
 #include "mlpd/decoder.h"
-#include "mlpd/heapshots.h"
+#include "mlpd/heap/heapshots.h"
+#include "mlpd/heap_views.h"
 #include "out_buffer.h"
 
 namespace mlpd::cli {
@@ -111,120 +113,6 @@ std::string where(const Problem& p) {
   std::string s = "offset " + std::to_string(p.offset);
   s += p.buffer < 0 ? " (header)" : " (buffer " + std::to_string(p.buffer) + ")";
   return s;
-}
-
-void seconds3(OutBuffer& out, int64_t ns) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e9);
-  out.put(buf);
-}
-
-void seconds_json(OutBuffer& out, int64_t ns) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(ns) / 1e9);
-  out.put(buf);
-}
-
-// Right-aligns `s` in `width` columns.
-void padded(OutBuffer& out, std::string_view s, size_t width) {
-  for (size_t i = s.size(); i < width; ++i) out.put(' ');
-  out.put(s);
-}
-
-std::string signed_str(int64_t v) {
-  std::string s = v >= 0 ? "+" : "";  // appended, not "+" + string: GCC 12 -O2 warns -Wrestrict on that
-  s += std::to_string(v);
-  return s;
-}
-
-void class_line(OutBuffer& out, const std::string& bytes, const std::string& objects, std::string_view name) {
-  out.put("  ");
-  padded(out, bytes, 12);
-  out.put(' ');
-  padded(out, objects, 10);
-  out.put("  ").text(name, false).put('\n');
-}
-
-void list_text(OutBuffer& out, const std::string& path, const std::vector<HeapshotSummary>& shots, uint64_t top) {
-  if (shots.empty()) {
-    out.text(path, false).put(": no heapshots\n");
-    return;
-  }
-  for (const HeapshotSummary& s : shots) {
-    if (s.index) out.put('\n');
-    out.put("heapshot ").dec(s.index).put(" at ");
-    seconds3(out, s.time_ns);
-    out.put(" s: ").dec(s.objects).put(" objects, ").dec(s.bytes).put(" bytes, ").dec(s.classes.size());
-    out.put(" classes, ").dec(s.roots).put(" roots");
-    if (!s.complete) out.put(" (incomplete: no heap_end)");
-    out.put('\n');
-    class_line(out, "bytes", "objects", "class");
-    size_t shown = 0;
-    for (const HeapshotClass& c : s.classes) {
-      if (shown == top) break;
-      class_line(out, std::to_string(c.bytes), std::to_string(c.objects), c.name);
-      ++shown;
-    }
-    if (shown < s.classes.size()) out.put("  (").dec(s.classes.size() - shown).put(" more classes)\n");
-  }
-}
-
-void list_json(OutBuffer& out, const std::vector<HeapshotSummary>& shots, uint64_t top) {
-  for (const HeapshotSummary& s : shots) {
-    out.put("{\"index\":").dec(s.index).put(",\"time\":");
-    seconds_json(out, s.time_ns);
-    out.put(",\"objects\":").dec(s.objects).put(",\"bytes\":").dec(s.bytes).put(",\"roots\":").dec(s.roots);
-    out.put(",\"complete\":").put(s.complete ? "true" : "false");
-    out.put(",\"class_count\":").dec(s.classes.size()).put(",\"classes\":[");
-    size_t shown = 0;
-    for (const HeapshotClass& c : s.classes) {
-      if (shown == top) break;
-      if (shown++) out.put(',');
-      out.put("{\"name\":").json(c.name).put(",\"objects\":").dec(c.objects).put(",\"bytes\":").dec(c.bytes);
-      out.put('}');
-    }
-    out.put("]}\n");
-  }
-}
-
-void diff_text(OutBuffer& out, const HeapshotDiff& d, const HeapshotSummary& a, const HeapshotSummary& b,
-               bool all, uint64_t top) {
-  out.put("heapshot ").dec(d.from).put(" -> ").dec(d.to).put(" (");
-  seconds3(out, a.time_ns);
-  out.put(" s -> ");
-  seconds3(out, b.time_ns);
-  out.put(" s)\n");
-  class_line(out, "bytes", "objects", "class");
-  size_t shown = 0, changed = 0, unchanged = 0;
-  for (const HeapshotClassDelta& c : d.classes) {
-    const bool same = c.objects == 0 && c.bytes == 0;
-    (same ? unchanged : changed)++;
-    if (same && !all) continue;
-    if (shown == top) continue;
-    class_line(out, signed_str(c.bytes), signed_str(c.objects), c.name);
-    ++shown;
-  }
-  const size_t listable = all ? d.classes.size() : changed;
-  if (shown < listable) out.put("  (").dec(listable - shown).put(" more classes)\n");
-  if (changed == 0) out.put("  (no class changed)\n");
-  if (!all && unchanged) out.put("  (").dec(unchanged).put(" unchanged classes; --all lists them)\n");
-  out.put("total: ").put(signed_str(d.bytes)).put(" bytes, ").put(signed_str(d.objects)).put(" objects (");
-  out.dec(a.bytes).put(" -> ").dec(b.bytes).put(" bytes, ").dec(a.objects).put(" -> ").dec(b.objects);
-  out.put(" objects)\n");
-}
-
-void diff_json(OutBuffer& out, const HeapshotDiff& d, bool all, uint64_t top) {
-  out.put("{\"from\":").dec(d.from).put(",\"to\":").dec(d.to).put(",\"objects\":").sdec(d.objects);
-  out.put(",\"bytes\":").sdec(d.bytes).put(",\"classes\":[");
-  size_t shown = 0;
-  for (const HeapshotClassDelta& c : d.classes) {
-    if (!all && c.objects == 0 && c.bytes == 0) continue;
-    if (shown == top) break;
-    if (shown++) out.put(',');
-    out.put("{\"name\":").json(c.name).put(",\"objects\":").sdec(c.objects).put(",\"bytes\":").sdec(c.bytes);
-    out.put('}');
-  }
-  out.put("]}\n");
 }
 
 }  // namespace
@@ -403,20 +291,17 @@ int cmd_heapshots(int argc, char** argv) {
   if (diff && !diff_indices_ok(files, collectors, diff_from, diff_to)) return 2;
 
   OutBuffer out(stdout);
+  std::string text;
   if (diff) {
     const HeapshotSummary& a = shots[diff_from];
     const HeapshotSummary& b = collectors[two_files ? 1 : 0].heapshots()[diff_to];
     // Two processes: the same class has other addresses, so classes are matched by name.
     const HeapshotDiff d = diff_heapshots(a, b, two_files);
-    if (json)
-      diff_json(out, d, all, top);
-    else
-      diff_text(out, d, a, b, all, top);
-  } else if (json) {
-    list_json(out, shots, top);
+    json ? views::heapshot_diff_json(text, d, all, top) : views::heapshot_diff_text(text, d, a, b, all, top);
   } else {
-    list_text(out, path, shots, top);
+    json ? views::heapshots_json(text, shots, top) : views::heapshots_text(text, path, shots, top);
   }
+  out.write(text);
   out.flush();
   if (std::fflush(stdout) != 0 || out.failed()) {
     std::fprintf(stderr, "mlpd %s: cannot write the output: %s\n", kCmd, std::strerror(errno));

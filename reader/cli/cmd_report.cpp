@@ -7,9 +7,9 @@
 
 #include "args.h"
 #include "commands.h"
-#include "heapshots_retained.h"
 #include "load.h"
 #include "window.h"
+#include "mlpd/heap_views.h"
 #include "mlpd/report.h"
 #include "mlpd/views.h"
 
@@ -103,6 +103,11 @@ int cmd_report(int argc, char** argv) {
   profile::Profile p;
   bool problems = false;
   if (follow && files.size() != 1) return usage_error("--follow reads one FILE");
+  // The last heapshot's "Held by" section: its graph built from the events of the profile's own pass
+  // (the build's tap), analysed once the file is read. For one named file, without --thread or
+  // --follow, as ever.
+  views::HeldByTap held_by;
+  if (!o.has_thread && !follow && files.size() == 1 && file != "-") window.tap = &held_by;
   if (follow ? !load_profile_follow("report", file, p, nullptr, window, problems)
              : !load_profiles("report", files, p, nullptr, window, problems))
     return 1;
@@ -112,9 +117,7 @@ int cmd_report(int argc, char** argv) {
     std::fprintf(stderr, "mlpd report: %s\n", error.c_str());
     return o.has_thread ? 2 : 1;
   }
-  // The last heapshot's "Held by" section (heapshots_retained.cpp): one file read again.
-  if (!o.has_thread && !follow && files.size() == 1 && file != "-" && !p.heapshots().empty())
-    report.held_by = held_by_section(file, o.top);
+  if (window.tap && !p.heapshots().empty()) report.held_by = held_by.section(o.top);
   const std::string out = o.json ? views::report::render_json(report) : views::report::render_text(report);
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
     std::fprintf(stderr, "mlpd report: write error\n");

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "heapshots_retained.h"
+#include "mlpd/heap_views.h"
 #include "mlpd/retention.h"
 #include "mlpd/views.h"
 
@@ -141,7 +142,7 @@ int cmd_export_retained(int argc, char** argv) {
     in.stacks = std::move(kept);
     text = views::flame_graph_html(in);
   } else {
-    for (const views::CollapsedStack& s : kept) text += s.stack + ' ' + std::to_string(s.weight) + '\n';
+    text = views::retained_collapsed(kept);
   }
   if (!write_file(out_path, text)) return 1;
   return status;

@@ -1,5 +1,6 @@
 // mlpd heapshots --diff A B --retained and --suspects: what grew between heapshots, by retained bytes
-// (docs/reports.md "What grew"): the heapshots read, and the growth and suspects (views/retention.cpp) as text and JSON.
+// (docs/reports.md "What grew"): the heapshots read, the growth and suspects computed (views/retention.cpp)
+// and rendered (mlpd/heap_views.h).
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "heapshots_retained.h"
+#include "mlpd/heap_views.h"
 #include "out_buffer.h"
 
 namespace mlpd::cli {
@@ -19,39 +21,6 @@ using views::Retention;
 namespace {
 
 constexpr char kCmd[] = "heapshots";
-
-std::string signed_str(int64_t v) {
-  std::string s = v >= 0 ? "+" : "";
-  s += std::to_string(v);
-  return s;
-}
-
-void growth_json(OutBuffer& out, const std::vector<Growth>& v, uint64_t top, bool objects) {
-  size_t shown = 0;
-  for (const Growth& g : v) {
-    if (shown == top) break;
-    if (shown++) out.put(',');
-    out.put(objects ? "{\"name\":" : "{\"path\":").json(g.name).put(",\"retained\":").sdec(g.retained);
-    if (objects) out.put(",\"objects\":").sdec(g.objects);
-    out.put(",\"from\":").dec(g.from).put(",\"to\":").dec(g.to).put('}');
-  }
-}
-
-void growth_text(OutBuffer& out, const std::vector<Growth>& v, uint64_t top, bool objects) {
-  size_t shown = 0;
-  for (const Growth& g : v) {
-    if (shown == top) break;
-    ++shown;
-    out.put("  ");
-    padded(out, signed_str(g.retained), 12);
-    if (objects) {
-      out.put(' ');
-      padded(out, signed_str(g.objects), 10);
-    }
-    out.put("  ").text(g.name, false).put('\n');
-  }
-  if (shown < v.size()) out.put("  (").dec(v.size() - shown).put(" more)\n");
-}
 
 int run_diff(const RetainedRequest& q) {
   const uint32_t fold_depth = static_cast<uint32_t>(std::min<uint64_t>(q.depth, 64));
@@ -87,24 +56,9 @@ int run_diff(const RetainedRequest& q) {
   if (report_error(a) || report_error(b)) return 1;
   const std::vector<Growth> classes = views::class_growth(a, b);
   const std::vector<Growth> subtrees = views::subtree_growth(a, b, fold_depth);
-  if (q.json) {
-    out.put("{\"from\":").dec(a.index).put(",\"to\":").dec(b.index).put(",\"retained\":");
-    out.sdec(static_cast<int64_t>((b.bytes - b.unreached_bytes) - (a.bytes - a.unreached_bytes)));
-    out.put(",\"classes\":[");
-    growth_json(out, classes, q.top, true);
-    out.put("],\"subtrees\":[");
-    growth_json(out, subtrees, q.top, false);
-    out.put("]}\n");
-  } else {
-    out.put("heapshot ").dec(a.index).put(" -> ").dec(b.index).put(" (");
-    seconds(out, a.time_ns, "%.3f");
-    out.put(" s -> ");
-    seconds(out, b.time_ns, "%.3f");
-    out.put(" s), growth of retained bytes\n  by class:\n      retained    objects  class\n");
-    growth_text(out, classes, q.top, true);
-    out.put("  by dominator subtree (held by > class path):\n      retained  subtree\n");
-    growth_text(out, subtrees, q.top, false);
-  }
+  std::string text;
+  q.json ? views::growth_json(text, a, b, classes, subtrees, q.top) : views::growth_text(text, a, b, classes, subtrees, q.top);
+  out.write(text);
   return finish_output(out, status);
 }
 
@@ -123,30 +77,10 @@ int run_suspects(const RetainedRequest& q) {
     return 2;
   }
   const std::vector<views::Suspect> suspects = views::leak_suspects(f.results, fold_depth);
-  size_t shown = 0;
-  if (q.json) {
-    out.put("{\"heapshots\":").dec(f.results.size()).put(",\"suspects\":[");
-    for (const auto& [path, v] : suspects) {
-      if (shown == q.top) break;
-      if (shown++) out.put(',');
-      out.put("{\"path\":").json(path).put(",\"growth\":").dec(v.back() - v.front()).put(",\"retained\":[");
-      for (size_t i = 0; i < v.size(); ++i) (i ? out.put(',') : out).dec(v[i]);
-      out.put("]}");
-    }
-    out.put("]}\n");
-  } else {
-    out.put("subtrees whose retained bytes grew over the ").dec(f.results.size());
-    out.put(" heapshots (never shrank, grew at most steps):\n");
-    out.put("        growth  first -> last  subtree\n");
-    for (const auto& [path, v] : suspects) {
-      if (shown == q.top) break;
-      ++shown;
-      out.put("  ");
-      padded(out, "+" + std::to_string(v.back() - v.front()), 12);
-      out.put("  ").dec(v.front()).put(" -> ").dec(v.back()).put("  ").text(path, false).put('\n');
-    }
-    if (suspects.empty()) out.put("  (none)\n");
-  }
+  std::string text;
+  q.json ? views::suspects_json(text, f.results.size(), suspects, q.top)
+         : views::suspects_text(text, f.results.size(), suspects, q.top);
+  out.write(text);
   return finish_output(out, status);
 }
 

@@ -1,17 +1,16 @@
 // `mlpd heapshots --retained / --dominators / --paths / --diff A B --retained / --suspects`
-// (cmd_heapshots.cpp parses the options, this runs them; docs/reports.md "Retained sizes").
+// (cmd_heapshots.cpp parses the options, this reads the file and has the views (mlpd/heap_views.h)
+// render what was asked; docs/reports.md "Retained sizes").
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "mlpd/report.h"
 #include "mlpd/retention.h"
 
 namespace mlpd::cli {
@@ -55,8 +54,6 @@ int run_growth(const RetainedRequest& request);
 class OutBuffer;  // out_buffer.h
 // Shared by heapshots_retained.cpp and heapshots_growth.cpp.
 namespace heapshots_detail {
-void seconds(OutBuffer& out, int64_t ns, const char* format);  // ns as seconds, printf format
-void padded(OutBuffer& out, std::string_view s, size_t width);  // right-aligned
 // False (with the message on stderr) when FILE has no heapshot `index`.
 bool index_ok(const FileResult& fr, uint64_t index, const std::string& path);
 // True (with the message on stderr) when the analysis failed (too large).
@@ -64,11 +61,6 @@ bool report_error(const views::Retention& r);
 // Flushes the output; 1 with a message when it could not be written, else `status`.
 int finish_output(OutBuffer& out, int status);
 }  // namespace heapshots_detail
-
-// The report's "Held by" section (cmd_report.cpp): the last heapshot of `path`, its top classes by
-// retained size and the root each is held from. Problems in the file were reported by the report.
-// Empty when the file cannot be opened or has no heapshot.
-std::optional<views::report::HeldBySection> held_by_section(const std::string& path, size_t top);
 
 // `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
 // dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).

@@ -43,6 +43,7 @@ void Builder::on_buffer(const BufferInfo& b) {
   flush_buffer_times();
   cur_thread_ = thread_index(b.header.thread_id);
   p_.threads_[cur_thread_].wrote = true;
+  if (o_.tap) o_.tap->on_buffer(b);
   if (o_.progress && (++buffers_ & 15) == 0) o_.progress(b.offset, events_);
 }
 
@@ -149,6 +150,7 @@ bool build_profile(const std::vector<Input*>& inputs, Profile& out, const BuildO
   std::vector<Input*> read = inputs;
   if (options.jobs > 1 && !options.listener && options.reopen) {
     if (build_profile_parallel(inputs, out, options)) return out.problem_count() == 0;
+    if (options.tap) options.tap->restart();
     for (size_t i = 0; i < inputs.size(); ++i) {
       again.push_back(options.reopen(i));
       if (!again.back()) {

@@ -20,6 +20,8 @@ void Builder::other_event(const Event& e, ThreadIndex t) {
     if (e.kind == EventKind::counter_samples) counter_samples(e, t, true);
     return;
   }
+  if (o_.tap && o_.tap->wants(e.kind)) [[unlikely]]
+    o_.tap->on_event(e);
   detail::file_time(p_.first_time_, p_.last_time_, e.time);
   if (e.kind != EventKind::sample_hit) touch(t, e.time);
   if (windowed_ && !in_window(e.time)) {

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/heap_graph.h"
 #include "mlpd/input.h"
 #include "mlpd/retention.h"
 #include "mlpd/profile.h"

@@ -188,6 +188,26 @@ class Listener {
   virtual void on_event(const TimelineEvent& e) = 0;
 };
 
+// A second reader of the build's one pass over the file (BuildOptions::tap; the report's "Held by",
+// mlpd/heap_views.h): given every buffer and the events of the kinds it wants (never method
+// enter/leave, nor the allocations, throws, clauses and monitor events the parallel build folds on its
+// workers), in file order, whatever `jobs` -- the parallel build hands them over as it replays them --
+// so that it needs no read of its own; whatever the time window. restart(): the build starts over from
+// the start of the file (the parallel build gave up, the one-thread build reads it again): forget what
+// was given.
+class EventTap {
+ public:
+  virtual ~EventTap() = default;
+  virtual void on_buffer(const BufferInfo& b) = 0;
+  virtual void on_event(const Event& e) = 0;  // of the last buffer given
+  virtual void restart() = 0;
+  // Asked before each event (no call for the others: a file without heapshots costs a test an event).
+  bool wants(EventKind k) const { return wants_[static_cast<size_t>(k)]; }
+
+ protected:
+  std::array<bool, kEventKindCount> wants_{};  // set by the tap
+};
+
 // One end of a time window (report/export --from/--to).
 struct WindowBound {
   enum class Kind : uint8_t { none, offset, wall };
@@ -221,6 +241,7 @@ struct BuildOptions {
   // the one-thread build, from reopen(i), the i-th input opened afresh.
   unsigned jobs = 1;
   std::function<std::unique_ptr<Input>(size_t index)> reopen;
+  EventTap* tap = nullptr;  // see EventTap
 };
 
 namespace detail {

@@ -1,5 +1,5 @@
 // Why memory is held (docs/reports.md "Retained sizes"): the dominator tree of one heapshot's graph
-// (mlpd/heap_graph.h) under a virtual root that points to every object a GC root holds, and what is
+// (mlpd/heap/heap_graph.h) under a virtual root that points to every object a GC root holds, and what is
 // computed from it:
 //   - an object's retained size: the bytes of the objects it dominates, itself included (what would
 //     be freed if it were gone);
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "mlpd/dominators.h"
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/dominators.h"
+#include "mlpd/heap/heap_graph.h"
 #include "mlpd/names.h"
 #include "mlpd/views.h"
 

@@ -1,4 +1,4 @@
-// The heap graph of a heapshot (mlpd/heap_graph.h) and what is computed from it (mlpd/retention.h),
+// The heap graph of a heapshot (mlpd/heap/heap_graph.h) and what is computed from it (mlpd/retention.h),
 // on hand-made files: exact retained sizes (objects and MAT's class figure), root labels from the
 // registered ranges, paths with offsets, unreached objects; and hostile input: references to no
 // object, roots to no object, objects listed twice, cycles, continuation chunks away from their
@@ -15,7 +15,7 @@
 #include "mlpd/budget.h"
 #include "mlpd/decoder.h"
 #include "mlpd/encoder.h"
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/heap_graph.h"
 #include "mlpd/retention.h"
 
 using namespace mlpd;

@@ -1,4 +1,4 @@
-// The dominator computation (mlpd/dominators.h) against a naive one -- remove each node, recompute
+// The dominator computation (mlpd/heap/dominators.h) against a naive one -- remove each node, recompute
 // what the root reaches; the nodes lost are the ones it dominates -- on thousands of random graphs
 // with cycles, self-references, repeated edges and unreached parts, and on deep chains (a million
 // nodes: nothing may recurse).
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "mlpd/dominators.h"
+#include "mlpd/heap/dominators.h"
 
 using namespace mlpd;
 

@@ -1,4 +1,4 @@
-#include "mlpd/dominators.h"
+#include "mlpd/heap/dominators.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "mlpd/heapshots.h"
+#include "mlpd/heap/heapshots.h"
 #include "mlpd/hex.h"
 
 #include <algorithm>

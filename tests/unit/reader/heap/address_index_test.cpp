@@ -1,4 +1,4 @@
-// The heap graph's object-by-address indexes (reader/src/address_index.h) against a plain map, on
+// The heap graph's object-by-address indexes (reader/heap/address_index.h) against a plain map, on
 // dense, sparse, unaligned and duplicated addresses, with lookups of every address, of addresses
 // between objects and of addresses outside the heap.
 #include "mlpd_catch.h"

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mlpd/dominators.h"
+#include "mlpd/heap/dominators.h"
 #include "mlpd/id_map.h"
 
 namespace mlpd::heap_index {

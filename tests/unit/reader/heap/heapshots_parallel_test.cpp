@@ -13,7 +13,7 @@
 
 #include "event_gen.h"
 #include "mlpd/decoder.h"
-#include "mlpd/heapshots.h"
+#include "mlpd/heap/heapshots.h"
 
 using namespace mlpd;
 using namespace mlpd::test;

@@ -1,12 +1,15 @@
-#include "mlpd/heap_graph.h"
+#include "mlpd/heap/heap_graph.h"
+
+#include <malloc.h>
 
 #include <algorithm>
+#include <climits>
 #include <charconv>
 #include <optional>
 #include <utility>
 
 #include "mlpd/budget.h"
-#include "mlpd/dominators.h"
+#include "mlpd/heap/dominators.h"
 #include "mlpd/enum_names.h"
 #include "mlpd/hex.h"
 #include "address_index.h"
@@ -487,6 +490,21 @@ void HeapGraphCollector::label(HeapGraph& g, std::vector<uint64_t>* loose) const
     }
     r.label = label_id(best->kind, name);
   }
+}
+
+HeapGraphMalloc::HeapGraphMalloc() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
+}
+
+HeapGraphMalloc::~HeapGraphMalloc() {
+#ifdef __GLIBC__
+  mallopt(M_TRIM_THRESHOLD, 128 << 10);  // glibc's defaults (the mmap threshold stays fixed)
+  mallopt(M_TOP_PAD, 128 << 10);
+#endif
 }
 
 }  // namespace mlpd

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "mlpd/decode_loop.h"
-#include "mlpd/heapshots.h"
+#include "mlpd/heap/heapshots.h"
 
 namespace mlpd {
 
