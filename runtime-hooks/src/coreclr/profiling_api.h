@@ -5,7 +5,7 @@
 // shapes are ours: each interface is a struct holding a pointer to its table of function pointers
 // (what a COM object is in memory: Itanium C++ ABI, `this` first, the runtime's PAL uses no special
 // calling convention on Linux), and each table is written out flat, one X-macro list per interface
-// level, so a table's size says how many methods it has (tests/unit/coreclr/profiling_api_test.cpp
+// level, so a table's size says how many methods it has (tests/unit/runtime-hooks/coreclr/profiling_api_test.cpp
 // checks every count and a few offsets against the IDL).
 //
 // Only what mlpd uses or must answer for is here: IUnknown, IClassFactory, ICorProfilerCallback

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "event_gen.h"
+#include "event_makers.h"
 #include "mlpd/agent/push_profile.h"
 #include "profile.pb.h"
 
@@ -21,17 +22,6 @@ using namespace mlpd::test;
 namespace {
 
 constexpr uint64_t kA = 0x1000, kB = 0x2000;
-
-Event jit(uint64_t method, uint64_t code, uint64_t size, const std::string& name) {
-  Event e;
-  e.kind = EventKind::method_jit;
-  e.time = 1;
-  e.method = method;
-  e.ptr = code;
-  e.size = size;
-  e.name = name;
-  return e;
-}
 
 Event hit(std::vector<uint64_t> ips, std::vector<uint64_t> frames, uint64_t t) {
   Event e;

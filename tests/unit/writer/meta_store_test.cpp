@@ -12,28 +12,13 @@
 #include "mlpd/header_decoder.h"
 #include "mlpd/rt/meta_store.h"
 
+#include "event_makers.h"
+
 using namespace mlpd;
+using mlpd::test::class_load;
+using mlpd::test::vtable_load;
 
 namespace {
-
-Event class_load(uint64_t klass, uint64_t image, const std::string& name, uint64_t time) {
-  Event e;
-  e.reset(EventKind::class_load);
-  e.ptr = klass;
-  e.ptr2 = image;
-  e.name = name;
-  e.time = time;
-  return e;
-}
-
-Event vtable_load(uint64_t vtable, uint64_t klass, uint64_t time) {
-  Event e;
-  e.reset(EventKind::vtable_load);
-  e.ptr = vtable;
-  e.ptr3 = klass;
-  e.time = time;
-  return e;
-}
 
 // The replayed events, in order.
 std::vector<Event> replayed(const rt::MetaStore& store) {

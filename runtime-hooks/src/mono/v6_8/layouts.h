@@ -1,6 +1,6 @@
 // Mono 6.8's internal layouts the agent reads raw (Mono 6.12 keeps every one of them: see
 // mono/runtime_version.h), one reader per structure. Pure functions over bytes the caller copied or
-// may load: no Mono call, no memory access beyond the bytes given (tests/unit/hooks/v6_8_layouts_test.cpp
+// may load: no Mono call, no memory access beyond the bytes given (tests/unit/runtime-hooks/mono/v6_8/layouts_test.cpp
 // holds them to blobs recorded from Mono 6.8.0.105 on x86-64), and the version's row of MonoLayouts
 // (mono/layouts.h), kLayouts, which also holds the machine's MonoLMF and MonoContext slots.
 #pragma once

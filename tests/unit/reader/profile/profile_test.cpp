@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "event_gen.h"
+#include "event_makers.h"
 #include "mlpd/input.h"
 #include "mlpd/live.h"
 #include "mlpd/profile.h"
@@ -23,28 +24,6 @@ using namespace mlpd::test;
 namespace {
 
 constexpr uint64_t kA = 0x1000, kB = 0x2000, kC = 0x3000;
-
-Event jit(uint64_t method, uint64_t code, uint64_t size, const std::string& name, uint64_t t) {
-  Event e;
-  e.kind = EventKind::method_jit;
-  e.time = t;
-  e.method = method;
-  e.ptr = code;
-  e.size = size;
-  e.name = name;
-  return e;
-}
-
-Event call(EventKind k, uint64_t method, uint64_t t) {
-  Event e;
-  e.kind = k;
-  e.time = t;
-  e.method = method;
-  return e;
-}
-Event enter(uint64_t m, uint64_t t) { return call(EventKind::method_enter, m, t); }
-Event leave(uint64_t m, uint64_t t) { return call(EventKind::method_leave, m, t); }
-Event exc_leave(uint64_t m, uint64_t t) { return call(EventKind::method_exc_leave, m, t); }
 
 struct Recorder final : Listener {
   void on_event(const TimelineEvent& e) override {

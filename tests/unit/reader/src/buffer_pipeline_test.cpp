@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "event_gen.h"
+#include "recording_visitor.h"
 #include "mlpd/budget.h"
 #include "mlpd/buffer_pipeline.h"
 #include "mlpd/decode_loop.h"
@@ -28,34 +29,11 @@ using Bytes = std::vector<uint8_t>;
 
 namespace {
 
-// Every call a visitor gets, as text (on_event counted only).
-struct Calls final : Visitor {
-  std::vector<std::string> calls;
-  uint64_t events = 0;
-  void on_header(const FileHeader& h) override { calls.push_back("header " + std::to_string(h.pid)); }
-  void on_buffer(const BufferInfo& b) override {
-    calls.push_back("buffer " + std::to_string(b.index) + " at " + std::to_string(b.offset));
-  }
-  void on_event(const Event&, const EventInfo&) override { ++events; }
-  void on_buffer_end(const BufferInfo& b) override { calls.push_back("end " + std::to_string(b.index)); }
-  void on_problem(const Problem& p) override {
-    calls.push_back("problem " + std::to_string(p.offset) + " " + std::to_string(p.buffer) + " " + p.message);
-  }
-  void on_warning(const Problem& p) override {
-    calls.push_back("warning " + std::to_string(p.offset) + " " + std::to_string(p.buffer) + " " + p.message);
-  }
-};
-
-std::string summary_text(const DecodeSummary& s) {
-  return std::to_string(s.header_ok) + " " + std::to_string(s.buffers) + " " + std::to_string(s.events) + " " +
-         std::to_string(s.bytes) + " " + std::to_string(s.problems) + " " + std::to_string(s.truncated);
-}
-
 // Decodes each buffer on a worker (sleeping a little, differently per buffer, so that workers finish
 // out of order), and records in use() what it was given, in the order given.
 class TestStage : public PipelineStage {
  public:
-  explicit TestStage(size_t slots, Calls& v) : found_(slots), v_(v) {}
+  explicit TestStage(size_t slots, RecordingVisitor& v) : found_(slots), v_(v) {}
   struct Found {
     uint64_t events = 0;
     std::string message;
@@ -99,7 +77,7 @@ class TestStage : public PipelineStage {
 
  protected:
   std::vector<Found> found_;
-  Calls& v_;
+  RecordingVisitor& v_;
 };
 
 // decode()'s calls with a "use N" after each buffer's on_buffer (what the pipeline's stage sees).
@@ -113,7 +91,7 @@ std::vector<std::string> with_uses(std::vector<std::string> calls) {
 }
 
 struct RunOut {
-  Calls v;
+  RecordingVisitor v;
   DecodeSummary s;
   BufferPipeline::Run run = BufferPipeline::Run::kEnd;
   std::vector<uint64_t> used;
@@ -148,7 +126,7 @@ Bytes make_file(uint64_t seed, int buffers, int max_events = 40) {
 
 // Where buffer i of `file` starts.
 std::vector<uint64_t> buffer_offsets(const Bytes& file) {
-  Calls v;
+  RecordingVisitor v;
   auto in = Input::from_memory(file.data(), file.size());
   struct Offsets final : Visitor {
     std::vector<uint64_t> at;
@@ -256,7 +234,7 @@ TEST_CASE("BufferPipeline: the memory budget refuses the file as decode() does",
     DecodeOptions opt;
     opt.budget = &huge;
     for (unsigned workers : {1u, 2u}) {
-      Calls v;
+      RecordingVisitor v;
       auto in = Input::from_memory(file.data(), file.size());
       BufferPipeline p(*in, v, opt);
       BudgetStage stage(8, v);
@@ -283,7 +261,7 @@ TEST_CASE("BufferPipeline: a stage that yields goes on by one thread; one that g
       bool read_more() override { return used.size() < 10; }
     };
     for (unsigned workers : {1u, 2u}) {
-      Calls v;
+      RecordingVisitor v;
       auto in = Input::from_memory(file.data(), file.size());
       BufferPipeline p(*in, v, {});
       YieldStage stage(4, v);
@@ -317,7 +295,7 @@ TEST_CASE("BufferPipeline: a stage that yields goes on by one thread; one that g
         if (s.info.index == 3) r.abandon = true;
       }
     };
-    Calls v;
+    RecordingVisitor v;
     auto in = Input::from_memory(file.data(), file.size());
     BufferPipeline p(*in, v, {});
     QuitStage stage(6, v);
@@ -341,7 +319,7 @@ TEST_CASE("BufferPipeline: buffers go to the worker on_read names, in their orde
     }
   };
   for (unsigned workers : {2u, 3u}) {
-    Calls v;
+    RecordingVisitor v;
     auto in = Input::from_memory(file.data(), file.size());
     BufferPipeline p(*in, v, {});
     ByThread stage(12, v);
@@ -378,7 +356,7 @@ TEST_CASE("BufferPipeline: paused workers, buffers decoded again on resume", "[p
       }
     }
   };
-  Calls v;
+  RecordingVisitor v;
   auto in = Input::from_memory(file.data(), file.size());
   BufferPipeline p(*in, v, {});
   PauseStage stage(10, v);
@@ -405,7 +383,7 @@ TEST_CASE("BufferPipeline: a mapped file lent where it lies gives the same", "[p
   std::string error;
   auto in = Input::open(path, error);
   REQUIRE(in);
-  Calls v;
+  RecordingVisitor v;
   BufferPipeline p(*in, v, {});
   TestStage stage(8, v);
   REQUIRE(p.start());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "event_gen.h"
+#include "recording_visitor.h"
 #include "mlpd/checks.h"
 #include "mlpd/decode_loop.h"
 #include "mlpd/decoder.h"
@@ -737,31 +738,8 @@ TEST_CASE("ReferenceChecker: counter samples name described counters of the desc
 // (bytes overwritten, the file cut), with 2 and 3 worker threads and a ring smaller than the file.
 namespace {
 
-struct Recorded final : Visitor {
-  std::vector<std::string> calls;
-  EventCounts counts{};
-  void on_header(const FileHeader& h) override { calls.push_back("header " + std::to_string(h.pid)); }
-  void on_buffer(const BufferInfo& b) override {
-    calls.push_back("buffer " + std::to_string(b.index) + " at " + std::to_string(b.offset) + " len " +
-                    std::to_string(b.header.length));
-  }
-  void on_event(const Event& e, const EventInfo&) override { ++counts[static_cast<size_t>(e.kind)]; }
-  void on_buffer_end(const BufferInfo& b) override { calls.push_back("end " + std::to_string(b.index)); }
-  void on_problem(const Problem& p) override {
-    calls.push_back("problem " + std::to_string(p.offset) + " " + std::to_string(p.buffer) + " " + p.message);
-  }
-  void on_warning(const Problem& p) override {
-    calls.push_back("warning " + std::to_string(p.offset) + " " + std::to_string(p.buffer) + " " + p.message);
-  }
-};
-
-std::string summary_text(const DecodeSummary& s) {
-  return std::to_string(s.header_ok) + " " + std::to_string(s.buffers) + " " + std::to_string(s.events) + " " +
-         std::to_string(s.bytes) + " " + std::to_string(s.problems) + " " + std::to_string(s.truncated);
-}
-
 void expect_same_as_decode(const Bytes& file, unsigned threads, const DecodeOptions& opt = {}) {
-  Recorded seq, par;
+  RecordingVisitor seq, par;
   auto in1 = Input::from_memory(file.data(), file.size());
   const DecodeSummary s1 = decode(*in1, seq, opt);
   auto in2 = Input::from_memory(file.data(), file.size());

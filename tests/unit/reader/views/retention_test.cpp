@@ -18,6 +18,8 @@
 #include "mlpd/heap/heap_graph.h"
 #include "mlpd/retention.h"
 
+#include "event_makers.h"
+
 using namespace mlpd;
 using namespace mlpd::views;
 
@@ -40,48 +42,17 @@ struct FileBuilder {
     enc.add(e);
   }
   void klass(uint64_t vtable, uint64_t k, const std::string& name) {
-    Event c;
-    c.kind = EventKind::class_load;
-    c.ptr = k;
-    c.ptr2 = 0x10;
-    c.name = name;
-    add(c);
-    Event v;
-    v.kind = EventKind::vtable_load;
-    v.ptr = vtable;
-    v.ptr3 = k;
-    add(v);
+    add(test::class_load(k, 0x10, name));
+    add(test::vtable_load(vtable, k));
   }
   void range(uint64_t start, uint64_t size, uint8_t source, uint64_t key, const std::string& name) {
-    Event e;
-    e.kind = EventKind::heap_root_register;
-    e.ptr = start;
-    e.size = size;
-    e.code = source;
-    e.ptr2 = key;
-    e.name = name;
-    add(e);
+    add(test::heap_root_register(start, size, source, key, name));
   }
-  void bare(EventKind k) {
-    Event e;
-    e.kind = k;
-    add(e);
-  }
+  void bare(EventKind k) { add(test::at(k, 0)); }
   void object(uint64_t obj, uint64_t vtable, uint64_t size, std::vector<HeapRef> refs = {}) {
-    Event e;
-    e.kind = EventKind::heap_object;
-    e.obj = obj;
-    e.ptr = vtable;
-    e.size = size;
-    e.refs = std::move(refs);
-    add(e);
+    add(test::heap_object(obj, vtable, size, std::move(refs)));
   }
-  void roots(std::vector<RootRef> r) {
-    Event e;
-    e.kind = EventKind::heap_root;
-    e.roots = std::move(r);
-    add(e);
-  }
+  void roots(std::vector<RootRef> r) { add(test::heap_root(std::move(r))); }
   std::vector<uint8_t> finish() {
     enc.finish_into(out);
     return out;

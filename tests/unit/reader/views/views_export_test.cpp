@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "event_gen.h"
+#include "event_makers.h"
 #include "mlpd/input.h"
 #include "mlpd/profile.h"
 #include "mlpd/views.h"
@@ -31,29 +32,11 @@ namespace {
 
 constexpr uint64_t kA = 0x1000, kB = 0x2000, kC = 0x3000;
 
-Event jit(uint64_t method, uint64_t code, const std::string& name) {
-  Event e;
-  e.kind = EventKind::method_jit;
-  e.time = 1;
-  e.method = method;
-  e.ptr = code;
-  e.size = 0x100;
-  e.name = name;
-  return e;
-}
-
-Event at(EventKind k, uint64_t t, uint64_t method = 0) {
-  Event e;
-  e.kind = k;
-  e.time = t;
-  e.method = method;
-  return e;
-}
-
 // Two threads: samples (A;B three times, A;C once, on thread 0x99; A;B once more on 0x98), allocations
 // with backtraces (A;C: 2 of 24 bytes, A: 1 of 100 bytes) and calls (A [B] [C]) on thread 0x77.
 std::vector<ThreadBuffer> buffers() {
-  std::vector<Event> ev = {jit(kA, 0x10000, "N:A ()"), jit(kB, 0x20000, "N:B ()"), jit(kC, 0x30000, "N:C (int)")};
+  std::vector<Event> ev = {jit(kA, 0x10000, 0x100, "N:A ()"), jit(kB, 0x20000, 0x100, "N:B ()"),
+                           jit(kC, 0x30000, 0x100, "N:C (int)")};
   auto hit = [&](uint64_t t, uint64_t thread, std::vector<uint64_t> frames) {
     Event h = at(EventKind::sample_hit, t);
     h.ptr = thread;

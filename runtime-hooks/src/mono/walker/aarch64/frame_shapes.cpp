@@ -65,7 +65,7 @@ bool writes_sp(uint32_t w) {
 }  // namespace
 
 // Mono 6.8's arm64 JIT always keeps a frame record (arm64 has no omit-fp: mono_arch_emit_prolog). Seen
-// in the code it emits (recorded with jitdump, tests/unit/hooks/walker/aarch64/frame_shapes_test.cpp):
+// in the code it emits (recorded with jitdump, tests/unit/runtime-hooks/mono/walker/aarch64/frame_shapes_test.cpp):
 //   stp x29, x30, [sp, #-N]!; mov x29, sp                       frames up to 504 bytes (imm7 * 8)
 //   movz x16, #N [movk x16, #N>>16, lsl #16]; mov x17, sp; sub x17, x17, x16; mov sp, x17;
 //   stp x29, x30, [sp]; mov x29, sp                             larger frames

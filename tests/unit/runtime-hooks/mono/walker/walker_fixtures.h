@@ -1,6 +1,6 @@
 // Shared by the stack walker's unit tests: code ranges with recorded Mono 6.8 prologues (see
 // frame_shapes_test.cpp for where the bytes come from) added to the walker's code table, and fake
-// MonoMethods made of recorded MonoMethod bytes (v6_8_layouts_test.cpp).
+// MonoMethods made of recorded MonoMethod bytes (runtime-hooks/mono/v6_8/layouts_test.cpp).
 #pragma once
 
 #include <cstdint>
