@@ -16,6 +16,7 @@
 
 #include "../../../agent/src/agent_metrics.h"
 #include "../../../agent/src/counters.h"
+#include "emulated.h"
 #include "fake_runtime.h"
 #include "mlpd/agent/flusher.h"
 #include "mlpd/format.h"
@@ -114,6 +115,10 @@ TEST_CASE("metrics: /proc/self/stat's fields", "[agent][metrics]") {
 }
 
 TEST_CASE("metrics: this process's own stat line", "[agent][metrics]") {
+  if (test::running_emulated()) {
+    WARN("under qemu-user /proc/self/stat's counts are emulated (threads, vsize, rss read 0): not tried");
+    return;
+  }
   agent::ProcStat before;
   REQUIRE(agent::parse_proc_self_stat(read_self_stat(), before));
   CHECK(before.threads >= 1);

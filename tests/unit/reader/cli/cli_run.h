@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "emulated.h"
+
 namespace mlpd::test {
 
 struct CliRun {
@@ -68,15 +70,6 @@ CliRun run_cli(Cmd cmd, const std::string& name, std::vector<std::string> args) 
   r.out = out.finish();
   r.err = err.finish();
   return r;
-}
-
-// True when this test runs under qemu-user (the arm64 unit tests on x86-64, unit_tests.arm64): /proc
-// then shows qemu as each emulated process's executable, arguments and caught signals, not the
-// program's, and the tests that read a child's /proc cannot ask what they ask.
-inline bool running_emulated() {
-  std::error_code ec;
-  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
-  return exe.rfind("qemu", 0) == 0;
 }
 
 // The lines of `text` (without their newlines).
