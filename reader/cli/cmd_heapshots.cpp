@@ -299,7 +299,11 @@ int cmd_heapshots(int argc, char** argv) {
     const HeapshotDiff d = diff_heapshots(a, b, two_files);
     json ? views::heapshot_diff_json(text, d, all, top) : views::heapshot_diff_text(text, d, a, b, all, top);
   } else {
-    json ? views::heapshots_json(text, shots, top) : views::heapshots_text(text, path, shots, top);
+    const views::Drain drain = [&out](std::string& t) {
+      out.write(t);
+      t.clear();
+    };
+    json ? views::heapshots_json(text, shots, top, drain) : views::heapshots_text(text, path, shots, top, drain);
   }
   out.write(text);
   out.flush();

@@ -17,9 +17,14 @@ void class_line(HeapOut& o, const std::string& bytes, const std::string& objects
   o.put("  ").padded(bytes, 12).put(' ').padded(objects, 10).put("  ").text(name).put('\n');
 }
 
+void drain_some(std::string& out, const Drain& drain) {
+  if (drain && out.size() >= (64u << 10)) drain(out);
+}
+
 }  // namespace
 
-void heapshots_text(std::string& out, std::string_view path, const std::vector<HeapshotSummary>& shots, uint64_t top) {
+void heapshots_text(std::string& out, std::string_view path, const std::vector<HeapshotSummary>& shots, uint64_t top,
+                    const Drain& drain) {
   HeapOut o(out);
   if (shots.empty()) {
     o.text(path).put(": no heapshots\n");
@@ -40,10 +45,11 @@ void heapshots_text(std::string& out, std::string_view path, const std::vector<H
       ++shown;
     }
     if (shown < s.classes.size()) o.put("  (").dec(s.classes.size() - shown).put(" more classes)\n");
+    drain_some(out, drain);
   }
 }
 
-void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots, uint64_t top) {
+void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots, uint64_t top, const Drain& drain) {
   HeapOut o(out);
   for (const HeapshotSummary& s : shots) {
     o.put("{\"index\":").dec(s.index).put(",\"time\":").seconds(s.time_ns, "%.9f");
@@ -57,6 +63,7 @@ void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots,
       o.put("{\"name\":").json(c.name).put(",\"objects\":").dec(c.objects).put(",\"bytes\":").dec(c.bytes).put('}');
     }
     o.put("]}\n");
+    drain_some(out, drain);
   }
 }
 

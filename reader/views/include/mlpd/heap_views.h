@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,8 +24,13 @@ namespace mlpd::views {
 // ---- mlpd heapshots [--json] [--top N]: per heapshot a header line, then one line per class
 // (most bytes first, at most `top`); "PATH: no heapshots" when there is none. JSON: one object per
 // heapshot.
-void heapshots_text(std::string& out, std::string_view path, const std::vector<HeapshotSummary>& shots, uint64_t top);
-void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots, uint64_t top);
+// `drain`, when given, is called with `out` after each heapshot once it holds 64 KiB or more, to write
+// and clear it: a file of a million heapshots is printed as it is rendered, not held whole.
+using Drain = std::function<void(std::string& out)>;
+void heapshots_text(std::string& out, std::string_view path, const std::vector<HeapshotSummary>& shots, uint64_t top,
+                    const Drain& drain = nullptr);
+void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots, uint64_t top,
+                    const Drain& drain = nullptr);
 
 // ---- mlpd heapshots --diff A B [--all]: the classes that changed (`all`: every class), largest byte
 // growth first, at most `top`, then the totals (text: a and b are the two heapshots).
