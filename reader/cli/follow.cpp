@@ -9,8 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <thread>
+
+#include "mlpd/live.h"
 
 namespace mlpd::cli {
 
@@ -41,19 +42,8 @@ FollowInput::~FollowInput() {
   if (fd_ > 0) ::close(fd_);
 }
 
-bool FollowInput::writer_alive() const {
-  if (pid_ <= 0) return false;
-  if (::kill(pid_, 0) != 0 && errno != EPERM) return false;
-  // A zombie (exited, not yet reaped by its parent) writes nothing more.
-  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
-  std::string line;
-  if (stat && std::getline(stat, line)) {
-    const size_t close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'Z' || line[close + 2] == 'X'))
-      return false;
-  }
-  return true;
-}
+// A zombie (exited, not yet reaped by its parent) writes nothing more: mlpd/live.h's check, as top's.
+bool FollowInput::writer_alive() const { return profile::writer_alive(pid_); }
 
 size_t FollowInput::read(void* dst, size_t n) {
   auto* out = static_cast<unsigned char*>(dst);
