@@ -149,7 +149,7 @@ TEST_CASE("command lines: EOF runs a last line without newline, then the session
   CHECK_FALSE(h.session.wants_input());
 }
 
-TEST_CASE("heapshot: answered once the ticket's heapshot is written; later commands wait their turn", "[command]") {
+TEST_CASE("heapshot: answered once the ticket's heapshot is written - later commands wait their turn", "[command]") {
   Harness h;
   h.fake.ticket = 5;
   h.fake.done = 3;
@@ -195,7 +195,7 @@ TEST_CASE("heapshot: times out, refused ticket, not available", "[command]") {
   CHECK(none.fake.requested == 0);
 }
 
-TEST_CASE("flush: waits for the next flush round; its result is the answer", "[command]") {
+TEST_CASE("flush: waits for the next flush round - its result is the answer", "[command]") {
   Harness h;
   h.feed("flush\nstats\n");
   CHECK(h.shared.flush_wanted);
@@ -393,7 +393,7 @@ TEST_CASE("server: IPv6 loopback", "[command][server]") {
   CHECK(s.endpoint() == "[::1]:" + std::to_string(s.port()));
 }
 
-TEST_CASE("server: more than the cap of connections get ERR and are closed; the others are served", "[command][server]") {
+TEST_CASE("server: more than the cap of connections get ERR and are closed - the others are served", "[command][server]") {
   Fake fake;
   CommandServer s(fake.handlers());
   std::string error;
@@ -632,7 +632,7 @@ TEST_CASE("server: a Mono-style client (heapshot, then close at once) does no ha
   ::close(fd);
 }
 
-TEST_CASE("server: stop answers waiting clients; the fork child's copy closes the port", "[command][server]") {
+TEST_CASE("server: stop answers waiting clients - the fork child's copy closes the port", "[command][server]") {
   Fake fake;
   fake.ticket = 9;
   auto s = std::make_unique<CommandServer>(fake.handlers());

@@ -141,7 +141,7 @@ Counted decode_output(const std::vector<uint8_t>& body) {
 
 }  // namespace
 
-TEST_CASE("helper thread: rounds write what threads commit; stop ends with the final round", "[agent][helper]") {
+TEST_CASE("helper thread: rounds write what threads commit - stop ends with the final round", "[agent][helper]") {
   Agent a;
   REQUIRE(a.helper->start());
   run_threads(a.registry, 3, 2000);

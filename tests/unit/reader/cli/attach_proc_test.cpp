@@ -89,7 +89,7 @@ TEST_CASE("attach_proc: alive, its argument words, gone once reaped", "[cli][att
   CHECK(attach_proc::read_file("/proc/nonexistent/file").empty());
 }
 
-TEST_CASE("attach_proc: a Mono by its executable's name; --attach=disable in MONO_ENV_OPTIONS", "[cli][attach]") {
+TEST_CASE("attach_proc: a Mono by its executable's name - --attach=disable in MONO_ENV_OPTIONS", "[cli][attach]") {
   if (running_emulated()) {
     WARN("under qemu-user /proc shows qemu for each process: not tried");
     return;
@@ -108,7 +108,7 @@ TEST_CASE("attach_proc: a Mono by its executable's name; --attach=disable in MON
   CHECK_FALSE(attach_proc::attach_disabled(other.pid));
 }
 
-TEST_CASE("attach_proc: a signal blocked and sent is pending; a handler makes it caught", "[cli][attach]") {
+TEST_CASE("attach_proc: a signal blocked and sent is pending - a handler makes it caught", "[cli][attach]") {
   if (running_emulated()) {
     WARN("under qemu-user /proc shows qemu for each process: not tried");
     return;

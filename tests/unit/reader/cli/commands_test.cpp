@@ -381,7 +381,7 @@ TEST_CASE("diff: a file with problems is read as far as it goes, printed, and th
 
 // ---- load.cpp: several files as one profile; follow.cpp: a file still being written ----
 
-TEST_CASE("load_profiles: rotated files read as one profile; a missing one is an error", "[cli][load]") {
+TEST_CASE("load_profiles: rotated files read as one profile - a missing one is an error", "[cli][load]") {
   TempDir dir;
   const std::string a = dir.write("a.mlpd", samples_file(3, 1));
   const std::string b = dir.write("b.mlpd", samples_file(1, 4));

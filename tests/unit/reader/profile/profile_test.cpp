@@ -115,7 +115,7 @@ TEST_CASE("exception leaves, unwinding and calls open at the end", "[profile]") 
   CHECK(stacks[0].weight == 32);
 }
 
-TEST_CASE("names are resolved after the pass; undescribed methods keep their weight", "[profile]") {
+TEST_CASE("names are resolved after the pass - undescribed methods keep their weight", "[profile]") {
   std::vector<Event> ev{enter(kA, 10), enter(0xdead0, 20), leave(0xdead0, 30), leave(kA, 40)};
   ev.push_back(jit(kA, 0x10000, 0x100, "N:Late ()", 50));  // described after use (Mono does this)
   const Profile p = build({{0x77, 0, ev}});
@@ -191,7 +191,7 @@ TEST_CASE("native frames of a runtime are the runtime's, by the per-runtime tabl
   }
 }
 
-TEST_CASE("allocation backtraces are outermost first; --what weights sum to the totals", "[profile]") {
+TEST_CASE("allocation backtraces are outermost first - --what weights sum to the totals", "[profile]") {
   auto ev = names();
   for (int i = 0; i < 3; ++i) {
     Event a;

@@ -252,7 +252,7 @@ TEST_CASE("BufferPipeline: the memory budget refuses the file as decode() does",
   }
 }
 
-TEST_CASE("BufferPipeline: a stage that yields goes on by one thread; one that gives up ends it", "[pipeline]") {
+TEST_CASE("BufferPipeline: a stage that yields goes on by one thread - one that gives up ends it", "[pipeline]") {
   const Bytes file = make_file(15, 30);
   const RunOut ref = run_decode(file);
   SECTION("yield after 10 buffers, then decode_rest") {

@@ -8,7 +8,7 @@
 
 using mlpd::Names;
 
-TEST_CASE("native C++ symbols are demangled; version and module parts are kept", "[names]") {
+TEST_CASE("native C++ symbols are demangled - version and module parts are kept", "[names]") {
   CHECK(Names::display_symbol("_ZNSt6vectorIiSaIiEE9push_backERKi") == "std::vector<int, std::allocator<int> >::push_back(int const&)");
   CHECK(Names::display_symbol("_ZNSo5flushEv@@GLIBCXX_3.4") == "std::ostream::flush()@@GLIBCXX_3.4");
   CHECK(Names::display_symbol("_Z3fooi (libfoo.so+0x12)") == "foo(int) (libfoo.so+0x12)");

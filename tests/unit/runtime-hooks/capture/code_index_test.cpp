@@ -95,7 +95,7 @@ TEST_CASE("CodeIndex: a freed method's ranges go, every one of them, and no othe
   CHECK(f.index.size() == 0);
 }
 
-TEST_CASE("CodeIndex: an unloaded domain's ranges go; its methods' other ranges stay", "[hooks][walker]") {
+TEST_CASE("CodeIndex: an unloaded domain's ranges go - its methods' other ranges stay", "[hooks][walker]") {
   Fixture f;
   for (uint64_t i = 0; i < 100; ++i) f.add(0x10000 + i * 0x100, 0x10000 + i * 0x100 + 0x80, i + 1, 1 + (i % 3));
   CHECK(f.remove_domain(2) == 33);

@@ -494,7 +494,7 @@ TEST_CASE("coreclr runtime: monitor starts an EventPipe session for the contenti
   CHECK(g_fake.stopped == 1);
 }
 
-TEST_CASE("coreclr runtime: no session without monitor or alloc-sample; events +monitor starts one later",
+TEST_CASE("coreclr runtime: no session without monitor or alloc-sample - events +monitor starts one later",
           "[coreclr]") {
   Fixture f;
   std::string error;
@@ -675,7 +675,7 @@ TEST_CASE("coreclr runtime: calls sets the hooks, the mapper describes and hooks
   f.runtime.stop();
 }
 
-TEST_CASE("coreclr runtime: calls-min sets the eliding hooks; calls refused at attach", "[coreclr]") {
+TEST_CASE("coreclr runtime: calls-min sets the eliding hooks - calls refused at attach", "[coreclr]") {
   Fixture f;
   std::string error;
   runtime::Config c;
