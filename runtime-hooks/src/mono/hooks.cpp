@@ -231,6 +231,9 @@ void detach() {
   // would return at once anyway (stop()), this takes even their call out of the runtime's paths.
   apply_mask(0);
   MonoProfilerHandle h = g->handle;
+  // The roots' callback too: apply_mask's choice of it follows the event mask in force (g_mask), which
+  // detach leaves as it is, so with roots-every-gc and root events it stayed installed.
+  mono.mono_profiler_set_gc_roots_callback(h, nullptr);
   mono.mono_profiler_set_runtime_initialized_callback(h, nullptr);
   mono.mono_profiler_set_runtime_shutdown_begin_callback(h, nullptr);
   mono.mono_profiler_set_runtime_shutdown_end_callback(h, nullptr);
