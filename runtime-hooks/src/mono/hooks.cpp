@@ -88,6 +88,10 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     error = "not a Mono process (" + missing + " not found)";
     return false;
   }
+  return install_bound(config, env, error);
+}
+
+bool cb::install_bound(const HookConfig& config, const HookEnv& env, std::string& error) {
   g = new (std::nothrow) State;
   g_live_threads = new (std::nothrow) std::unordered_set<uint64_t>;
   if (!g || !g_live_threads || !described::init()) {
