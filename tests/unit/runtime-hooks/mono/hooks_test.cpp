@@ -428,6 +428,72 @@ TEST_CASE("mono hooks: calls are written as enter/leave pairs, with exceptional 
   CHECK(d.of(K::method_jit)[0]->name == "P:Main ()");
 }
 
+TEST_CASE("mono hooks: repeated calls of described methods are all written (the hot path)", "[hooks][mono_hooks]") {
+  Hooked h;
+  HookConfig c;
+  c.calls = true;
+  h.install(c);
+  auto& cbs = h.fake.callbacks;
+  MonoMethod* outer = h.fake.method("P:Loop ()");
+  MonoMethod* callee = h.fake.method("P:Step (int)");
+  constexpr int kCalls = 5000;  // more than one buffer's worth: the slow path takes the next one
+  on_thread([&] {
+    cbs.method_enter(nullptr, outer, nullptr);
+    for (int i = 0; i < kCalls; ++i) {
+      cbs.method_enter(nullptr, callee, nullptr);
+      cbs.method_leave(nullptr, callee, nullptr);
+    }
+    cbs.method_leave(nullptr, outer, nullptr);
+  });
+  const Decoded d = h.flush();
+  CHECK(d.count(EventKind::method_jit) == 2);  // each described once, at its first enter
+  std::vector<uint64_t> seq;
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave) seq.push_back(e.method);
+  REQUIRE(seq.size() == 2 * kCalls + 2);
+  CHECK(seq.front() == u(outer));
+  CHECK(seq.back() == u(outer));
+  size_t callee_events = 0, enters = 0;
+  for (const Event& e : d.events) {
+    if (e.method == u(callee) && (e.kind == EventKind::method_enter || e.kind == EventKind::method_leave)) {
+      ++callee_events;
+      if (e.kind == EventKind::method_enter) ++enters;
+    }
+  }
+  CHECK(callee_events == 2 * kCalls);
+  CHECK(enters == kCalls);
+  uint64_t last = 0;
+  bool ordered = true;
+  for (const Event& e : d.events) {
+    if (e.kind != EventKind::method_enter && e.kind != EventKind::method_leave) continue;
+    ordered = ordered && e.time >= last;
+    last = e.time;
+  }
+  CHECK(ordered);
+}
+
+TEST_CASE("mono hooks: after an unload a class is described at every load (its address may be reused)",
+          "[hooks][mono_hooks]") {
+  Hooked h;
+  h.install(HookConfig{});  // lazy classes: none described at load before the unload
+  auto& cbs = h.fake.callbacks;
+  MonoImage* img = h.fake.image("/app/plugin.dll", "GUID-PLUGIN");
+  MonoClass* k = h.fake.klass(img, "P", "C");
+  cbs.class_loaded(nullptr, k);
+  cbs.domain_unloading(nullptr, h.fake.domain(2));
+  cbs.class_loaded(nullptr, k);
+  h.fake.classes[reinterpret_cast<uint64_t>(k)].name = "D";  // another class at the same address
+  cbs.class_loaded(nullptr, k);
+  const Decoded d = h.flush();
+  auto classes = d.of(EventKind::class_load);
+  REQUIRE(classes.size() == 2);
+  CHECK(classes[0]->name == "P.C");
+  CHECK(classes[1]->name == "P.D");
+  CHECK(d.count(EventKind::image_load) == 1);
+  REQUIRE(d.count(EventKind::domain_unload) == 1);
+  CHECK(d.of(EventKind::domain_unload)[0]->ptr == 2);
+}
+
 TEST_CASE("mono hooks: calldepth bounds the calls written, and leaves stay matched", "[hooks][mono_hooks]") {
   Hooked h;
   HookConfig c;
