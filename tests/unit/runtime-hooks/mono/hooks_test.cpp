@@ -21,6 +21,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/control.h"
 #include "mlpd/hooks/hooks.h"
+#include "mlpd/rt/clock.h"
 #include "mono/sampling_start.h"
 #include "state.h"
 
@@ -429,6 +430,14 @@ TEST_CASE("mono hooks: calls are written as enter/leave pairs, with exceptional 
 }
 
 TEST_CASE("mono hooks: repeated calls of described methods are all written (the hot path)", "[hooks][mono_hooks]") {
+  // The inline enter and leave need the TSC as the clock (the agent's usual one): chosen before the
+  // writer is made, CLOCK_MONOTONIC again afterwards (the slow path takes every call where there is
+  // no invariant TSC, qemu-user's arm64 among them).
+  struct TscClock {
+    const bool tsc = std::string(rt::init_clock(true)) == "tsc";
+    ~TscClock() { rt::init_clock(false); }
+  } clock;
+  INFO("clock: " << (clock.tsc ? "tsc" : "monotonic"));
   Hooked h;
   HookConfig c;
   c.calls = true;
