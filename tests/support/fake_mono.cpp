@@ -139,6 +139,12 @@ void bind(hooks::MonoApi& m, hooks::MonoOptional& o) {
     return e ? e->method : nullptr;
   };
   m.mono_gc_max_generation = []() { return cur().max_generation; };
+  m.mono_gc_collect = [](int) { ++cur().collections; };
+  m.mono_gc_finalize_notify = []() { ++cur().finalizer_wakes; };
+  m.mono_gc_walk_heap = [](int, MonoGCReferences, void*) -> int {
+    ++cur().heap_walks;
+    return 0;
+  };
   m.mono_stack_walk_no_il = [](MonoStackWalk fn, void* data) {
     const std::vector<MonoMethod*> frames = cur().stack;
     for (MonoMethod* f : frames) {

@@ -134,6 +134,9 @@ class FakeMono {
   std::vector<std::string> callspecs_parsed;     // the texts mono_callspec_parse was given
 
   // What the agent did.
+  // The runtime's GC asked for (a collection, the finalizer thread woken, a heap walk): counted, nothing
+  // done (the heap the fake walks is empty).
+  int collections = 0, finalizer_wakes = 0, heap_walks = 0;
   Callbacks callbacks;
   MonoProfilerHandle handle = nullptr;           // the handle mono_profiler_create made (nullptr: none yet)
   std::set<MonoProfilerHandle> handles_seen;     // the handles the setters were given

@@ -132,6 +132,7 @@ struct Hooked {
     CHECK(c.problems == std::vector<std::string>{});
     CHECK(s.problems == 0);
     CHECK(fake.problems == std::vector<std::string>{});
+    CHECK(fake.heap_walks == 0);  // no heapshot asked for
     return Decoded{std::move(c.events)};
   }
 };
