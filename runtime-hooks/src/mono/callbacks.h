@@ -85,6 +85,12 @@ extern MLPD_HOOKS_HIDDEN std::unordered_set<uint64_t>* g_live_threads;  // alloc
 // A metadata event with at most two addresses and a name, to the MetaLog.
 MLPD_HOOKS_HIDDEN void meta_simple(EventKind kind, uint64_t ptr, uint64_t ptr2 = 0, const char* name = nullptr);
 
+// ---- hooks.cpp ---------------------------------------------------------------------------------
+
+// install() once the Mono API table (mono_api.h) is bound: all of it but the binding. A seam for the
+// unit tests, which put a fake Mono in the table (tests/support/fake_mono.h) instead of binding it.
+MLPD_HOOKS_HIDDEN bool install_bound(const HookConfig& config, const HookEnv& env, std::string& error);
+
 // ---- metadata_callbacks.cpp --------------------------------------------------------------------
 
 MLPD_HOOKS_HIDDEN void on_runtime_initialized(MonoProfiler*);

@@ -88,6 +88,10 @@ bool install(const HookConfig& config, const HookEnv& env, std::string& error) {
     error = "not a Mono process (" + missing + " not found)";
     return false;
   }
+  return install_bound(config, env, error);
+}
+
+bool cb::install_bound(const HookConfig& config, const HookEnv& env, std::string& error) {
   g = new (std::nothrow) State;
   g_live_threads = new (std::nothrow) std::unordered_set<uint64_t>;
   if (!g || !g_live_threads || !described::init()) {
@@ -231,6 +235,9 @@ void detach() {
   // would return at once anyway (stop()), this takes even their call out of the runtime's paths.
   apply_mask(0);
   MonoProfilerHandle h = g->handle;
+  // The roots' callback too: apply_mask's choice of it follows the event mask in force (g_mask), which
+  // detach leaves as it is, so with roots-every-gc and root events it stayed installed.
+  mono.mono_profiler_set_gc_roots_callback(h, nullptr);
   mono.mono_profiler_set_runtime_initialized_callback(h, nullptr);
   mono.mono_profiler_set_runtime_shutdown_begin_callback(h, nullptr);
   mono.mono_profiler_set_runtime_shutdown_end_callback(h, nullptr);

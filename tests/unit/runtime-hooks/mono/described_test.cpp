@@ -1,14 +1,13 @@
 // What has been described (runtime-hooks/src/mono/described.h): dependencies first, each pointer once
 // (unless forced), the per-thread cache that skips the lock, and the queries of the heap walk and
-// the sample drain. Mono is replaced by fakes in the bound API table (mlpd::hooks::mono).
+// the sample drain. Mono is replaced by the fake of tests/support/fake_mono.h.
 #include "mlpd_catch.h"
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "described.h"
+#include "fake_mono.h"
 #include "mlpd/buffer_decoder.h"
 #include "mlpd/format.h"
 #include "mlpd/header_decoder.h"
@@ -26,39 +25,30 @@ T* fake(uint64_t address) {
   return reinterpret_cast<T*>(address);
 }
 
-// Fake metadata: class 0x2000 (in image 0x1000) is nested in class 0x2100; vtable 0x3000 is of class
-// 0x2000 in domain 0x4000.
-char* dup(const char* s) { return strdup(s); }
-
-void bind_fakes(MonoApi& m) {
-  m.mono_free = [](void* p) { std::free(p); };
-  m.mono_image_get_filename = [](MonoImage*) -> const char* { return "/app/a.dll"; };
-  m.mono_image_get_guid = [](MonoImage*) -> const char* { return "GUID"; };
-  m.mono_class_get_image = [](MonoClass*) { return fake<MonoImage>(0x1000); };
-  m.mono_class_get_type = [](MonoClass*) { return fake<MonoType>(0x9000); };
-  m.mono_type_get_name = [](MonoType*) { return dup("N.Outer/Inner"); };
-  m.mono_class_get_nesting_type = [](MonoClass* k) {
-    return k == fake<MonoClass>(0x2000) ? fake<MonoClass>(0x2100) : nullptr;
-  };
-  m.mono_class_get_namespace = [](MonoClass*) -> const char* { return "N"; };
-  m.mono_class_get_name = [](MonoClass* k) -> const char* { return k == fake<MonoClass>(0x2000) ? "Inner" : "Outer"; };
-  m.mono_vtable_class = [](MonoVTable*) { return fake<MonoClass>(0x2000); };
-  m.mono_vtable_domain = [](MonoVTable*) { return fake<MonoDomain>(0x4000); };
-  m.mono_domain_get_id = [](MonoDomain*) -> int32_t { return 1; };
-  m.mono_method_full_name = [](MonoMethod*, mono_bool) { return dup("N.C:M ()"); };
+// Fake metadata (tests/support/fake_mono.h): class 0x2000 "Inner" (in image 0x1000) is nested in class
+// 0x2100 "Outer" of namespace N; vtable 0x3000 is of class 0x2000 in domain 0x4000; methods at 0x5000...
+void make_fakes(test::FakeMono& m) {
+  MonoImage* image = m.image("/app/a.dll", "GUID", 0x1000);
+  MonoClass* outer = m.klass(image, "N", "Outer", nullptr, "N.Outer", 0x2100);
+  MonoClass* inner = m.klass(image, "N", "Inner", outer, "N.Outer/Inner", 0x2000);
+  m.vtable(inner, m.domain(1, 0x4000), 0x3000);
+  using MethodSet = decltype(described::DescribedCache::methods);
+  for (uint64_t at : {uint64_t{0x5000}, uint64_t{0x5100}, uint64_t{0x6000}, uint64_t{0x6800},
+                      0x5000 + (uint64_t{MethodSet::kSlots} << MethodSet::kShift)})
+    m.method("N.C:M ()", "M", at);
 }
 
 // A MetaLog, fake Mono and a fresh set of described pointers for one test; put back afterwards.
 struct Fixture {
+  test::FakeMono fake;
   rt::MetaLog meta{1, 0};
   state::State st;
   state::State* saved_g = state::g;
-  MonoApi saved_mono = mono;
 
   Fixture() {
     st.env.meta = &meta;
     state::g = &st;
-    bind_fakes(mono);
+    make_fakes(fake);
     REQUIRE(described::init());
     described::reset_for_tests();
     described::release_thread_cache();
@@ -66,8 +56,8 @@ struct Fixture {
   ~Fixture() {
     described::release_thread_cache();
     described::reset_for_tests();
-    mono = saved_mono;
     state::g = saved_g;
+    CHECK(fake.problems == std::vector<std::string>{});
   }
   uint64_t count(EventKind k) {
     uint64_t c[kEventKindCount] = {};
