@@ -108,6 +108,7 @@ class WritingRuntime : public FakeRuntime {
 
   std::string install_error;
   int after_forks = 0;  // after_fork_child() calls
+  uint64_t calls_written = 0;  // call()s that found the thread's log (a disabled registry gives none)
   bool describe = true;  // install() describes the image and the method
   runtime::Env env;      // what the agent gave install()
 
@@ -154,6 +155,7 @@ class WritingRuntime : public FakeRuntime {
     if (!log) return;
     rt::write_method(*log, format::TYPE_ENTER, rt::now_ns(), kMethod);
     rt::write_method(*log, format::TYPE_LEAVE, rt::now_ns(), kMethod);
+    ++calls_written;
   }
   // A thread that called call() ends: its log goes to the helper.
   void thread_done() {
