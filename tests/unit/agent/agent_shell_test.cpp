@@ -9,13 +9,17 @@
 // the events the child's threads wrote there exactly once.
 #include "mlpd_catch.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -443,4 +447,142 @@ TEST_CASE("agent shell: flight recorder: TriggerHeapshot's dump and the exit dum
   REQUIRE(d1.clean());
   CHECK(d1.enters == 320);
   CHECK(d1.header.pid == c.pid);
+}
+
+namespace {
+
+// One request line to a TCP command port on the loopback, its answer line.
+std::string ask_port(int port, const std::string& line) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "(no socket)";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer = "(no connection)";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string l = line + "\r\n";
+    if (::write(fd, l.data(), l.size()) == static_cast<ssize_t>(l.size())) {
+      answer.clear();
+      char ch;
+      while (::read(fd, &ch, 1) == 1 && ch != '\n') {
+        if (ch != '\r') answer += ch;
+      }
+    }
+  }
+  ::close(fd);
+  return answer;
+}
+
+}  // namespace
+
+TEST_CASE("agent shell: the command port and metrics= are served, announced, and the port is in the header",
+          "[agent][shell]") {
+  test::TempDir dir("mlpd_shell");
+  const std::string file = dir.file("port.mlpd");
+  const ChildResult c = run_child([&] {
+    auto* rt = new WritingRuntime;
+    agent::start("output=" + file + ",calls,port=0,metrics=0,verbose", *rt);
+    if (!agent::profiling()) return 10;
+    const Profile header = read_profile(file);  // the header is written at start: the port the kernel chose
+    if (!header.opened || header.header.port == 0) return 11;
+    const int port = header.header.port;
+    say_line("stats: " + ask_port(port, "stats"));
+    say_line("pause: " + ask_port(port, "pause"));
+    say_line("resume: " + ask_port(port, "resume"));
+    say_line("dump: " + ask_port(port, "dump"));
+    calls_on_thread(*rt, 5);
+    std::exit(0);
+  });
+  INFO(c.describe() << "\n" << c.err);
+  REQUIRE(c.exited(0));
+  const Profile p = read_profile(file);
+  REQUIRE(p.clean());
+  CHECK(p.enters == 5);
+  const std::string port = std::to_string(p.header.port);
+  CHECK_THAT(c.err, mlpd_test::contains("mlpd: command port 127.0.0.1:" + port + "\n"));
+  CHECK_THAT(c.err, mlpd_test::contains("mlpd: metrics at http://127.0.0.1:"));
+  CHECK_THAT(c.err, mlpd_test::contains("\nstats: OK bytes="));
+  CHECK_THAT(c.err, mlpd_test::contains("\npause: OK paused\n"));
+  CHECK_THAT(c.err, mlpd_test::contains("\nresume: OK resumed\n"));
+  CHECK_THAT(c.err, mlpd_test::contains("\ndump: ERR dump: only in flight-recorder mode"));
+  CHECK_THAT(c.err, mlpd_test::contains("\nmlpd: wrote "));  // verbose: the summary at exit
+}
+
+TEST_CASE("agent shell: rotation by size keeps the newest files, each whole on its own", "[agent][shell]") {
+  test::TempDir dir("mlpd_shell");
+  const ChildResult c = run_child([&] {
+    auto* rt = new WritingRuntime;
+    agent::start("output=" + dir.file("rot.%n.mlpd") + ",calls,rotate-size=4k,rotate-keep=2", *rt);
+    if (!agent::profiling()) return 10;
+    for (int i = 0; i < 8; ++i) {
+      calls_on_thread(*rt, 1000);
+      if (!agent::live_round_now(60000)) return 11;
+    }
+    std::exit(0);
+  });
+  INFO(c.describe() << "\n" << c.err);
+  REQUIRE(c.exited(0));
+  CHECK(c.err.empty());
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() == 2);  // rotate-keep=2: the older ones deleted
+  uint64_t enters = 0;
+  for (const std::string& f : files) {
+    INFO(f);
+    const Profile p = read_profile(f);
+    for (const std::string& pr : p.problems) INFO(pr);
+    REQUIRE(p.clean());  // every reference described in the file itself
+    CHECK(p.jitted_work());
+    enters += p.enters;
+  }
+  CHECK(files.back() != dir.file("rot.0000.mlpd"));
+  CHECK(enters > 0);
+  CHECK(enters < 8000);
+}
+
+TEST_CASE("agent shell: an output that fails stops profiling with one line; dumpsignal flushes", "[agent][shell]") {
+  SECTION("a pipe whose reader went away") {
+    const ChildResult c = run_child([&] {
+      int p[2];
+      if (::pipe(p) != 0) return 9;
+      ::signal(SIGPIPE, SIG_IGN);  // the host's choice; the agent never raises SIGPIPE itself
+      auto* rt = new WritingRuntime;
+      agent::start("output=#" + std::to_string(p[1]) + ",calls", *rt);
+      if (!agent::profiling()) return 10;
+      ::close(p[0]);
+      calls_on_thread(*rt, 100);
+      agent::live_round_now(60000);
+      say_line("the host goes on");
+      std::exit(5);
+    });
+    INFO(c.describe() << "\n" << c.err);
+    REQUIRE(c.exited(5));
+    const std::vector<std::string> lines = c.err_lines();
+    REQUIRE(lines.size() == 2);
+    CHECK_THAT(lines[0], mlpd_test::contains("profiling stopped"));
+    CHECK(lines[1] == "the host goes on");
+  }
+  SECTION("dumpsignal=USR1 without ring: a flush round, said with verbose") {
+    test::TempDir dir("mlpd_shell");
+    const std::string file = dir.file("flushed.mlpd");
+    const ChildResult c = run_child([&] {
+      auto* rt = new WritingRuntime;
+      agent::start("output=" + file + ",calls,dumpsignal=USR1,flush=3600000", *rt);
+      if (!agent::profiling()) return 10;
+      for (int i = 0; i < 40; ++i) rt->call();  // the main thread's log: only a round writes it
+      ::raise(SIGUSR1);
+      // Waited for: the helper's round has the 40 calls in the file.
+      for (int i = 0; i < 6000 && read_profile(file).enters < 40; ++i) ::poll(nullptr, 0, 10);
+      if (read_profile(file).enters != 40) return 11;
+      agent::shutdown();
+      return 0;
+    });
+    INFO(c.describe() << "\n" << c.err);
+    REQUIRE(c.exited(0));
+    const Profile p = read_profile(file);
+    REQUIRE(p.clean());
+    CHECK(p.enters == 40);
+  }
 }
