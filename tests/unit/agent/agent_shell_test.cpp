@@ -72,7 +72,7 @@ void say_line(const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("agent shell: exit() ends the file whole; the agent writes nothing on stderr", "[agent][shell]") {
+TEST_CASE("agent shell: exit() ends the file whole and the agent writes nothing on stderr", "[agent][shell]") {
   test::TempDir dir("mlpd_shell");
   const std::string file = dir.file("out.mlpd");
   const ChildResult c = run_child([&] {
@@ -222,7 +222,7 @@ TEST_CASE("agent shell: a TERM handler the program had at start stays the progra
   CHECK(c.exited(42));
 }
 
-TEST_CASE("agent shell: detach writes the file whole; attaching again starts a new file with the metadata",
+TEST_CASE("agent shell: detach writes the file whole, and attaching again starts a new file with the metadata",
           "[agent][shell]") {
   test::TempDir dir("mlpd_shell");
   const std::string first = dir.file("a.mlpd"), second = dir.file("b.mlpd");
@@ -324,7 +324,7 @@ TEST_CASE("agent shell: a refused configuration is one line on stderr, and the h
   }
 }
 
-TEST_CASE("agent shell: output= names: %p, +FILE, a file another process holds; verbose says so", "[agent][shell]") {
+TEST_CASE("agent shell: output= names: %p, +FILE, a file another process holds (verbose says so)", "[agent][shell]") {
   test::TempDir dir("mlpd_shell");
   SECTION("%p is the process id") {
     const ChildResult c = run_child([&] {
@@ -542,7 +542,7 @@ TEST_CASE("agent shell: rotation by size keeps the newest files, each whole on i
   CHECK(enters < 8000);
 }
 
-TEST_CASE("agent shell: an output that fails stops profiling with one line; dumpsignal flushes", "[agent][shell]") {
+TEST_CASE("agent shell: an output that fails stops profiling with one line, and dumpsignal flushes", "[agent][shell]") {
   SECTION("a pipe whose reader went away") {
     const ChildResult c = run_child([&] {
       int p[2];
