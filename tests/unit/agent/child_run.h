@@ -26,13 +26,18 @@
 #include "mlpd/input.h"
 #include "mlpd_catch.h"
 
-// gcc's --coverage (scripts/unit-coverage.sh): a child that ends with _exit writes its counts first.
-extern "C" void __gcov_dump(void) __attribute__((weak));
+// gcc's --coverage (scripts/unit-coverage.sh, MLPD_COVERAGE: tests/unit/CMakeLists.txt): a child that
+// ends with _exit writes its counts first.
+#ifdef MLPD_COVERAGE
+extern "C" void __gcov_dump(void);
+#endif
 
 namespace mlpd::test {
 
 [[noreturn]] inline void child_exit(int code) {
-  if (__gcov_dump) __gcov_dump();
+#ifdef MLPD_COVERAGE
+  __gcov_dump();
+#endif
   ::_exit(code);
 }
 
