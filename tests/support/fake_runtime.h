@@ -2,6 +2,9 @@
 // tests of the agent shell's parts that ask the runtime questions (counters, metrics, configuration).
 // Every answer is a public field the test sets; install() and the control calls only record what they
 // were given. (tests/door/door_fake.cpp is the whole-agent version, which also writes events.)
+// WritingRuntime (below) also writes: what install() describes (an image, a method's code) and the
+// enter/leave of call(), through the writer the agent gave it, for tests of the whole agent shell
+// (agent::start ... exit) that read its file back.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "mlpd/format.h"
+#include "mlpd/rt/clock.h"
+#include "mlpd/rt/events.h"
+#include "mlpd/rt/meta_log.h"
+#include "mlpd/rt/thread_registry.h"
 #include "mlpd/runtime/runtime.h"
 
 namespace mlpd::test {
@@ -85,6 +93,78 @@ class FakeRuntime : public runtime::Runtime {
     return has_pauses;
   }
   std::vector<runtime::OsThread> os_threads() const override { return threads; }
+};
+
+// FakeRuntime that writes events as a runtime's callbacks would: install() describes the image
+// "fake.exe" (kImage) and the method kMethodName (kMethod, its code at kCode); call() writes one
+// enter/leave of it on the calling thread when `calls` was given; thread_done() ends the calling
+// thread's log. install() refuses with `install_error` when that is set.
+class WritingRuntime : public FakeRuntime {
+ public:
+  static constexpr uint64_t kImage = 0x10000;
+  static constexpr uint64_t kMethod = 0x40010;
+  static constexpr uint64_t kCode = 0x7000000;
+  static constexpr const char* kMethodName = "Fake.Program:Work ()";
+
+  std::string install_error;
+  int after_forks = 0;  // after_fork_child() calls
+  uint64_t calls_written = 0;  // call()s that found the thread's log (a disabled registry gives none)
+  bool describe = true;  // install() describes the image and the method
+  runtime::Env env;      // what the agent gave install()
+
+  bool install(const runtime::Config& config, const runtime::Env& given, std::string& error) override {
+    if (!install_error.empty()) {
+      error = install_error;
+      return false;
+    }
+    FakeRuntime::install(config, given, error);
+    env = given;
+    calls_ = config.calls;
+    stopped_ = false;
+    if (describe) {
+      Event image;
+      image.kind = EventKind::image_load;
+      image.ptr = kImage;
+      image.name = "fake.exe";
+      env.meta->add(image, rt::now_ns);
+      Event jit;
+      jit.kind = EventKind::method_jit;
+      jit.method = kMethod;
+      jit.ptr = kCode;
+      jit.size = 0x100;
+      jit.name = kMethodName;
+      env.meta->add(jit, rt::now_ns);
+    }
+    return true;
+  }
+  void stop() override {
+    stopped_ = true;
+    FakeRuntime::stop();
+  }
+  void detach() override {
+    stopped_ = true;
+    FakeRuntime::detach();
+  }
+  void after_fork_child() override { ++after_forks; }
+  bool calls_enabled() const override { return calls_; }
+
+  // One call of kMethod on the calling thread (enter and leave), when recording calls.
+  void call() {
+    if (!calls_ || stopped_ || !env.registry) return;
+    rt::ThreadLog* log = env.registry->get();
+    if (!log) return;
+    rt::write_method(*log, format::TYPE_ENTER, rt::now_ns(), kMethod);
+    rt::write_method(*log, format::TYPE_LEAVE, rt::now_ns(), kMethod);
+    ++calls_written;
+  }
+  // A thread that called call() ends: its log goes to the helper.
+  void thread_done() {
+    if (env.registry) env.registry->thread_exit();
+  }
+
+ private:
+  bool calls_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace mlpd::test
