@@ -6,6 +6,11 @@
 // and be counted as Mono's in the summary.
 #include "mlpd_catch.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,6 +20,8 @@
 #include "mono/v6_8/layouts.h"
 #include "mono_heap_fakes.h"
 #include "optional.h"
+#include "temp_dir.h"
+#include "walker/thread_state.h"
 
 using namespace mlpd;
 using namespace mlpd::hooks;
@@ -117,4 +124,73 @@ TEST_CASE("stack walker: on, a stack it cannot walk goes to Mono's walk, counted
   // MLPD_WALKER=mono: off again, whatever the layouts.
   walker::init(false, true, false);
   CHECK(walker::summary().find("our walker off") != std::string::npos);
+}
+
+TEST_CASE("stack walker: our backtrace cross-checked against Mono's; a difference switches ours off, verbosely",
+          "[hooks][walker]") {
+  MonoRoom room;
+  WalkerOff off;
+  mono_optional.mono_method_get_context = [](MonoMethod*) -> void* { return nullptr; };
+  mono_layouts::select(&mono_v6_8::kLayouts);
+  walker::init(true, true, true);  // every backtrace of ours checked (MLPD_WALKER=check), verbose
+  REQUIRE(walker::summary().find("our walker on") != std::string::npos);
+
+  // This thread's MonoJitTlsData (a fake): its last LMF is its first, the zeroed top entry. An
+  // allocation's walk then starts from the LMF and finds no managed frame, as Mono's walk would on a
+  // thread that never called native code from managed code: a backtrace of ours, with no frame.
+  walker::ThreadWalk* t = walker::thread_walk();
+  REQUIRE(t != nullptr);
+  REQUIRE(t->bounds_ok);
+  alignas(64) static uint64_t top_lmf[64] = {};
+  alignas(64) static uint64_t jit_tls[1024] = {};
+  const mono_layouts::MonoLayouts& L = mono_v6_8::kLayouts;
+  REQUIRE(L.jit_tls_lmf / 8 < 1024);
+  REQUIRE(L.jit_tls_first_lmf / 8 < 1024);
+  jit_tls[L.jit_tls_lmf / 8] = reinterpret_cast<uint64_t>(top_lmf);
+  jit_tls[L.jit_tls_first_lmf / 8] = reinterpret_cast<uint64_t>(top_lmf);
+  const uint64_t saved_jit_tls = t->jit_tls;
+  t->jit_tls = reinterpret_cast<uint64_t>(jit_tls);
+  struct Restore {
+    walker::ThreadWalk* t;
+    uint64_t v;
+    ~Restore() { t->jit_tls = v; }
+  } restore{t, saved_jit_tls};
+
+  const Counts c0 = parse(walker::summary());
+  MonoMethod* frames[format::kMaxFrames] = {};
+  world().mono_frames.clear();
+  CHECK(walker::collect(frames, format::kMaxFrames, true) == 0);  // ours; Mono's agrees (checked)
+  CHECK(world().mono_walks == 1);
+  const std::string s1 = walker::summary();
+  INFO(s1);
+  const Counts c1 = parse(s1);
+  CHECK(c1.ours == c0.ours + 1);
+  CHECK(c1.monos == c0.monos);
+  CHECK(s1.find("our walker on") != std::string::npos);
+
+  // Mono's walk disagrees: its frames are the backtrace, ours is off for good, said once on stderr.
+  world().mono_frames = {0x7000, 0x7100};
+  mlpd::test::TempDir dir("walker_stderr");
+  const std::string path = dir.file("stderr");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  const int saved = ::dup(STDERR_FILENO);
+  REQUIRE(saved >= 0);
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  const uint32_t n = walker::collect(frames, format::kMaxFrames, true);
+  const uint32_t n2 = walker::collect(frames, format::kMaxFrames, true);  // off now: Mono's walk only
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  CHECK(as_ints(frames, n) == std::vector<uint64_t>{0x7000, 0x7100});
+  CHECK(n2 == 2);
+  CHECK(world().mono_walks == 3);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text ==
+        "mlpd: our stack walker disagreed with Mono's (a backtrace); backtraces use mono_stack_walk_no_il from now on\n");
+  const std::string s2 = walker::summary();
+  INFO(s2);
+  CHECK(s2.find("our walker off") != std::string::npos);
+  CHECK(parse(s2).ours == c1.ours + 1);  // the disagreeing one was a walk of ours (then replaced)
 }
