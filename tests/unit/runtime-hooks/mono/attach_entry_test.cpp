@@ -27,6 +27,10 @@
 #include "attach_entry_seams.h"
 #include "temp_dir.h"
 
+#ifdef MLPD_GCOV_DUMP
+extern "C" void __gcov_dump(void);  // libgcov: writes the counts (a coverage build, tests/unit/CMakeLists.txt)
+#endif
+
 extern "C" int mlpd_attach_command(const char* command, const char* answer_path);
 extern "C" void mlpd_attach_release();
 extern "C" void mlpd_attach_set_restart(void (*fn)());
@@ -52,7 +56,13 @@ void in_child(F body) {
   std::fflush(nullptr);
   const pid_t child = fork();
   REQUIRE(child >= 0);
-  if (child == 0) _exit(body());
+  if (child == 0) {
+    const int rc = body();
+#ifdef MLPD_GCOV_DUMP
+    __gcov_dump();  // _exit skips the exit handlers that would write them
+#endif
+    _exit(rc);
+  }
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   pid_t r = 0;
