@@ -42,6 +42,7 @@
 #include <dlfcn.h>
 
 #include "mlpd/agent/agent.h"
+#include "attach_entry_seams.h"
 #include "mlpd/hooks/late_describer.h"
 #include "mono/mono_runtime.h"
 
@@ -77,14 +78,20 @@ bool is_listener(int fd) {
   return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l) == 0 && listening;
 }
 
+std::string g_dir_for_tests;  // attach_seams::use_runtime_dir (empty: the runtime's)
+
 void find_listener() {
   if (g_found) return;
   g_found = true;
-  passwd pw{};
-  passwd* found = nullptr;
-  char buf[1024];
-  if (getpwuid_r(getuid(), &pw, buf, sizeof buf, &found) != 0 || !found) return;
-  g_dir = std::string("/tmp/mono-") + found->pw_name;
+  if (!g_dir_for_tests.empty()) {
+    g_dir = g_dir_for_tests;
+  } else {
+    passwd pw{};
+    passwd* found = nullptr;
+    char buf[1024];
+    if (getpwuid_r(getuid(), &pw, buf, sizeof buf, &found) != 0 || !found) return;
+    g_dir = std::string("/tmp/mono-") + found->pw_name;
+  }
   g_socket_path = g_dir + "/.mono-" + std::to_string(getpid());
   g_control_path = g_dir + "/.mlpd-" + std::to_string(getpid());
   g_park_path = g_dir + "/.mlpd-park-" + std::to_string(getpid());
@@ -272,6 +279,19 @@ void park() {
 }
 
 }  // namespace
+
+void mlpd::mono::attach_seams::use_runtime_dir(const std::string& dir) {
+  g_dir_for_tests = dir;
+  g_found = false;
+  g_listen_fd = -1;
+}
+
+void mlpd::mono::attach_seams::use_park_functions(void* (*create)(void*), void (*set_finalized)(void*, void (*)(void*)),
+                                                  void (*notify)()) {
+  g_set_finalized = set_finalized;
+  g_finalize_notify = notify;
+  g_park_handle = create(nullptr);
+}
 
 // The first command, on Mono's receiver thread. Returns 0 when done, 1 when refused.
 extern "C" __attribute__((visibility("default"))) int mlpd_attach_command(const char* command, const char* answer_path) {

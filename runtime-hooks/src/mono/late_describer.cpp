@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "described.h"
+#include "late_describer_hand_over.h"
 #include "mlpd/hooks/mono_api.h"
 #include "mlpd/capture/sampling.h"
 #include "state.h"
@@ -65,8 +66,11 @@ uint64_t describe(MonoMethod* m, uint64_t code, std::vector<std::pair<uint64_t, 
   return reinterpret_cast<uint64_t>(m);
 }
 
-void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
-               std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+}  // namespace
+
+// Outside the anonymous namespace only to be declared in late_describer_hand_over.h (the unit tests).
+void late_describer_detail::hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved, size_t count,
+                                      std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   std::fill(resolved, resolved + count, kNotAnswered);
   Shared& s = shared();
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -91,6 +95,10 @@ void hand_over(const uint64_t* methods, const uint64_t* code, uint64_t* resolved
   ranges.swap(s.ranges);
   s.ranges.clear();
 }
+
+namespace {
+
+using late_describer_detail::hand_over;
 
 // Preload: the runtime's finalizer thread serves (gc_finalized, describer_finalized()), woken as
 // heapshot requests wake it. A sem_post: safe from the helper, which is not attached to the runtime.

@@ -24,22 +24,10 @@
 #include "mlpd/checks.h"
 #include "mlpd/decoder.h"
 #include "mlpd/input.h"
+#include "child_exit.h"
 #include "mlpd_catch.h"
 
-// gcc's --coverage (scripts/unit-coverage.sh, MLPD_COVERAGE: tests/unit/CMakeLists.txt): a child that
-// ends with _exit writes its counts first.
-#ifdef MLPD_COVERAGE
-extern "C" void __gcov_dump(void);
-#endif
-
 namespace mlpd::test {
-
-[[noreturn]] inline void child_exit(int code) {
-#ifdef MLPD_COVERAGE
-  __gcov_dump();
-#endif
-  ::_exit(code);
-}
 
 struct ChildResult {
   int pid = -1;
