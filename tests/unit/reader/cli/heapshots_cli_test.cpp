@@ -553,3 +553,30 @@ TEST_CASE("mlpd export --what retained: refusals and what the file lacks", "[cli
     CHECK(h.out.rfind("usage: mlpd export --what retained", 0) == 0);
   }
 }
+
+TEST_CASE("mlpd export: --what retained as the parser reads the arguments", "[cli][export]") {
+  TempDir dir;
+  const std::string path = dir.write("h.mlpd", heap_file(2));
+  // Anywhere among the options, spelled either way, after an unknown option (whose refusal is then the
+  // retained export's), with --help before it: the retained export.
+  CHECK(export_cmd({path, "-o", dir.file("a.collapsed"), "--what=retained"}).rc == 0);
+  CHECK(lines_of(read_text(dir.file("a.collapsed"))).size() == 3);
+  const CliRun bogus = export_cmd({"--bogus", "--what", "retained", "-o", dir.file("b.html"), path});
+  CHECK(bogus.rc == 2);
+  CHECK(bogus.err == "mlpd export --what retained: unknown option '--bogus' (try 'mlpd export --what retained --help')\n");
+  const CliRun threads = export_cmd({"--what", "retained", "--threads", "-o", dir.file("b.html"), path});
+  CHECK(threads.rc == 2);
+  CHECK(threads.err == "mlpd export --what retained: unknown option '--threads' (try 'mlpd export --what retained --help')\n");
+  // Not an option: the value of another option, or a file name after `--`: a profile's export.
+  const CliRun as_value = export_cmd({"--format", "--what", "retained", path});
+  CHECK(as_value.rc == 2);
+  CHECK(as_value.err ==
+        "mlpd export: unknown --format '--what' (collapsed, html, speedscope, trace, pprof, heatmap) (try 'mlpd export --help')\n");
+  const CliRun as_file = export_cmd({"--", "--what", "retained"});
+  CHECK(as_file.rc == 2);
+  CHECK(as_file.err == "mlpd export: give --format F or -o OUT (try 'mlpd export --help')\n");
+  // The retained export's options are not a profile's.
+  const CliRun heapshot = export_cmd({"--heapshot", "1", "-o", dir.file("c.collapsed"), path});
+  CHECK(heapshot.rc == 2);
+  CHECK(heapshot.err == "mlpd export: unknown option '--heapshot' (try 'mlpd export --help')\n");
+}
