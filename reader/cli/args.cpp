@@ -30,8 +30,14 @@ int usage_error(const char* command, const std::string& message) {
   return 2;
 }
 
-int parse_command(int argc, char** argv, const char* command, const std::string& help,
-                  const std::vector<Option>& options, std::vector<std::string>& files) {
+ArgumentWalk walk_arguments(int argc, char** argv, const std::vector<Option>& options, std::vector<std::string>& files,
+                            bool survey) {
+  ArgumentWalk w;
+  auto error = [&w](std::string message) {
+    w.end = ArgumentWalk::End::error;
+    w.error = std::move(message);
+    return w;
+  };
   bool options_done = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -44,8 +50,10 @@ int parse_command(int argc, char** argv, const char* command, const std::string&
       continue;
     }
     if (a == "--help" || a == "-h") {
-      std::fputs(help.c_str(), stdout);
-      return 0;
+      w.help = true;
+      if (survey) continue;
+      w.end = ArgumentWalk::End::help;
+      return w;
     }
     const Option* found = nullptr;
     std::string value;
@@ -63,7 +71,8 @@ int parse_command(int argc, char** argv, const char* command, const std::string&
         break;
       }
     }
-    if (!found) return usage_error(command, "unknown option '" + a + "'");
+    if (!found && survey) continue;
+    if (!found) return error("unknown option '" + a + "'");
     if (found->flag) {
       *found->flag = true;
       continue;
@@ -74,21 +83,32 @@ int parse_command(int argc, char** argv, const char* command, const std::string&
         first = argv[++i];
         second = argv[++i];
       } else if (!found->missing_empty) {
-        return usage_error(command, a + " needs two values");
+        return error(a + " needs two values");
       }
-      const std::string error = found->take2(first, second);
-      if (!error.empty()) return usage_error(command, error);
+      const std::string message = found->take2(first, second);
+      if (!message.empty()) return error(message);
       continue;
     }
     if (!has_value) {
       if (i + 1 < argc)
         value = argv[++i];
       else if (!found->missing_empty)
-        return usage_error(command, a + " needs a value");
+        return error(a + " needs a value");
     }
-    const std::string error = found->take(value);
-    if (!error.empty()) return usage_error(command, error);
+    const std::string message = found->take(value);
+    if (!message.empty()) return error(message);
   }
+  return w;
+}
+
+int parse_command(int argc, char** argv, const char* command, const std::string& help,
+                  const std::vector<Option>& options, std::vector<std::string>& files) {
+  const ArgumentWalk w = walk_arguments(argc, argv, options, files);
+  if (w.end == ArgumentWalk::End::help) {
+    std::fputs(help.c_str(), stdout);
+    return 0;
+  }
+  if (w.end == ArgumentWalk::End::error) return usage_error(command, w.error);
   return -1;
 }
 

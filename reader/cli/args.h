@@ -45,6 +45,18 @@ int usage_error(const char* command, const std::string& message);
 // stays, with what follows it). Returns the new argc, or -1 after one line on stderr for a bad SIZE.
 int take_max_memory(int argc, char** argv);
 
+// parse_command's walk over the arguments, printing nothing: files collected, flags set, values taken,
+// up to the first usage error (its message in `error`) or --help/-h. A `survey` only reads what the
+// options it knows are given: --help (noted in `help`) and unknown options are passed over, and the
+// walk goes on to the end -- for a command that is another one by an option's value (`export --what
+// retained`), to know which before that one parses the arguments for real.
+struct ArgumentWalk {
+  enum class End { done, help, error } end = End::done;
+  std::string error;
+  bool help = false;
+};
+ArgumentWalk walk_arguments(int argc, char** argv, const std::vector<Option>& options, std::vector<std::string>& files,
+                            bool survey = false);
 // Goes over the arguments in order: `--` ends the options, `--help`/`-h` prints `help` (returns 0),
 // an option fills its flag or takes its value, "-", "" and words not starting with '-' are files, and
 // anything else is an unknown option. Returns -1 when the command should go on, 0 after --help, 2

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -249,42 +250,78 @@ struct OutputTarget {
   }
 };
 
+// What a profile's export takes (help_text()); its options fill these.
+struct ProfileExportArgs {
+  views::ExportOptions o;
+  profile::BuildOptions window;
+  std::string out_path, format;
+  uint64_t max_output = kDefaultMaxOutput;
+
+  ProfileExportArgs() { window.jobs = default_jobs(); }
+  std::vector<Option> options() {
+    auto value = [](std::string& to) {
+      return [&to](const std::string& v) {
+        to = v;
+        return std::string();
+      };
+    };
+    return {{"--threads", nullptr, &o.threads},
+            {"--format", nullptr, nullptr, value(format)},
+            what_option(o.what, o.what_given),
+            {"--output", "-o", nullptr, value(out_path)},
+            {"--max-output", nullptr, nullptr,
+             [this](const std::string& v) {
+               return parse_size(v, max_output) ? std::string()
+                                                : "bad --max-output '" + v + "': expected a size such as 512M or 2G";
+             },
+             true},
+            window_option("--from", window.from), window_option("--to", window.to), jobs_option(window.jobs)};
+  }
+};
+
+// Which export the arguments ask for, as the one parser reads them (a survey: every option of both
+// exports known with its value, none acted on; --help and unknown options passed over): --what retained or --what=retained is a
+// heapshot's dominator tree (export_retained.cpp), anything else a profile's. Then the export asked
+// for parses them for real, with its own options, messages and help.
+bool asks_retained(int argc, char** argv) {
+  ProfileExportArgs profile_args;
+  RetainedExportArgs retained_args;
+  std::vector<Option> all = profile_args.options();
+  for (const Option& r : retained_args.options()) {
+    auto same = std::find_if(all.begin(), all.end(), [&r](const Option& o) { return std::string_view(o.name) == r.name; });
+    if (same == all.end())
+      all.push_back(r);
+    else
+      same->joined = same->joined || r.joined;
+  }
+  bool retained = false;
+  for (Option& o : all) {
+    if (o.flag) continue;
+    const bool what = std::string_view(o.name) == "--what";
+    o.take = [what, &retained](const std::string& v) {
+      retained = retained || (what && v == "retained");
+      return std::string();
+    };
+    o.missing_empty = true;
+  }
+  std::vector<std::string> files;
+  walk_arguments(argc, argv, all, files, true);
+  return retained;
+}
+
 }  // namespace
 
 int cmd_export(int argc, char** argv) {
-  // --what retained: a heapshot's dominator tree, not a profile (export_retained.cpp).
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--what=retained" || (a == "--what" && i + 1 < argc && std::string_view(argv[i + 1]) == "retained"))
-      return cmd_export_retained(argc, argv);
-  }
-  views::ExportOptions o;
+  if (asks_retained(argc, argv)) return cmd_export_retained(argc, argv);
+  ProfileExportArgs args;
   std::vector<std::string> files;
-  profile::BuildOptions window;
-  window.jobs = default_jobs();
-  std::string out_path, format;
-  uint64_t max_output = kDefaultMaxOutput;
-  auto value = [](std::string& to) {
-    return [&to](const std::string& v) {
-      to = v;
-      return std::string();
-    };
-  };
-  const int rc = parse_command(
-      argc, argv, "export", help_text(),
-      {{"--threads", nullptr, &o.threads},
-       {"--format", nullptr, nullptr, value(format)},
-       what_option(o.what, o.what_given),
-       {"--output", "-o", nullptr, value(out_path)},
-       {"--max-output", nullptr, nullptr,
-        [&](const std::string& v) {
-          return parse_size(v, max_output) ? std::string()
-                                           : "bad --max-output '" + v + "': expected a size such as 512M or 2G";
-        },
-        true},
-       window_option("--from", window.from), window_option("--to", window.to), jobs_option(window.jobs)},
-      files);
+  const int rc = parse_command(argc, argv, "export", help_text(), args.options(), files);
   if (rc >= 0) return rc;
+  views::ExportOptions& o = args.o;
+  profile::BuildOptions& window = args.window;
+  const std::string& out_path = args.out_path;
+  const std::string& format = args.format;
+  const uint64_t max_output = args.max_output;
   if (files.empty()) return usage_error("no FILE given");
   const std::string file = files[0];
   std::string why;

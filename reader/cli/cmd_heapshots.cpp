@@ -292,17 +292,18 @@ int cmd_heapshots(int argc, char** argv) {
 
   OutBuffer out(stdout);
   std::string text;
+  // Written as it is rendered (a long listing is never held whole).
+  const views::Drain drain = [&out](std::string& t) {
+    out.write(t);
+    t.clear();
+  };
   if (diff) {
     const HeapshotSummary& a = shots[diff_from];
     const HeapshotSummary& b = collectors[two_files ? 1 : 0].heapshots()[diff_to];
     // Two processes: the same class has other addresses, so classes are matched by name.
     const HeapshotDiff d = diff_heapshots(a, b, two_files);
-    json ? views::heapshot_diff_json(text, d, all, top) : views::heapshot_diff_text(text, d, a, b, all, top);
+    json ? views::heapshot_diff_json(text, d, all, top, drain) : views::heapshot_diff_text(text, d, a, b, all, top, drain);
   } else {
-    const views::Drain drain = [&out](std::string& t) {
-      out.write(t);
-      t.clear();
-    };
     json ? views::heapshots_json(text, shots, top, drain) : views::heapshots_text(text, path, shots, top, drain);
   }
   out.write(text);

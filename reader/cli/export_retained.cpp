@@ -62,35 +62,39 @@ bool write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int cmd_export_retained(int argc, char** argv) {
-  std::string out_path, file;
-  uint64_t heapshot = 0, depth = 32;
-  bool have_heapshot = false;
-  std::vector<std::string> files;
-  std::string output_error;
-  // The one parser (args.h); its usage lines name `--what retained --help`, this command's help.
-  const std::vector<Option> options = {
+std::vector<Option> RetainedExportArgs::options() {
+  return {
       {"--what", nullptr, nullptr,
        [](const std::string& v) { return v == "retained" ? std::string() : "--what retained does not go with another --what"; },
        true},
       {"--output", "-o", nullptr,
-       [&](const std::string& v) { return v.empty() ? std::string("--output needs a file name") : (out_path = v, std::string()); },
+       [this](const std::string& v) { return v.empty() ? std::string("--output needs a file name") : (out_path = v, std::string()); },
        true},
       {"--heapshot", nullptr, nullptr,
-       [&](const std::string& v) {
+       [this](const std::string& v) {
          if (!parse_number(v, heapshot)) return std::string("--heapshot needs a heapshot index (0, 1, ...)");
          have_heapshot = true;
          return std::string();
        },
        true},
       {"--depth", nullptr, nullptr,
-       [&](const std::string& v) {
+       [this](const std::string& v) {
          return parse_number(v, depth) && depth > 0 ? std::string() : std::string("--depth needs a number of levels");
        },
        true},
   };
-  const int parsed = parse_command(argc, argv, "export --what retained", kHelp, options, files);
+}
+
+int cmd_export_retained(int argc, char** argv) {
+  RetainedExportArgs args;
+  std::vector<std::string> files;
+  // The one parser (args.h); its usage lines name `--what retained --help`, this command's help.
+  const int parsed = parse_command(argc, argv, "export --what retained", kHelp, args.options(), files);
   if (parsed >= 0) return parsed;
+  const std::string& out_path = args.out_path;
+  const uint64_t heapshot = args.heapshot, depth = args.depth;
+  const bool have_heapshot = args.have_heapshot;
+  std::string file;
   if (files.size() > 1) return usage_error("--what retained reads one FILE");
   const bool have_file = !files.empty();
   if (have_file) file = files[0];

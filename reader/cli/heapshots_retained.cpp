@@ -198,15 +198,20 @@ int run_retained(const RetainedRequest& q) {
   const views::Retention& r = f.kept->result();
   if (report_error(r)) return 1;
   std::string text;
+  // Written as it is rendered (a long listing is never held whole).
+  const views::Drain drain = [&out](std::string& t) {
+    out.write(t);
+    t.clear();
+  };
   switch (q.view) {
     case View::retained:
-      q.json ? views::retained_json(text, r, q.top) : views::retained_text(text, r, q.top);
+      q.json ? views::retained_json(text, r, q.top, drain) : views::retained_text(text, r, q.top, drain);
       break;
     case View::dominators: {
       const uint64_t min_bytes = q.have_min_bytes ? q.min_bytes : std::max<uint64_t>(1, r.bytes / 100);
       const uint64_t top = q.top == UINT64_MAX ? 20 : q.top;
-      q.json ? views::dominators_json(text, r, top, q.depth, min_bytes)
-             : views::dominators_text(text, r, top, q.depth, min_bytes);
+      q.json ? views::dominators_json(text, r, top, q.depth, min_bytes, drain)
+             : views::dominators_text(text, r, top, q.depth, min_bytes, drain);
       break;
     }
     case View::paths: {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "args.h"
 #include "mlpd/retention.h"
 
 namespace mlpd::cli {
@@ -63,7 +64,15 @@ int finish_output(OutBuffer& out, int status);
 }  // namespace heapshots_detail
 
 // `mlpd export --what retained [--heapshot I] [--depth D] -o OUT FILE` (export_retained.cpp): the
-// dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt).
+// dominator tree as a flame graph (.html) or collapsed stacks (.collapsed, .txt). cmd_export hands
+// the arguments over when the parser reads --what retained among them.
 int cmd_export_retained(int argc, char** argv);
+// What it takes; its options fill these (cmd_export reads them too, to know which export is asked for).
+struct RetainedExportArgs {
+  std::string out_path;
+  uint64_t heapshot = 0, depth = 32;
+  bool have_heapshot = false;
+  std::vector<Option> options();
+};
 
 }  // namespace mlpd::cli

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -88,6 +89,12 @@ class HeapOut {
  private:
   std::string& s_;
 };
+
+// Hands `out` to `drain` (to be written and cleared) once it holds 64 KiB or more: called by the
+// renderers between rows, so that a long listing is written as it is rendered (mlpd/heap_views.h, Drain).
+inline void drain_some(std::string& out, const std::function<void(std::string&)>& drain) {
+  if (drain && out.size() >= (64u << 10)) drain(out);
+}
 
 // "+N" or "-N".
 inline std::string signed_str(int64_t v) {

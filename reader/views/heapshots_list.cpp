@@ -8,6 +8,7 @@
 
 namespace mlpd::views {
 
+using detail::drain_some;
 using detail::HeapOut;
 using detail::signed_str;
 
@@ -15,10 +16,6 @@ namespace {
 
 void class_line(HeapOut& o, const std::string& bytes, const std::string& objects, std::string_view name) {
   o.put("  ").padded(bytes, 12).put(' ').padded(objects, 10).put("  ").text(name).put('\n');
-}
-
-void drain_some(std::string& out, const Drain& drain) {
-  if (drain && out.size() >= (64u << 10)) drain(out);
 }
 
 }  // namespace
@@ -68,7 +65,7 @@ void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots,
 }
 
 void heapshot_diff_text(std::string& out, const HeapshotDiff& d, const HeapshotSummary& a, const HeapshotSummary& b,
-                        bool all, uint64_t top) {
+                        bool all, uint64_t top, const Drain& drain) {
   HeapOut o(out);
   o.put("heapshot ").dec(d.from).put(" -> ").dec(d.to).put(" (").seconds(a.time_ns, "%.3f");
   o.put(" s -> ").seconds(b.time_ns, "%.3f").put(" s)\n");
@@ -81,6 +78,7 @@ void heapshot_diff_text(std::string& out, const HeapshotDiff& d, const HeapshotS
     if (shown == top) continue;
     class_line(o, signed_str(c.bytes), signed_str(c.objects), c.name);
     ++shown;
+    drain_some(out, drain);
   }
   const size_t listable = all ? d.classes.size() : changed;
   if (shown < listable) o.put("  (").dec(listable - shown).put(" more classes)\n");
@@ -91,7 +89,7 @@ void heapshot_diff_text(std::string& out, const HeapshotDiff& d, const HeapshotS
   o.put(" objects)\n");
 }
 
-void heapshot_diff_json(std::string& out, const HeapshotDiff& d, bool all, uint64_t top) {
+void heapshot_diff_json(std::string& out, const HeapshotDiff& d, bool all, uint64_t top, const Drain& drain) {
   HeapOut o(out);
   o.put("{\"from\":").dec(d.from).put(",\"to\":").dec(d.to).put(",\"objects\":").sdec(d.objects);
   o.put(",\"bytes\":").sdec(d.bytes).put(",\"classes\":[");
@@ -101,6 +99,7 @@ void heapshot_diff_json(std::string& out, const HeapshotDiff& d, bool all, uint6
     if (shown == top) break;
     if (shown++) o.put(',');
     o.put("{\"name\":").json(c.name).put(",\"objects\":").sdec(c.objects).put(",\"bytes\":").sdec(c.bytes).put('}');
+    drain_some(out, drain);
   }
   o.put("]}\n");
 }

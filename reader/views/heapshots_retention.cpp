@@ -10,6 +10,7 @@
 
 namespace mlpd::views {
 
+using detail::drain_some;
 using detail::HeapOut;
 
 namespace {
@@ -84,7 +85,7 @@ void path_json(HeapOut& o, const RootPath& p) {
 
 }  // namespace
 
-void retained_text(std::string& out, const Retention& r, uint64_t top) {
+void retained_text(std::string& out, const Retention& r, uint64_t top, const Drain& drain) {
   HeapOut o(out);
   header(o, r);
   auto row = [&o](const std::string& a, const std::string& b, const std::string& c, std::string_view name) {
@@ -96,11 +97,12 @@ void retained_text(std::string& out, const Retention& r, uint64_t top) {
     if (shown == top) break;
     row(std::to_string(c.retained), std::to_string(c.objects), std::to_string(c.shallow), c.name);
     ++shown;
+    drain_some(out, drain);
   }
   if (shown < r.classes.size()) o.put("  (").dec(r.classes.size() - shown).put(" more classes)\n");
 }
 
-void retained_json(std::string& out, const Retention& r, uint64_t top) {
+void retained_json(std::string& out, const Retention& r, uint64_t top, const Drain& drain) {
   HeapOut o(out);
   json_head(o, r);
   o.put("\"classes\":[");
@@ -110,11 +112,13 @@ void retained_json(std::string& out, const Retention& r, uint64_t top) {
     if (shown++) o.put(',');
     o.put("{\"name\":").json(c.name).put(",\"objects\":").dec(c.objects).put(",\"shallow\":").dec(c.shallow);
     o.put(",\"retained\":").dec(c.retained).put('}');
+    drain_some(out, drain);
   }
   o.put("]}\n");
 }
 
-void dominators_text(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes) {
+void dominators_text(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes,
+                     const Drain& drain) {
   HeapOut o(out);
   header(o, r);
   o.put("  subtrees of the dominator tree of at least ").dec(min_bytes).put(" bytes, ").dec(depth);
@@ -134,10 +138,12 @@ void dominators_text(std::string& out, const Retention& r, uint64_t top, uint64_
       o.put(" -> ");
     }
     o.text(r.classes[x.klass].name).put('\n');
+    drain_some(out, drain);
   }
 }
 
-void dominators_json(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes) {
+void dominators_json(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes,
+                     const Drain& drain) {
   HeapOut o(out);
   const std::vector<char> show = shown_nodes(r, top, depth, min_bytes);
   json_head(o, r);
@@ -163,6 +169,7 @@ void dominators_json(std::string& out, const Retention& r, uint64_t top, uint64_
     o.put("\"class\":").json(r.classes[x.klass].name).put(",\"instances\":").dec(x.instances);
     o.put(",\"objects\":").dec(x.objects).put(",\"retained\":").dec(x.retained).put(",\"children\":[");
     open.emplace_back(x.depth, false);
+    drain_some(out, drain);
   }
   for (; !open.empty(); open.pop_back()) o.put("]}");
   o.put("]}\n");

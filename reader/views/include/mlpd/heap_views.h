@@ -25,7 +25,9 @@ namespace mlpd::views {
 // (most bytes first, at most `top`); "PATH: no heapshots" when there is none. JSON: one object per
 // heapshot.
 // `drain`, when given, is called with `out` after each heapshot once it holds 64 KiB or more, to write
-// and clear it: a file of a million heapshots is printed as it is rendered, not held whole.
+// and clear it: a file of a million heapshots is printed as it is rendered, not held whole. The
+// renderers of long listings below (--diff --all, --retained, --dominators) take one too, called
+// between their rows.
 using Drain = std::function<void(std::string& out)>;
 void heapshots_text(std::string& out, std::string_view path, const std::vector<HeapshotSummary>& shots, uint64_t top,
                     const Drain& drain = nullptr);
@@ -35,17 +37,19 @@ void heapshots_json(std::string& out, const std::vector<HeapshotSummary>& shots,
 // ---- mlpd heapshots --diff A B [--all]: the classes that changed (`all`: every class), largest byte
 // growth first, at most `top`, then the totals (text: a and b are the two heapshots).
 void heapshot_diff_text(std::string& out, const HeapshotDiff& d, const HeapshotSummary& a, const HeapshotSummary& b,
-                        bool all, uint64_t top);
-void heapshot_diff_json(std::string& out, const HeapshotDiff& d, bool all, uint64_t top);
+                        bool all, uint64_t top, const Drain& drain = nullptr);
+void heapshot_diff_json(std::string& out, const HeapshotDiff& d, bool all, uint64_t top, const Drain& drain = nullptr);
 
 // ---- mlpd heapshots --retained: the classes by retained size, at most `top`.
-void retained_text(std::string& out, const Retention& r, uint64_t top);
-void retained_json(std::string& out, const Retention& r, uint64_t top);
+void retained_text(std::string& out, const Retention& r, uint64_t top, const Drain& drain = nullptr);
+void retained_json(std::string& out, const Retention& r, uint64_t top, const Drain& drain = nullptr);
 
 // ---- --dominators: the folded dominator tree, at most `top` top-level subtrees, `depth` levels,
 // nodes retaining at least `min_bytes`.
-void dominators_text(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes);
-void dominators_json(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes);
+void dominators_text(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes,
+                     const Drain& drain = nullptr);
+void dominators_json(std::string& out, const Retention& r, uint64_t top, uint64_t depth, uint64_t min_bytes,
+                     const Drain& drain = nullptr);
 
 // ---- --paths CLASS: the paths from a GC root to the instances of `klass` retaining most (from
 // RetentionAnalysis::paths; `instances`: its count of reached instances).
