@@ -85,7 +85,7 @@ size_t index_of(const std::vector<Event>& events, EventKind k, size_t from = 0) 
 
 }  // namespace
 
-TEST_CASE("heapshot: a request is served by the next major serial collection; the walk decodes back",
+TEST_CASE("heapshot: a request is served by the next major serial collection - the walk decodes back",
           "[hooks][heapshot]") {
   Engine e;
   small_heap();

@@ -782,7 +782,7 @@ TEST_CASE("mono hooks: paused from the start, nothing is written until resumed",
   CHECK(gcs[0]->code == format::GC_EVENT_END);
 }
 
-TEST_CASE("mono hooks: the runtime's start and shutdown reach the agent; the AOT id is written", "[hooks][mono_hooks]") {
+TEST_CASE("mono hooks: the runtime's start and shutdown reach the agent - the AOT id is written", "[hooks][mono_hooks]") {
   Hooked h;
   h.fake.aotid = "aot-1234";
   h.install(HookConfig{});

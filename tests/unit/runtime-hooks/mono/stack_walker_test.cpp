@@ -126,7 +126,7 @@ TEST_CASE("stack walker: on, a stack it cannot walk goes to Mono's walk, counted
   CHECK(walker::summary().find("our walker off") != std::string::npos);
 }
 
-TEST_CASE("stack walker: our backtrace cross-checked against Mono's; a difference switches ours off, verbosely",
+TEST_CASE("stack walker: our backtrace cross-checked against Mono's - a difference switches ours off, verbosely",
           "[hooks][walker]") {
   MonoRoom room;
   WalkerOff off;
