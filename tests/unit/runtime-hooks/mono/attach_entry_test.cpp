@@ -26,6 +26,7 @@
 
 #include "attach_entry_seams.h"
 #include "child_exit.h"
+#include "emulated.h"
 #include "temp_dir.h"
 
 
@@ -265,12 +266,16 @@ TEST_CASE("mono attach entry: the control socket serves requests from the runtim
     g_finalized_cb(nullptr);
     EXPECT_CHILD(g_restarts.load() == 0);
     // `mlpd attach` sends the signal: the finalizer is woken, its next pass restarts the agent once.
-    EXPECT_CHILD(raise(sig) == 0);
-    EXPECT_CHILD(g_notifies.load() == 1);
-    g_finalized_cb(nullptr);
-    EXPECT_CHILD(g_restarts.load() == 1);
-    g_finalized_cb(nullptr);
-    EXPECT_CHILD(g_restarts.load() == 1);
+    // Not under qemu-user (unit_tests.arm64): it keeps the highest real-time signals for itself, so the
+    // guest's raise() of the one parking chose fails there (the handler is checked above).
+    if (!mlpd::test::running_emulated()) {
+      EXPECT_CHILD(raise(sig) == 0);
+      EXPECT_CHILD(g_notifies.load() == 1);
+      g_finalized_cb(nullptr);
+      EXPECT_CHILD(g_restarts.load() == 1);
+      g_finalized_cb(nullptr);
+      EXPECT_CHILD(g_restarts.load() == 1);
+    }
 
     // The process exits: what parking put in is taken out.
     mlpd_attach_exiting();
