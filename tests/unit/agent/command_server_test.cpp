@@ -83,7 +83,7 @@ struct Harness {
 
 }  // namespace
 
-TEST_CASE("command lines: split anywhere, several per read, \\r\\n, blank lines ignored", "[command]") {
+TEST_CASE("command lines: split anywhere, several per read, CR LF, blank lines ignored", "[command]") {
   Harness h;
   h.feed("he");
   CHECK(h.take().empty());
