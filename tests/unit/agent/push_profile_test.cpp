@@ -2,6 +2,7 @@
 // helper writes, checked by decoding its gzipped pprof with the protobuf library (the reader's
 // profile.proto): sample stacks named leaf first as the reader names them, buffers split across pieces
 // at every size, zip's members, the interval reset, the bound on distinct stacks, garbage.
+#include "gunzip.h"
 #include "mlpd_catch.h"
 
 #include <zlib.h>
@@ -51,20 +52,6 @@ std::vector<uint8_t> buffers() {
   return out;
 }
 
-std::string gunzip(const std::string& gz) {
-  z_stream z{};
-  REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK);
-  std::string out(1 << 20, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = inflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  inflateEnd(&z);
-  REQUIRE(rc == Z_STREAM_END);
-  return out;
-}
 
 // "leaf;...;root" -> samples, from the pprof.
 std::map<std::string, int64_t> stacks_of(const std::string& gz, perftools::profiles::Profile& pb) {

@@ -3,6 +3,7 @@
 // small hand-made files of heapshots whose every figure is worked out below: what they print (text, and
 // JSON decoded back), what they write (collapsed stacks, the flame graph page, pprof decoded back), their
 // refusals (one line, exit status 2) and the problems of a damaged file (exit status 1).
+#include "gunzip.h"
 #include "mlpd_catch.h"
 
 #include <zlib.h>
@@ -87,24 +88,6 @@ std::string read_text(const std::string& path) {
 CliRun heapshots(std::vector<std::string> args) { return run_cli(cli::cmd_heapshots, "heapshots", std::move(args)); }
 CliRun export_cmd(std::vector<std::string> args) { return run_cli(cli::cmd_export, "export", std::move(args)); }
 
-std::string gunzip(const std::string& in) {
-  z_stream z{};
-  REQUIRE(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[16384];
-  int rc;
-  do {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  } while (rc == Z_OK);
-  inflateEnd(&z);
-  REQUIRE(rc == Z_STREAM_END);
-  return out;
-}
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // heatmap.cpp, collapsed.cpp) on small hand-built profiles, each output decoded back by the library
 // its format is written for (protobuf for pprof; nlohmann::json for the JSON ones, where the host has
 // it) and compared with the model's own stacks (views::collapse): the same frames, the same weights.
+#include "gunzip.h"
 #include "mlpd_catch.h"
 
 #include <zlib.h>
@@ -113,24 +114,6 @@ std::map<std::string, uint64_t> model_stacks(What w, bool threads = false) {
   return out;
 }
 
-std::string gunzip(const std::string& in) {
-  z_stream z{};
-  REQUIRE(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[16384];
-  int rc;
-  do {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-    out.append(buf, sizeof buf - z.avail_out);
-  } while (rc != Z_STREAM_END);
-  inflateEnd(&z);
-  return out;
-}
 
 // pprof's samples as "root;...;leaf" -> the value at `index`.
 std::map<std::string, uint64_t> pprof_stacks(const perftools::profiles::Profile& pb, int index) {
