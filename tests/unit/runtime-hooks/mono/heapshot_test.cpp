@@ -21,6 +21,7 @@
 #include "mlpd/format.h"
 #include "mlpd/hooks/heapshot.h"
 #include "mono_heap_fakes.h"
+#include "stderr_capture.h"
 #include "temp_dir.h"
 
 using namespace mlpd;
@@ -368,20 +369,10 @@ TEST_CASE("heapshot: a walk that lost events says so on stderr", "[hooks][heapsh
     proto.address = 0x7f0010000000 + 64 * i;
     world().heap.push_back(proto);
   }
-  mlpd::test::TempDir dir("heapshot_stderr");
-  const std::string path = dir.file("stderr");
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  REQUIRE(fd >= 0);
-  const int saved = ::dup(STDERR_FILENO);
-  REQUIRE(saved >= 0);
-  ::dup2(fd, STDERR_FILENO);
-  ::close(fd);
+  mlpd::test::StderrCapture err;
   const uint64_t ticket = heapshot_now();
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
+  const std::string text = err.text();
   CHECK(heapshots_done() == ticket);  // done (as far as it could be written)
-  std::ifstream in(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO(text);
   CHECK(text.rfind("mlpd: heapshot " + std::to_string(ticket) + " is incomplete: ", 0) == 0);
   CHECK(text.find(" events dropped (the output did not keep up; the buffer pool is full)\n") != std::string::npos);

@@ -20,6 +20,7 @@
 #include "mono/v6_8/layouts.h"
 #include "mono_heap_fakes.h"
 #include "optional.h"
+#include "stderr_capture.h"
 #include "temp_dir.h"
 #include "walker/thread_state.h"
 
@@ -170,23 +171,13 @@ TEST_CASE("stack walker: our backtrace cross-checked against Mono's - a differen
 
   // Mono's walk disagrees: its frames are the backtrace, ours is off for good, said once on stderr.
   world().mono_frames = {0x7000, 0x7100};
-  mlpd::test::TempDir dir("walker_stderr");
-  const std::string path = dir.file("stderr");
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  REQUIRE(fd >= 0);
-  const int saved = ::dup(STDERR_FILENO);
-  REQUIRE(saved >= 0);
-  ::dup2(fd, STDERR_FILENO);
-  ::close(fd);
+  mlpd::test::StderrCapture err;
   const uint32_t n = walker::collect(frames, format::kMaxFrames, true);
   const uint32_t n2 = walker::collect(frames, format::kMaxFrames, true);  // off now: Mono's walk only
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
+  const std::string text = err.text();
   CHECK(as_ints(frames, n) == std::vector<uint64_t>{0x7000, 0x7100});
   CHECK(n2 == 2);
   CHECK(world().mono_walks == 3);
-  std::ifstream in(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text ==
         "mlpd: our stack walker disagreed with Mono's (a backtrace); backtraces use mono_stack_walk_no_il from now on\n");
   const std::string s2 = walker::summary();
